@@ -1,0 +1,65 @@
+# Checks that every quoted #include goes downward in the module graph of ARCHITECTURE:
+#
+#   common <- threads <- steps
+#   threads <- log <- core (sm/io, sm/buffer, sm/lock, ...) <- index <- api (sm/sm.h, sm/api)
+#   api <- query, tpcc;  steps <- api, tpcc;  query <- tpcc
+#   tools/ (offline tools) include nothing of the engine; tools/bench and tests/ may include all.
+#
+# Quoted includes must name a path from the repository root ("threads/fiber.h").
+# Usage: cmake -DROOT=<repo> -DSTAMP=<file> -P check_layering.cmake
+cmake_minimum_required(VERSION 3.25)
+
+function(module_of path out)
+  if(path MATCHES "^sm/common/")
+    set(m common)
+  elseif(path MATCHES "^sm/sm\\.h$" OR path MATCHES "^sm/api/")
+    set(m api)
+  elseif(path MATCHES "^sm/")
+    set(m core)
+  elseif(path MATCHES "^tools/bench/")
+    set(m bench)
+  elseif(path MATCHES "^(threads|steps|log|index|query|tpcc|tools|tests)/")
+    string(REGEX REPLACE "/.*" "" m "${path}")
+  else()
+    set(m "")
+  endif()
+  set(${out} "${m}" PARENT_SCOPE)
+endfunction()
+
+set(allowed_common common)
+set(allowed_threads common threads)
+set(allowed_steps common threads steps)
+set(allowed_log common threads log)
+set(allowed_core common threads log core)
+set(allowed_index common threads log core index)
+set(allowed_api common threads log core index steps api)
+set(allowed_query common threads api query)
+set(allowed_tpcc common api steps query tpcc)
+set(allowed_tools tools)
+set(allowed_bench common threads steps log core index api query tpcc bench)
+set(allowed_tests common threads steps log core index api query tpcc bench tests)
+
+file(GLOB_RECURSE files RELATIVE ${ROOT}
+  ${ROOT}/sm/*.h ${ROOT}/sm/*.cc ${ROOT}/threads/*.h ${ROOT}/threads/*.cc
+  ${ROOT}/steps/*.h ${ROOT}/steps/*.cc ${ROOT}/log/*.h ${ROOT}/log/*.cc
+  ${ROOT}/index/*.h ${ROOT}/index/*.cc ${ROOT}/query/*.h ${ROOT}/query/*.cc
+  ${ROOT}/tpcc/*.h ${ROOT}/tpcc/*.cc ${ROOT}/tools/*.h ${ROOT}/tools/*.cc
+  ${ROOT}/tests/*.h ${ROOT}/tests/*.cc)
+set(errors "")
+foreach(f IN LISTS files)
+  module_of("${f}" from)
+  file(STRINGS ${ROOT}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" inc "${line}")
+    module_of("${inc}" to)
+    if(to STREQUAL "")
+      string(APPEND errors "  ${f}: \"${inc}\" is not a path from the repository root\n")
+    elseif(NOT to IN_LIST allowed_${from})
+      string(APPEND errors "  ${f}: ${from} may not include ${to} (\"${inc}\")\n")
+    endif()
+  endforeach()
+endforeach()
+if(errors)
+  message(FATAL_ERROR "Layering violations:\n${errors}")
+endif()
+file(WRITE ${STAMP} "ok\n")

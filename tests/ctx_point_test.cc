@@ -1,0 +1,39 @@
+// The CTX hook: registration, listing, stable ids, and dispatch to the installed handler.
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "threads/ctx_point.h"
+
+namespace {
+SM_DEFINE_CTX_SITE(kTestSiteA, "test.site_a");
+SM_DEFINE_CTX_SITE(kTestSiteB, "test.site_b");
+
+std::vector<std::string> g_calls;
+void RecordingHandler(sm::threads::CtxSite& site) { g_calls.emplace_back(site.name); }
+}  // namespace
+
+TEST_CASE("CTX sites register at static init with stable ids", "[unit][ctx]") {
+  auto sites = sm::threads::ListCtxSites();
+  std::vector<std::string> names;
+  for (auto* s : sites) names.emplace_back(s->name);
+  REQUIRE(std::find(names.begin(), names.end(), "test.site_a") != names.end());
+  REQUIRE(std::is_sorted(names.begin(), names.end()));
+  REQUIRE(sm::threads::FindCtxSite("test.site_b") == &kTestSiteB);
+  REQUIRE(sm::threads::FindCtxSite("no.such.site") == nullptr);
+  REQUIRE(kTestSiteA.id == sm::threads::CtxSiteId("test.site_a"));
+  REQUIRE(kTestSiteA.id != kTestSiteB.id);
+}
+
+TEST_CASE("the CTX hook calls the handler only when one is installed", "[unit][ctx]") {
+  g_calls.clear();
+  SM_CTX(kTestSiteA);
+  REQUIRE(g_calls.empty());
+  sm::threads::SetCtxHandler(&RecordingHandler);
+  SM_CTX(kTestSiteA);
+  SM_CTX(kTestSiteB);
+  sm::threads::SetCtxHandler(nullptr);
+  SM_CTX(kTestSiteB);
+  REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_b"});
+}

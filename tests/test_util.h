@@ -1,0 +1,28 @@
+// Helpers shared by tests: seeds for [random] tests and small runtime conveniences.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+namespace sm::test {
+
+// The seed of a [random] test: SM_SEED from the environment if set (to replay a failure),
+// else a fresh one. Always printed, so every failing run can be replayed.
+inline uint64_t TestSeed(const char* test_name) {
+  uint64_t seed;
+  if (const char* env = std::getenv("SM_SEED")) {
+    seed = std::strtoull(env, nullptr, 10);
+  } else {
+    seed = std::random_device{}();
+    seed = (seed << 32) ^ std::random_device{}();
+  }
+  std::printf("[%s] seed %llu (replay with SM_SEED=%llu)\n", test_name,
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  return seed;
+}
+
+}  // namespace sm::test

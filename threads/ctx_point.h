@@ -1,0 +1,70 @@
+// CTX points: named sites in the engine's code where a fiber may hand the CPU to the next
+// member of its execution team (STEPS). This file only provides the hook; steps/ installs the
+// handler that decides and switches. With no handler installed a site costs one load and one
+// predictable branch.
+//
+// A site is defined once, at namespace scope, in the .cc file that uses it:
+//     SM_DEFINE_CTX_SITE(kCtxBtreeDescend, "btree.descend");
+// and marked where the switch may happen:
+//     SM_CTX(kCtxBtreeDescend);
+// Sites register themselves during static initialization, so every site compiled into a
+// binary can be listed (--list-ctx-points) before anything runs.
+//
+// Invariants:
+//   1. Site names are unique in a binary (checked at registration); ids are the 32-bit FNV-1a
+//      hash of the name, so they are stable across builds.
+//   2. The handler is installed before workers start running operations and removed after
+//      they stop; the hook reads it with a relaxed load (a plain move on x86-64).
+//
+// Thread/fiber safety: registration runs at static-init time; the hook is safe everywhere.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace sm::threads {
+
+struct CtxSite {
+  explicit CtxSite(const char* site_name);
+  CtxSite(const CtxSite&) = delete;
+  CtxSite& operator=(const CtxSite&) = delete;
+
+  const char* name;
+  uint32_t id;
+  // Set by the placement loader (steps/); read by the handler, never by the hook itself.
+  std::atomic<bool> enabled{false};
+};
+
+using CtxHandler = void (*)(CtxSite& site);
+
+namespace detail {
+extern std::atomic<CtxHandler> g_ctx_handler;
+}
+
+// Installs (or with nullptr removes) the handler called at every CTX site.
+void SetCtxHandler(CtxHandler handler);
+// All sites linked into this binary, sorted by name.
+std::vector<CtxSite*> ListCtxSites();
+CtxSite* FindCtxSite(std::string_view name);
+constexpr uint32_t CtxSiteId(std::string_view name) {
+  uint32_t hash = 2166136261u;
+  for (char c : name) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+}  // namespace sm::threads
+
+#define SM_DEFINE_CTX_SITE(ident, site_name) ::sm::threads::CtxSite ident{site_name}
+
+#define SM_CTX(site)                                                                  \
+  do {                                                                                \
+    ::sm::threads::CtxHandler sm_ctx_handler_ =                                       \
+        ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);         \
+    if (sm_ctx_handler_ != nullptr) [[unlikely]]                                      \
+      sm_ctx_handler_(site);                                                          \
+  } while (0)

@@ -1,0 +1,101 @@
+// Fiber: a user-level thread with its own stack, run by exactly one Worker for its whole life.
+//
+// Owns: the fiber control block (saved context, state, per-fiber counters) and the stack
+// allocator (mmap'ed stacks with a guard page, pooled, registered with valgrind).
+//
+// State machine (transitions are performed by Worker, see worker.h):
+//   kReady    --Worker::SwitchTo/DirectSwitch-->            kRunning
+//   kRunning  --Worker::Yield-->                            kReady (tail of the run queue)
+//   kRunning  --Worker::Block-->                            kBlocked
+//   kBlocked  --Worker::Wake-->                             kReady
+//   kRunning  --Worker::DirectSwitch (to another fiber)-->  kParked (owned by the caller of
+//                                                           DirectSwitch, e.g. a STEPS team)
+//   kRunning  --fn returns-->                               kFinished (control block freed by
+//                                                           its worker after the switch away)
+//
+// Invariants:
+//   1. A fiber is in its worker's run queue iff its state is kReady and it was made ready
+//      through Wake/Yield/Spawn (parked fibers are in no queue).
+//   2. exclusive_held() counts exclusive latches and mutexes this fiber holds; CTX points
+//      switch only when it is zero (STEPS paper, section 4.1.3).
+//   3. No exception escapes a fiber's function: one that does calls std::terminate.
+//
+// Thread/fiber safety: a Fiber is touched only by its own worker thread, except Wake(), which
+// any thread may call through Worker::Wake.
+#pragma once
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/stack_context.hpp>
+#include <boost/intrusive/list_hook.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace sm::threads {
+
+class Worker;
+
+enum class FiberState : uint8_t { kReady, kRunning, kBlocked, kParked, kFinished };
+
+// Allocates fiber stacks: mmap'ed, a PROT_NONE guard page below, pooled process-wide, and
+// registered with valgrind (VALGRIND_STACK_REGISTER) so memcheck and callgrind follow switches.
+class FiberStackAllocator {
+ public:
+  explicit FiberStackAllocator(size_t stack_bytes) : stack_bytes_(stack_bytes) {}
+  boost::context::stack_context allocate();
+  void deallocate(boost::context::stack_context& sctx) noexcept;
+  size_t stack_bytes() const { return stack_bytes_; }
+
+ private:
+  size_t stack_bytes_;
+};
+
+class Fiber : public boost::intrusive::list_base_hook<
+                  boost::intrusive::link_mode<boost::intrusive::safe_link>> {
+ public:
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  Worker* worker() const { return worker_; }
+  FiberState state() const { return state_; }
+
+  // Exclusive latches and mutexes held (the CTX gate of STEPS).
+  uint32_t exclusive_held() const { return exclusive_held_; }
+  void NoteExclusiveAcquired() { ++exclusive_held_; }
+  void NoteExclusiveReleased();
+
+  // An opaque slot for the layer that schedules teams (steps/); the runtime never reads it.
+  void* team_slot = nullptr;
+
+  // The fiber running on this OS thread, or nullptr on a plain thread or a worker's own
+  // scheduler context.
+  static Fiber* Current();
+
+ private:
+  friend class Worker;
+  Fiber(Worker* worker, uint64_t id, std::string name, std::function<void()> fn)
+      : id_(id), name_(std::move(name)), worker_(worker), fn_(std::move(fn)) {}
+  ~Fiber() = default;
+
+  uint64_t id_;
+  std::string name_;
+  Worker* worker_;
+  std::function<void()> fn_;
+  boost::context::fiber context_;  // saved context while not running
+  FiberState state_ = FiberState::kReady;
+  uint32_t exclusive_held_ = 0;
+  bool fresh_ = true;             // spawned, not yet made ready on its worker
+  bool wake_pending_ = false;     // a Wake arrived while not blocked: the next Block returns
+  Fiber* remote_next_ = nullptr;  // link in the worker's remote queue
+  void* tsan_fiber_ = nullptr;  // ThreadSanitizer's fiber handle (SM_TSAN builds)
+  // Stack bounds, for AddressSanitizer's stack-switch annotations (SM_ASAN builds); for a
+  // worker's own context they are learned at its first switch.
+  const void* stack_bottom_ = nullptr;
+  size_t stack_bytes_ = 0;
+};
+
+}  // namespace sm::threads

@@ -1,0 +1,149 @@
+// Worker: an OS thread that runs fibers cooperatively, with its own run queue.
+//
+// Owns: the run queue (this worker's thread only), the remote queue (any thread pushes fibers
+// woken or spawned from elsewhere), the timer list, the worker's I/O reactor, and the eventfd
+// an idle worker sleeps on.
+//
+// Two ways to switch:
+//   - the scheduler path: Yield() / Block() pick the next fiber from the run queue (or go to
+//     the worker's own context, which polls for events and sleeps when nothing is runnable);
+//   - DirectSwitch(to): switch straight to a named parked fiber, touching no queue. This is
+//     the primitive behind STEPS' CTX. The caller becomes kParked and is owned by whoever
+//     arranged the switch (a team ring); it must be switched to again or made ready later.
+//
+// Invariants:
+//   1. Only this worker's thread touches run_queue_, timers_, current_ and fiber states;
+//      other threads reach it through PushRemote() (a lock-free stack) and the eventfd.
+//   2. A worker sleeps (poll on its eventfd) only after publishing sleeping_ = true and then
+//      finding the remote queue empty; a remote pusher writes the eventfd if it sees
+//      sleeping_ (both seq_cst), so no wake-up is lost.
+//   3. Events (remote queue, I/O completions, timers) are polled at least every
+//      kPollInterval switches and whenever the run queue is empty, so a worker whose fibers
+//      yield to each other cannot starve I/O or cross-worker wake-ups.
+//   4. A finished fiber's control block is freed by the next context that runs on this
+//      worker (ReapZombie), never on its own stack.
+//
+// Thread/fiber safety: Spawn, Wake and Stop may be called from any thread; every other
+// method only from a fiber (or the scheduler context) of this worker.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/intrusive/list.hpp>
+
+#include "threads/fiber.h"
+
+namespace sm::threads {
+
+class Reactor;
+
+struct WorkerStats {
+  uint64_t fibers_spawned = 0;
+  uint64_t scheduler_switches = 0;  // through the run queue or the scheduler context
+  uint64_t direct_switches = 0;
+  uint64_t remote_wakeups = 0;
+  uint64_t idle_sleeps = 0;
+};
+
+class Worker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr uint32_t kPollInterval = 64;
+
+  Worker(int index, size_t stack_bytes, unsigned aio_depth, int pin_cpu);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // The worker whose thread is the caller, or nullptr on a plain OS thread.
+  static Worker* Current();
+
+  int index() const { return index_; }
+  // The running fiber, or nullptr in the scheduler context.
+  Fiber* current_fiber() const { return current_ == &main_ ? nullptr : current_; }
+  Reactor& reactor() { return *reactor_; }
+  const WorkerStats& stats() const { return stats_; }
+  size_t live_fibers() const { return live_fibers_.load(std::memory_order_relaxed); }
+
+  // Creates a fiber that runs fn on this worker. Any thread. Returns nullptr after Stop().
+  Fiber* Spawn(std::function<void()> fn, std::string name = {});
+
+  // --- From a fiber of this worker -------------------------------------------------------
+  // Moves the running fiber to the tail of the run queue and runs the next ready one.
+  void Yield();
+  // Suspends the running fiber until Wake(fiber). Returns at once if a Wake arrived first.
+  void Block();
+  // Switches straight to `to` (kParked or kReady but in no queue) without touching any queue;
+  // the running fiber becomes kParked.
+  void DirectSwitch(Fiber* to);
+  // Makes a parked fiber runnable through the run queue (at the front if `front`).
+  void MakeReady(Fiber* fiber, bool front = false);
+  // Parks the running fiber and runs `next` via the scheduler path (STEPS' regular switch):
+  // updates the stats and queue state that DirectSwitch skipped.
+  void ParkAndSwitch(Fiber* next);
+
+  // --- Any thread ----------------------------------------------------------------------------
+  // Makes a blocked fiber of this worker ready. Safe from any thread and worker.
+  void Wake(Fiber* fiber);
+  // Asks the worker to exit once every fiber has finished.
+  void Stop();
+  void Join();
+
+  // --- Timers (from this worker's thread) ------------------------------------------------
+  struct Timer {
+    std::function<void()> fire;  // runs in the scheduler path; must not switch
+    std::multimap<Clock::time_point, Timer*>::iterator it;
+    bool armed = false;
+  };
+  void ArmTimer(Timer* timer, Clock::time_point deadline);
+  void CancelTimer(Timer* timer);
+
+ private:
+  void ThreadMain(int pin_cpu);
+  void SchedulerLoop();
+  void SwitchTo(Fiber* from, Fiber* to);
+  void ScheduleNext();  // running fiber has been queued, blocked or parked
+  Fiber* PopReady();
+  void PollEvents(bool may_sleep);
+  void DrainRemote();
+  void FireTimers(Clock::time_point now);
+  int SleepTimeoutMs(Clock::time_point now) const;
+  void PushRemote(Fiber* fiber);
+  void MakeReadyLocal(Fiber* fiber);
+  void ReapZombie();
+  boost::context::fiber FinishCurrent();
+  void WakeSleeper();
+  // Sanitizer bookkeeping around every switch (no-ops unless SM_ASAN / SM_TSAN).
+  void BeforeSwitch(Fiber* to, void** fake_stack, bool from_dies);
+  void AfterSwitch(void* fake_stack);
+
+  using RunQueue = boost::intrusive::list<Fiber, boost::intrusive::constant_time_size<false>>;
+
+  const int index_;
+  FiberStackAllocator stacks_;
+  Fiber main_;           // the worker thread's own (scheduler) context
+  Fiber* current_;       // running fiber, &main_ in the scheduler context
+  Fiber* zombie_ = nullptr;
+  RunQueue run_queue_;
+  std::multimap<Clock::time_point, Timer*> timers_;
+  uint32_t switches_since_poll_ = 0;
+  WorkerStats stats_;
+
+  std::atomic<Fiber*> remote_head_{nullptr};  // Treiber stack of fibers made ready remotely
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> live_fibers_{0};
+  std::atomic<uint64_t> next_fiber_id_{1};
+  int event_fd_ = -1;
+  std::unique_ptr<Reactor> reactor_;
+  std::thread thread_;
+};
+
+}  // namespace sm::threads
