@@ -85,19 +85,11 @@ Fiber* Worker::Spawn(std::function<void()> fn, std::string name) {
   if (stopping_.load(std::memory_order_acquire)) return nullptr;
   uint64_t id = next_fiber_id_.fetch_add(1, std::memory_order_relaxed);  // unique only
   auto* fiber = new Fiber(this, id, std::move(name), std::move(fn));
-  boost::context::stack_context stack = stacks_.allocate();
-  fiber->stack_bottom_ = static_cast<char*>(stack.sp) - stack.size;
-  fiber->stack_bytes_ = stack.size;
-  fiber->context_ = boost::context::fiber(
-      std::allocator_arg, boost::context::preallocated(stack.sp, stack.size, stack), stacks_,
-      [fiber](boost::context::fiber&& caller) {
-        SM_DASSERT(!caller);  // our resume_with callbacks hand over an empty fiber
-        Worker* worker = fiber->worker_;
-        worker->AfterSwitch(nullptr);
-        worker->ReapZombie();
-        fiber->fn_();  // an escaping exception terminates (noexcept boundary of the entry)
-        return worker->FinishCurrent();
-      });
+  fiber->stack_ = stacks_.allocate();
+  fiber->stack_bottom_ = static_cast<char*>(fiber->stack_.sp) - fiber->stack_.size;
+  fiber->stack_bytes_ = fiber->stack_.size;
+  fiber->context_ = boost::context::detail::make_fcontext(fiber->stack_.sp, fiber->stack_.size,
+                                                          &Worker::FiberMain);
 #ifdef SM_TSAN
   fiber->tsan_fiber_ = __tsan_create_fiber(0);
 #endif
@@ -112,13 +104,25 @@ Fiber* Worker::Spawn(std::function<void()> fn, std::string name) {
   return fiber;
 }
 
-boost::context::fiber Worker::FinishCurrent() {
+// First frame of every fiber. `transfer.data` is the context that switched to us, whose
+// saved context we store (as after every switch); current_ already names this fiber.
+void Worker::FiberMain(boost::context::detail::transfer_t transfer) {
+  static_cast<Fiber*>(transfer.data)->context_ = transfer.fctx;
+  Worker* worker = Current();
+  worker->AfterSwitch(nullptr);
+  worker->ReapZombie();
+  Fiber* self = worker->current_;
+  self->fn_();  // an escaping exception terminates: this frame has no caller to unwind to
+  worker->FinishCurrent();
+}
+
+void Worker::FinishCurrent() {
   Fiber* dying = current_;
   dying->state_ = FiberState::kFinished;
   dying->fn_ = nullptr;  // release captures on this worker, while the stack still exists
   SM_ASSERT(dying->exclusive_held_ == 0);  // a fiber must not finish holding a latch
   SM_ASSERT(zombie_ == nullptr);
-  zombie_ = dying;
+  zombie_ = dying;  // freed by the next context to run here, off this stack
   live_fibers_.fetch_sub(1, std::memory_order_release);
   Fiber* next = PopReady();
   if (next == nullptr) next = &main_;
@@ -126,7 +130,8 @@ boost::context::fiber Worker::FinishCurrent() {
   current_ = next;
   next->state_ = FiberState::kRunning;
   BeforeSwitch(next, nullptr, /*from_dies=*/true);
-  return std::move(next->context_);
+  boost::context::detail::jump_fcontext(next->context_, dying);
+  SM_UNREACHABLE();
 }
 
 void Worker::ReapZombie() {
@@ -134,6 +139,7 @@ void Worker::ReapZombie() {
 #ifdef SM_TSAN
   __tsan_destroy_fiber(zombie_->tsan_fiber_);
 #endif
+  stacks_.deallocate(zombie_->stack_);
   delete zombie_;
   zombie_ = nullptr;
 }
@@ -145,14 +151,11 @@ void Worker::SwitchTo(Fiber* from, Fiber* to) {
   to->state_ = FiberState::kRunning;
   void* fake_stack = nullptr;
   BeforeSwitch(to, &fake_stack, /*from_dies=*/false);
-  // The callback runs on `to`'s stack and stores the suspended `from` in its slot; what
-  // resume_with returns when `from` is resumed later is the empty fiber of that callback.
-  boost::context::fiber back = std::move(to->context_).resume_with(
-      [from](boost::context::fiber&& suspended) -> boost::context::fiber {
-        from->context_ = std::move(suspended);
-        return {};
-      });
-  SM_DASSERT(!back);
+  // Whoever resumes us later passes its own control block as data; we store the context it
+  // left behind, so every switch is one jump with no callback.
+  boost::context::detail::transfer_t back =
+      boost::context::detail::jump_fcontext(to->context_, from);
+  static_cast<Fiber*>(back.data)->context_ = back.fctx;
   AfterSwitch(fake_stack);
   ReapZombie();
 }

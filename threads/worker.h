@@ -118,7 +118,8 @@ class Worker {
   void PushRemote(Fiber* fiber);
   void MakeReadyLocal(Fiber* fiber);
   void ReapZombie();
-  boost::context::fiber FinishCurrent();
+  [[noreturn]] void FinishCurrent();
+  static void FiberMain(boost::context::detail::transfer_t transfer);
   void WakeSleeper();
   // Sanitizer bookkeeping around every switch (no-ops unless SM_ASAN / SM_TSAN).
   void BeforeSwitch(Fiber* to, void** fake_stack, bool from_dies);
