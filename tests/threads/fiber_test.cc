@@ -111,15 +111,18 @@ TEST_CASE("yielding fibers are scheduled round robin", "[unit][fiber]") {
   Baton start;
   WaitGroup wg;
   wg.Add(kFibers);
-  for (int f = 0; f < kFibers; ++f) {
-    rt->Spawn([&, f] {
-      for (int r = 0; r < kRounds; ++r) {
-        trace.push_back(f);
-        Worker::Current()->Yield();
-      }
-      wg.Done();
-    }, 0);
-  }
+  // Spawned by a root fiber, so that all are queued before the first runs.
+  rt->Spawn([&] {
+    for (int f = 0; f < kFibers; ++f) {
+      Worker::Current()->Spawn([&, f] {
+        for (int r = 0; r < kRounds; ++r) {
+          trace.push_back(f);
+          Worker::Current()->Yield();
+        }
+        wg.Done();
+      });
+    }
+  }, 0);
   wg.Wait();
   rt->Shutdown();
   REQUIRE(trace.size() == kFibers * kRounds);
