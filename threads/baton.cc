@@ -123,6 +123,7 @@ void SleepFor(std::chrono::nanoseconds duration) {
     std::this_thread::sleep_for(duration);
     return;
   }
+  WaitReasonScope reason(WaitReason::kSleep);
   Baton never_posted;
   bool posted = never_posted.WaitFor(duration);
   SM_ASSERT(!posted);

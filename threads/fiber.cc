@@ -106,6 +106,19 @@ void Fiber::NoteExclusiveReleased() {
   --exclusive_held_;
 }
 
+const char* WaitReasonName(WaitReason reason) {
+  switch (reason) {
+    case WaitReason::kOther: return "other";
+    case WaitReason::kLock: return "lock";
+    case WaitReason::kLatch: return "latch";
+    case WaitReason::kIo: return "io";
+    case WaitReason::kLogFlush: return "log flush";
+    case WaitReason::kYield: return "yield";
+    case WaitReason::kSleep: return "sleep";
+  }
+  return "?";
+}
+
 Fiber* Fiber::Current() {
   Worker* worker = Worker::Current();
   return worker == nullptr ? nullptr : worker->current_fiber();

@@ -44,6 +44,12 @@ class Worker;
 
 enum class FiberState : uint8_t { kReady, kRunning, kBlocked, kParked, kFinished };
 
+// Why a fiber is about to wait: set by the waiting layer (WaitReasonScope) so that STEPS can
+// report why team members went stray (paper Table 4).
+enum class WaitReason : uint8_t { kOther, kLock, kLatch, kIo, kLogFlush, kYield, kSleep };
+inline constexpr int kWaitReasonCount = 7;
+const char* WaitReasonName(WaitReason reason);
+
 // Allocates fiber stacks: mmap'ed, a PROT_NONE guard page below, pooled process-wide, and
 // registered with valgrind (VALGRIND_STACK_REGISTER) so memcheck and callgrind follow switches.
 class FiberStackAllocator {
@@ -73,8 +79,12 @@ class Fiber : public boost::intrusive::list_base_hook<
   void NoteExclusiveAcquired() { ++exclusive_held_; }
   void NoteExclusiveReleased();
 
-  // An opaque slot for the layer that schedules teams (steps/); the runtime never reads it.
+  // An opaque slot for the layer that schedules teams (steps/). The runtime reads it only to
+  // decide whether to call the team-leave hook (worker.h) and asserts it is cleared before
+  // the fiber finishes.
   void* team_slot = nullptr;
+  // The reason for the next wait (see WaitReasonScope); kOther when nobody said.
+  WaitReason wait_reason = WaitReason::kOther;
 
   // The fiber running on this OS thread, or nullptr on a plain thread or a worker's own
   // scheduler context.
@@ -102,6 +112,26 @@ class Fiber : public boost::intrusive::list_base_hook<
   // worker's own context they are learned at its first switch.
   const void* stack_bottom_ = nullptr;
   size_t stack_bytes_ = 0;
+};
+
+// Sets the running fiber's wait reason for the scope of a wait (no-op on plain threads).
+class WaitReasonScope {
+ public:
+  explicit WaitReasonScope(WaitReason reason) : fiber_(Fiber::Current()) {
+    if (fiber_ != nullptr) {
+      saved_ = fiber_->wait_reason;
+      fiber_->wait_reason = reason;
+    }
+  }
+  ~WaitReasonScope() {
+    if (fiber_ != nullptr) fiber_->wait_reason = saved_;
+  }
+  WaitReasonScope(const WaitReasonScope&) = delete;
+  WaitReasonScope& operator=(const WaitReasonScope&) = delete;
+
+ private:
+  Fiber* fiber_;
+  WaitReason saved_ = WaitReason::kOther;
 };
 
 }  // namespace sm::threads

@@ -187,6 +187,7 @@ Status Reactor::SubmitAndWait(Op op, int fd, void* buf, size_t len, uint64_t off
     return Status::OK();
   }
   ++inflight_;
+  WaitReasonScope reason(WaitReason::kIo);
   while (!completion.done) worker_->Block();
   *result = completion.result;
   return Status::OK();
@@ -214,6 +215,7 @@ void Reactor::RunBlocking(const std::function<void()>& fn) {
     fn();
     return;
   }
+  WaitReasonScope reason(WaitReason::kIo);
   BlockingPool::Get().Run(fn);
 }
 

@@ -90,6 +90,7 @@ void Latch::AcquireSlow(LatchMode mode) {
       tail_ = &me;
     }
   }
+  WaitReasonScope reason(WaitReason::kLatch);
   me.granted.Wait();  // the releaser set the word on our behalf (invariant 3)
   std::atomic_thread_fence(std::memory_order_acquire);
 }

@@ -23,7 +23,15 @@
 namespace sm::threads {
 namespace {
 thread_local Worker* tls_worker = nullptr;  // per OS thread: fibers never migrate
+// Set once before workers run team members; read on every block/yield of a team member.
+std::atomic<Worker::TeamLeaveHook> g_leave_hook{nullptr};
+std::atomic<Worker::IdleHook> g_idle_hook{nullptr};
 }  // namespace
+
+void Worker::SetTeamHooks(TeamLeaveHook leave, IdleHook idle) {
+  g_leave_hook.store(leave, std::memory_order_relaxed);
+  g_idle_hook.store(idle, std::memory_order_relaxed);
+}
 
 Worker* Worker::Current() { return tls_worker; }
 
@@ -68,7 +76,7 @@ void Worker::SchedulerLoop() {
   for (;;) {
     ReapZombie();
     PollEvents(/*may_sleep=*/false);
-    if (Fiber* next = PopReady()) {
+    if (Fiber* next = PickNext()) {
       ++stats_.scheduler_switches;
       SwitchTo(&main_, next);
       continue;
@@ -121,10 +129,11 @@ void Worker::FinishCurrent() {
   dying->state_ = FiberState::kFinished;
   dying->fn_ = nullptr;  // release captures on this worker, while the stack still exists
   SM_ASSERT(dying->exclusive_held_ == 0);  // a fiber must not finish holding a latch
+  SM_ASSERT(dying->team_slot == nullptr);   // nor as a member of a STEPS team
   SM_ASSERT(zombie_ == nullptr);
   zombie_ = dying;  // freed by the next context to run here, off this stack
   live_fibers_.fetch_sub(1, std::memory_order_release);
-  Fiber* next = PopReady();
+  Fiber* next = PickNext();
   if (next == nullptr) next = &main_;
   ++stats_.scheduler_switches;
   current_ = next;
@@ -189,6 +198,22 @@ void Worker::AfterSwitch(void* fake_stack) {
   (void)fake_stack;
 }
 
+Fiber* Worker::PickNext() {
+  if (Fiber* hint = next_hint_) {
+    next_hint_ = nullptr;
+    SM_DASSERT(hint->state_ == FiberState::kParked);
+    return hint;
+  }
+  if (Fiber* ready = PopReady()) return ready;
+  if (IdleHook idle = g_idle_hook.load(std::memory_order_relaxed)) return idle(this);
+  return nullptr;
+}
+
+void Worker::LeaveTeam(Fiber* fiber, WaitReason reason) {
+  if (fiber->team_slot == nullptr) return;
+  if (TeamLeaveHook leave = g_leave_hook.load(std::memory_order_relaxed)) leave(fiber, reason);
+}
+
 Fiber* Worker::PopReady() {
   if (run_queue_.empty()) return nullptr;
   Fiber* next = &run_queue_.front();
@@ -207,8 +232,8 @@ void Worker::ScheduleNext() {
       remote_head_.load(std::memory_order_relaxed) != nullptr) {
     PollEvents(/*may_sleep=*/false);
   }
-  Fiber* next = PopReady();
-  if (next == self) {  // it was the only ready fiber
+  Fiber* next = PickNext();
+  if (next == self) {  // it was the only ready fiber (or the head of the next team)
     self->state_ = FiberState::kRunning;
     return;
   }
@@ -219,6 +244,7 @@ void Worker::ScheduleNext() {
 void Worker::Yield() {
   Fiber* self = current_;
   SM_ASSERT(self != &main_);
+  LeaveTeam(self, WaitReason::kYield);
   MakeReadyLocal(self);
   ScheduleNext();
 }
@@ -230,6 +256,7 @@ void Worker::Block() {
     self->wake_pending_ = false;
     return;
   }
+  LeaveTeam(self, self->wait_reason);
   self->state_ = FiberState::kBlocked;
   ScheduleNext();
 }
@@ -267,6 +294,16 @@ void Worker::ParkAndSwitch(Fiber* next) {
   } else {
     SwitchTo(self, next);
   }
+}
+
+void Worker::YieldTo(Fiber* next) {
+  Fiber* self = current_;
+  SM_DASSERT(self != &main_);
+  SM_DASSERT(next != self);
+  SM_DASSERT(next->state_ == FiberState::kParked);
+  MakeReadyLocal(self);
+  ++stats_.scheduler_switches;
+  SwitchTo(self, next);
 }
 
 void Worker::Wake(Fiber* fiber) {

@@ -85,9 +85,26 @@ class Worker {
   void DirectSwitch(Fiber* to);
   // Makes a parked fiber runnable through the run queue (at the front if `front`).
   void MakeReady(Fiber* fiber, bool front = false);
-  // Parks the running fiber and runs `next` via the scheduler path (STEPS' regular switch):
-  // updates the stats and queue state that DirectSwitch skipped.
+  // Parks the running fiber and runs `next` (or, if null, whatever the scheduler picks).
   void ParkAndSwitch(Fiber* next);
+  // Puts the running fiber at the tail of the run queue and switches straight to `next`
+  // (kParked, in no queue).
+  void YieldTo(Fiber* next);
+  // The fiber the scheduler runs next, ahead of the run queue (STEPS' "next team member runs
+  // next" after a member leaves its team). Must be kParked.
+  void SetNextHint(Fiber* next) { next_hint_ = next; }
+  bool HasReadyFibers() const { return !run_queue_.empty(); }
+
+  // --- Hooks for the team scheduler (steps/), process-wide, set before workers run fibers ---
+  // Called on the running fiber's worker when a fiber whose team_slot is set is about to
+  // block or yield (paper section 4.1.3): the hook takes it out of its team.
+  using TeamLeaveHook = void (*)(Fiber* fiber, WaitReason reason);
+  // Called when no fiber is ready: may return a parked fiber to run (the head of the next
+  // team), or null.
+  using IdleHook = Fiber* (*)(Worker* worker);
+  static void SetTeamHooks(TeamLeaveHook leave, IdleHook idle);
+  // Per-worker state of the team scheduler; the runtime never reads it.
+  void* team_state = nullptr;
 
   // --- Any thread ----------------------------------------------------------------------------
   // Makes a blocked fiber of this worker ready. Safe from any thread and worker.
@@ -111,6 +128,8 @@ class Worker {
   void SwitchTo(Fiber* from, Fiber* to);
   void ScheduleNext();  // running fiber has been queued, blocked or parked
   Fiber* PopReady();
+  Fiber* PickNext();    // hint, run queue, then the idle hook
+  void LeaveTeam(Fiber* fiber, WaitReason reason);
   void PollEvents(bool may_sleep);
   void DrainRemote();
   void FireTimers(Clock::time_point now);
@@ -132,6 +151,7 @@ class Worker {
   Fiber main_;           // the worker thread's own (scheduler) context
   Fiber* current_;       // running fiber, &main_ in the scheduler context
   Fiber* zombie_ = nullptr;
+  Fiber* next_hint_ = nullptr;
   RunQueue run_queue_;
   std::multimap<Clock::time_point, Timer*> timers_;
   uint32_t switches_since_poll_ = 0;

@@ -1,0 +1,398 @@
+// STEPS: team lists, the wrapper, the CTX handler, stray handling, statistics.
+#include "steps/steps.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "sm/common/assert.h"
+#include "threads/ctx_point.h"
+#include "threads/worker.h"
+
+namespace sm::steps {
+
+using threads::Fiber;
+using threads::WaitReason;
+using threads::Worker;
+
+namespace {
+
+// A picked team may pass over the oldest waiting team at most this many times.
+constexpr uint32_t kMaxPassOvers = 2;
+
+// Counters written only by their worker; a relaxed load + store compiles to a plain
+// increment (no locked instruction on the CTX path) and keeps cross-thread reads defined.
+struct Counter {
+  std::atomic<uint64_t> value{0};
+  void Add(uint64_t n = 1) {
+    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t Get() const { return value.load(std::memory_order_relaxed); }
+  void Reset() { value.store(0, std::memory_order_relaxed); }
+};
+
+struct ListStats {
+  Counter teams, entered, completed, ctx_switches, ctx_skipped_latch, size_sum, activations;
+  Counter stray[threads::kWaitReasonCount];
+};
+
+struct Team;
+
+// Per-fiber state, kept in Fiber::team_slot.
+struct Member {
+  Fiber* fiber = nullptr;
+  Team* team = nullptr;  // null: stray
+  Member* prev = nullptr;
+  Member* next = nullptr;
+};
+
+// One execution team: a ring of members, all wanting the same operation.
+struct Team {
+  uint64_t key = 0;
+  ListStats* stats = nullptr;
+  Member* head = nullptr;  // the member that runs first when the team becomes active
+  uint32_t size = 0;
+  uint32_t passed_over = 0;
+  bool measured = false;  // its size was counted at its first activation
+
+  void Append(Member* m) {
+    m->team = this;
+    if (head == nullptr) {
+      head = m->prev = m->next = m;
+    } else {
+      m->prev = head->prev;
+      m->next = head;
+      head->prev->next = m;
+      head->prev = m;
+    }
+    ++size;
+  }
+  void Remove(Member* m) {
+    SM_DASSERT(m->team == this);
+    if (m->next == m) {
+      head = nullptr;
+    } else {
+      m->prev->next = m->next;
+      m->next->prev = m->prev;
+      if (head == m) head = m->next;
+    }
+    m->prev = m->next = nullptr;
+    m->team = nullptr;
+    --size;
+  }
+};
+
+// Teams of one worker.
+struct WorkerTeams {
+  Worker* worker = nullptr;
+  Team* active = nullptr;
+  std::deque<Team*> waiting;                               // non-empty, not active, oldest first
+  std::unordered_map<uint64_t, std::deque<Team*>> by_key;  // the teams of each list, in order
+  std::map<uint64_t, std::unique_ptr<ListStats>> stats;    // per list; never shrinks
+};
+
+struct Global {
+  std::mutex mu;
+  StepsOptions options;                               // guarded by mu for writes
+  std::vector<std::unique_ptr<WorkerTeams>> workers;  // guarded by mu
+  std::map<uint32_t, std::string> index_names;        // guarded by mu
+  std::atomic<bool> installed{false};
+  std::atomic<uint32_t> max_team_size{32};
+};
+
+Global& G() {
+  static Global* g = new Global();  // outlives every worker
+  return *g;
+}
+
+WorkerTeams& TeamsOf(Worker* worker) {
+  if (worker->team_state == nullptr) {
+    auto wt = std::make_unique<WorkerTeams>();
+    wt->worker = worker;
+    worker->team_state = wt.get();
+    std::lock_guard<std::mutex> guard(G().mu);
+    G().workers.push_back(std::move(wt));
+  }
+  return *static_cast<WorkerTeams*>(worker->team_state);
+}
+
+ListStats* StatsFor(WorkerTeams& wt, uint64_t key) {
+  auto it = wt.stats.find(key);
+  if (it != wt.stats.end()) return it->second.get();
+  auto stats = std::make_unique<ListStats>();
+  ListStats* raw = stats.get();
+  std::lock_guard<std::mutex> guard(G().mu);  // Stats() iterates this map
+  wt.stats.emplace(key, std::move(stats));
+  return raw;
+}
+
+void RemoveWaiting(WorkerTeams& wt, Team* team) {
+  auto it = std::find(wt.waiting.begin(), wt.waiting.end(), team);
+  if (it != wt.waiting.end()) wt.waiting.erase(it);
+}
+
+// A team lost its last member: forget it.
+void DestroyTeam(WorkerTeams& wt, Team* team) {
+  SM_DASSERT(team->size == 0);
+  if (wt.active == team) wt.active = nullptr;
+  RemoveWaiting(wt, team);
+  auto& list = wt.by_key[team->key];
+  list.erase(std::find(list.begin(), list.end(), team));
+  delete team;
+}
+
+void Activate(WorkerTeams& wt, Team* team) {
+  RemoveWaiting(wt, team);
+  wt.active = team;
+  team->passed_over = 0;
+  if (!team->measured) {  // a team resumed after strays ran is not a new team
+    team->measured = true;
+    team->stats->activations.Add();
+    team->stats->size_sum.Add(team->size);
+  }
+}
+
+// Picks the next team to run: `preferred` (the team the last member joined) unless the
+// oldest waiting team has been passed over too often. Returns null if no team waits.
+Team* PickTeam(WorkerTeams& wt, Team* preferred) {
+  if (wt.waiting.empty()) return nullptr;
+  // Teams of one list run in the order they formed: a full team's overflow runs after it.
+  if (preferred != nullptr) preferred = wt.by_key[preferred->key].front();
+  Team* oldest = wt.waiting.front();
+  Team* pick = oldest;
+  bool preferred_waits =
+      preferred != nullptr && preferred != wt.active &&
+      std::find(wt.waiting.begin(), wt.waiting.end(), preferred) != wt.waiting.end();
+  if (preferred_waits && oldest->passed_over < kMaxPassOvers) pick = preferred;
+  if (pick != oldest) ++oldest->passed_over;
+  Activate(wt, pick);
+  return pick;
+}
+
+Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
+  uint64_t packed = key.packed();
+  auto& list = wt.by_key[packed];
+  uint32_t cap = G().max_team_size.load(std::memory_order_relaxed);
+  Team* team = list.empty() ? nullptr : list.back();
+  if (team == nullptr || team->size >= cap) {
+    team = new Team();
+    team->key = packed;
+    team->stats = StatsFor(wt, packed);
+    team->stats->teams.Add();
+    list.push_back(team);
+    wt.waiting.push_back(team);
+  }
+  team->Append(m);
+  team->stats->entered.Add();
+  return team;
+}
+
+// Takes `m` out of its team; returns the member that should run next in its place (the
+// next member of the same team, or the head of the next team), or null.
+Fiber* Disconnect(WorkerTeams& wt, Member* m) {
+  Team* team = m->team;
+  if (team == nullptr) return nullptr;
+  Member* successor = m->next != m ? m->next : nullptr;
+  bool was_active = wt.active == team;
+  team->Remove(m);
+  if (team->size == 0) {
+    DestroyTeam(wt, team);
+    return nullptr;
+  }
+  return was_active ? successor->fiber : nullptr;
+}
+
+void OnCtx(threads::CtxSite& site) {
+  if (!site.enabled.load(std::memory_order_relaxed)) return;
+  Fiber* self = Fiber::Current();
+  if (self == nullptr) return;
+  auto* m = static_cast<Member*>(self->team_slot);
+  if (m == nullptr || m->team == nullptr || m->next == m) return;
+  if (self->exclusive_held() != 0) {
+    m->team->stats->ctx_skipped_latch.Add();
+    return;
+  }
+  m->team->stats->ctx_switches.Add();
+  self->worker()->DirectSwitch(m->next->fiber);
+}
+
+// Paper section 4.1.3: a member blocks or yields.
+void OnLeave(Fiber* fiber, WaitReason reason) {
+  auto* m = static_cast<Member*>(fiber->team_slot);
+  if (m == nullptr || m->team == nullptr) return;  // already stray
+  WorkerTeams& wt = TeamsOf(fiber->worker());
+  m->team->stats->stray[static_cast<int>(reason)].Add();  // 1, 2: disconnect, mark stray
+  Fiber* next = Disconnect(wt, m);
+  if (next == nullptr && wt.active == nullptr) {
+    if (Team* team = PickTeam(wt, nullptr)) next = team->head->fiber;
+  }
+  // 3: the worker's state (current fiber, queues) was never left stale by DirectSwitch.
+  // 4: the next member runs next; 5: the caller switches through the regular path.
+  if (next != nullptr) fiber->worker()->SetNextHint(next);
+}
+
+Fiber* OnIdle(Worker* worker) {
+  if (worker->team_state == nullptr) return nullptr;
+  WorkerTeams& wt = TeamsOf(worker);
+  if (wt.active != nullptr) return nullptr;  // its running member will pass the CPU on
+  Team* team = PickTeam(wt, nullptr);
+  return team == nullptr ? nullptr : team->head->fiber;
+}
+
+}  // namespace
+
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kBegin:
+      return "begin";
+    case Op::kCommit:
+      return "commit";
+    case Op::kIndexFetch:
+      return "index fetch";
+    case Op::kScan:
+      return "scan";
+    case Op::kInsert:
+      return "insert";
+    case Op::kUpdate:
+      return "update";
+    case Op::kDelete:
+      return "delete";
+  }
+  return "?";
+}
+
+TeamKey KeyFor(Op op, uint32_t index) {
+  bool per_index = op == Op::kIndexFetch || op == Op::kInsert || op == Op::kDelete;
+  return TeamKey{op, per_index ? index : 0};
+}
+
+void Install(const StepsOptions& options) {
+  G().max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
+  Worker::SetTeamHooks(&OnLeave, &OnIdle);
+  threads::SetCtxHandler(&OnCtx);
+  G().installed.store(true, std::memory_order_release);
+}
+
+void Uninstall() {
+  G().installed.store(false, std::memory_order_release);
+  threads::SetCtxHandler(nullptr);
+  Worker::SetTeamHooks(nullptr, nullptr);
+}
+
+bool Installed() { return G().installed.load(std::memory_order_acquire); }
+
+void BeginOp(TeamKey key) {
+  if (!Installed()) return;
+  Fiber* self = Fiber::Current();
+  if (self == nullptr) return;  // plain threads have no teams
+  Worker* worker = self->worker();
+  WorkerTeams& wt = TeamsOf(worker);
+  auto* m = static_cast<Member*>(self->team_slot);
+  if (m == nullptr) {
+    m = new Member();
+    m->fiber = self;
+    self->team_slot = m;
+  }
+  if (m->team != nullptr) m->team->stats->completed.Add();
+  Fiber* successor = Disconnect(wt, m);
+  Team* joined = JoinTeam(wt, key, m);
+
+  if (worker->HasReadyFibers()) {
+    // Other work is waiting (strays, new fibers): the regular scheduler runs it first, and
+    // the idle hook resumes the teams when the run queue drains. The interrupted team waits
+    // at the front.
+    if (wt.active != nullptr) {
+      wt.waiting.push_front(wt.active);
+      wt.active = nullptr;
+    }
+    worker->ParkAndSwitch(nullptr);
+    return;
+  }
+  if (successor != nullptr) {  // our old team goes on with its operation
+    worker->DirectSwitch(successor);
+    return;
+  }
+  if (wt.active == nullptr) {  // our old team is done (or we were stray): pick the next
+    Team* next_team = PickTeam(wt, joined);
+    if (next_team != nullptr && next_team->head->fiber != self) {
+      worker->DirectSwitch(next_team->head->fiber);
+    }
+    return;  // we head the team that runs now, or were switched back to
+  }
+  if (wt.active != joined) worker->DirectSwitch(wt.active->head->fiber);  // wait our turn
+}
+
+void Detach() {
+  Fiber* self = Fiber::Current();
+  if (self == nullptr || self->team_slot == nullptr) return;
+  auto* m = static_cast<Member*>(self->team_slot);
+  Worker* worker = self->worker();
+  WorkerTeams& wt = TeamsOf(worker);
+  if (m->team != nullptr) m->team->stats->completed.Add();
+  Fiber* next = Disconnect(wt, m);
+  self->team_slot = nullptr;
+  delete m;
+  if (next == nullptr && wt.active == nullptr) {
+    if (Team* team = PickTeam(wt, nullptr)) next = team->head->fiber;
+  }
+  if (next != nullptr) worker->YieldTo(next);  // the team goes on; we queue as a stray
+}
+
+void SetIndexName(uint32_t index, std::string name) {
+  std::lock_guard<std::mutex> guard(G().mu);
+  G().index_names[index] = std::move(name);
+}
+
+uint64_t TeamStats::strays() const {
+  uint64_t total = 0;
+  for (uint64_t s : stray) total += s;
+  return total;
+}
+
+std::vector<TeamStats> Stats() {
+  std::lock_guard<std::mutex> guard(G().mu);
+  std::map<std::string, TeamStats> rows;
+  for (auto& wt : G().workers) {
+    for (auto& [key, ls] : wt->stats) {
+      Op op = static_cast<Op>(key >> 32);
+      uint32_t index = static_cast<uint32_t>(key);
+      std::string name = OpName(op);
+      if (KeyFor(op, 1).index != 0) {
+        auto it = G().index_names.find(index);
+        name += " (" + (it != G().index_names.end() ? it->second : std::to_string(index)) + ")";
+      }
+      TeamStats& row = rows[name];
+      row.name = name;
+      row.teams += ls->teams.Get();
+      row.entered += ls->entered.Get();
+      row.completed += ls->completed.Get();
+      row.ctx_switches += ls->ctx_switches.Get();
+      row.ctx_skipped_latch += ls->ctx_skipped_latch.Get();
+      row.size_sum += ls->size_sum.Get();
+      row.activations += ls->activations.Get();
+      for (int r = 0; r < threads::kWaitReasonCount; ++r) row.stray[r] += ls->stray[r].Get();
+    }
+  }
+  std::vector<TeamStats> out;
+  for (auto& [name, row] : rows) out.push_back(row);
+  return out;
+}
+
+void ResetStats() {
+  std::lock_guard<std::mutex> guard(G().mu);
+  for (auto& wt : G().workers) {
+    for (auto& [key, ls] : wt->stats) {
+      for (Counter* c : {&ls->teams, &ls->entered, &ls->completed, &ls->ctx_switches,
+                         &ls->ctx_skipped_latch, &ls->size_sum, &ls->activations}) {
+        c->Reset();
+      }
+      for (auto& c : ls->stray) c.Reset();
+    }
+  }
+}
+
+}  // namespace sm::steps

@@ -1,0 +1,105 @@
+// STEPS: execution teams and fast CTX switching (Harizopoulos & Ailamaki, VLDB 2004).
+//
+// Owns: per-worker team lists (one per storage operation, and per index for index fetch,
+// insert and delete: paper Table 2), the CTX handler installed into threads/ctx_point.h, the
+// team-leave and idle hooks installed into the worker, and the per-operation statistics
+// (paper Table 4).
+//
+// How a fiber moves (all on its own worker; fibers never migrate, so each worker has its
+// own teams and STEPS runs on every core at once):
+//   - The storage layer calls BeginOp(key) at the start of every operation (the paper's
+//     "STEPS wrapper", which it runs at the end of the previous one). The fiber leaves the
+//     team of its previous operation and joins the team for `key` (a new team behind the
+//     current one when that is full: max_team_size). Then:
+//       * if its old team still has members, the CPU passes to the next of them (the old
+//         team goes on with its operation);
+//       * else the old team is done and the next team to run is picked: the one the last
+//         member joined (the paper's policy), unless another team has waited for
+//         kMaxPassOvers picks (so every team makes progress);
+//       * if the worker has ready fibers (strays woken by I/O or locks, new fibers), they
+//         run first, through the regular scheduler, and get to join their teams; when the
+//         run queue is empty the worker's idle hook resumes the next team.
+//   - At an enabled CTX site, a team member that holds no exclusive latch or mutex switches
+//     straight to the next member (Worker::DirectSwitch); the last switches to the first.
+//     Nothing else is updated on that path but two counters. Strays, fibers outside teams,
+//     disabled sites and latch holders fall through.
+//   - A member that blocks (lock, latch, I/O, log flush) or yields leaves its team through the
+//     five steps of paper section 4.1.3: disconnect, mark stray, bring the scheduler state up
+//     to date, hint that the next member runs next (Worker::SetNextHint), switch through the
+//     regular path (the worker's Block/Yield). It rejoins at its next BeginOp.
+//   - Detach() ends a fiber's membership (end of a client's work, or before it exits).
+//
+// Invariants (per worker):
+//   1. Every team member is kParked except the one running; no member is in a run queue, so
+//      a DirectSwitch to the next member is always to a parked fiber.
+//   2. At most one team is active (the one whose members CTX among themselves); the others
+//      wait in `waiting` order.
+//   3. A team with no members is destroyed at once.
+//
+// Thread/fiber safety: BeginOp, Detach and the CTX handler run on the calling fiber's
+// worker and touch only that worker's state. Install/Uninstall are process-wide and must be
+// called while no fiber uses teams. Stats() may be called from any thread (counters are
+// read racily but each is a single word written by one worker).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "threads/fiber.h"
+
+namespace sm::steps {
+
+enum class Op : uint8_t { kBegin, kCommit, kIndexFetch, kScan, kInsert, kUpdate, kDelete };
+inline constexpr int kOpCount = 7;
+const char* OpName(Op op);
+
+// The team list an operation joins. `index` tells indexes apart for the operations whose
+// code path depends on the index (fetch, insert, delete); other operations use 0.
+struct TeamKey {
+  Op op = Op::kBegin;
+  uint32_t index = 0;
+  uint64_t packed() const { return (uint64_t(op) << 32) | index; }
+};
+TeamKey KeyFor(Op op, uint32_t index);  // drops `index` for begin, commit, scan and update
+
+struct StepsOptions {
+  uint32_t max_team_size = 32;  // a full team makes the next joiner start a new one
+};
+
+// Installs the CTX handler and the worker hooks. With STEPS off, nothing is installed and
+// BeginOp/Detach return at once: the same fibers run under the same scheduler.
+void Install(const StepsOptions& options);
+void Uninstall();
+bool Installed();
+
+// The STEPS wrapper: call at the start of each storage operation on a fiber.
+void BeginOp(TeamKey key);
+// Leave the current team (if any) and stop being tracked. Required before a fiber that
+// called BeginOp finishes.
+void Detach();
+
+// Names an index for reports ("index fetch (customer)").
+void SetIndexName(uint32_t index, std::string name);
+
+struct TeamStats {
+  std::string name;        // e.g. "index fetch (customer)"
+  uint64_t teams = 0;      // teams formed
+  uint64_t entered = 0;    // fibers that joined
+  uint64_t completed = 0;  // members that finished the operation in the team
+  uint64_t stray[threads::kWaitReasonCount] = {};  // members that left, by wait reason
+  uint64_t ctx_switches = 0;                       // CTX switches taken
+  uint64_t ctx_skipped_latch = 0;                  // CTX points passed holding an exclusive latch
+  uint64_t size_sum = 0;                           // sum of team sizes when each team first ran
+  uint64_t activations = 0;                        // teams of this list that ran
+  double AverageTeamSize() const {
+    return activations == 0 ? 0.0 : double(size_sum) / double(activations);
+  }
+  uint64_t strays() const;
+};
+
+// Statistics summed over all workers, one row per team list that was used, sorted by name.
+std::vector<TeamStats> Stats();
+void ResetStats();
+
+}  // namespace sm::steps

@@ -1,0 +1,258 @@
+// STEPS: team formation and round-robin CTX switching, the team-size cap, strays on lock
+// waits and sleeps rejoining at their next operation, CTX skipped under an exclusive latch,
+// disabled sites, teams on two workers at once, STEPS off.
+#include "steps/steps.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "threads/baton.h"
+#include "threads/ctx_point.h"
+#include "threads/runtime.h"
+#include "threads/sync.h"
+
+using namespace sm;
+using steps::Op;
+using threads::Worker;
+
+namespace {
+SM_DEFINE_CTX_SITE(kSiteOn, "test.steps.on");
+SM_DEFINE_CTX_SITE(kSiteOff, "test.steps.off");
+
+std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
+  threads::RuntimeOptions options;
+  options.workers = workers;
+  std::unique_ptr<threads::Runtime> rt;
+  REQUIRE(threads::Runtime::Create(options, &rt).ok());
+  return rt;
+}
+
+// Installs STEPS for one test and removes it after.
+struct StepsScope {
+  explicit StepsScope(uint32_t cap) {
+    kSiteOn.enabled = true;
+    kSiteOff.enabled = false;
+    steps::Install(steps::StepsOptions{cap});
+    steps::ResetStats();
+  }
+  ~StepsScope() { steps::Uninstall(); }
+};
+
+const steps::TeamStats* Row(const std::vector<steps::TeamStats>& rows, const std::string& name) {
+  for (const auto& r : rows) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+// Runs `fibers` fibers on worker `worker`, spawned by a root fiber so that all are queued
+// before the first runs; each runs body(i).
+template <typename Body>
+void RunFibers(threads::Runtime* rt, int worker, int fibers, Body body, threads::WaitGroup* wg) {
+  wg->Add(fibers);
+  rt->Spawn(
+      [=] {
+        for (int i = 0; i < fibers; ++i) {
+          Worker::Current()->Spawn([=] {
+            body(i);
+            wg->Done();
+          });
+        }
+      },
+      worker);
+}
+}  // namespace
+
+TEST_CASE("a team runs its operation round robin at CTX points", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 4,
+      [&](int i) {
+        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 7));
+        for (int k = 0; k < 3; ++k) {
+          trace.push_back(i);
+          SM_CTX(kSiteOn);
+        }
+        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+        trace.push_back(100 + i);
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 100, 101, 102, 103});
+  auto rows = steps::Stats();
+  const auto* fetch = Row(rows, "index fetch (7)");
+  REQUIRE(fetch != nullptr);
+  CHECK(fetch->teams == 1);
+  CHECK(fetch->entered == 4);
+  CHECK(fetch->completed == 4);
+  CHECK(fetch->strays() == 0);
+  CHECK(fetch->ctx_switches == 12);
+  CHECK(fetch->AverageTeamSize() == 4.0);
+}
+
+TEST_CASE("a full team makes the next fibers form a team that runs after it", "[unit][steps]") {
+  StepsScope scope(2);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 4,
+      [&](int i) {
+        steps::BeginOp(steps::KeyFor(Op::kScan, 0));
+        for (int k = 0; k < 3; ++k) {
+          trace.push_back(i);
+          SM_CTX(kSiteOn);
+        }
+        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+        trace.push_back(100 + i);
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace == std::vector<int>{0, 1, 0, 1, 0, 1, 100, 101, 2, 3, 2, 3, 2, 3, 102, 103});
+  const auto* scan = Row(steps::Stats(), "scan");
+  REQUIRE(scan != nullptr);
+  CHECK(scan->teams == 2);
+  CHECK(scan->AverageTeamSize() == 2.0);
+}
+
+TEST_CASE("a member that waits for a lock or sleeps goes stray and rejoins later",
+          "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<std::string> trace;
+  threads::Baton lock_granted;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 3,
+      [&](int i) {
+        for (int round = 0; round < 2; ++round) {
+          steps::BeginOp(steps::KeyFor(Op::kUpdate, 0));
+          trace.push_back("u" + std::to_string(i));
+          if (round == 0 && i == 1) {
+            threads::WaitReasonScope reason(threads::WaitReason::kLock);
+            lock_granted.Wait();  // fiber 1 blocks on a "lock" that fiber 2 grants
+          }
+          if (round == 0 && i == 2) {
+            lock_granted.Post();
+            threads::SleepFor(std::chrono::milliseconds(1));  // fiber 2 goes stray asleep
+          }
+          SM_CTX(kSiteOn);
+          trace.push_back("v" + std::to_string(i));
+        }
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace.size() == 12);  // everyone finished both rounds
+  const auto* update = Row(steps::Stats(), "update");
+  REQUIRE(update != nullptr);
+  CHECK(update->stray[static_cast<int>(threads::WaitReason::kLock)] == 1);
+  CHECK(update->stray[static_cast<int>(threads::WaitReason::kSleep)] == 1);
+  CHECK(update->entered == 6);  // the strays rejoined at their next operation
+  CHECK(update->completed + update->strays() == 6);
+}
+
+TEST_CASE("CTX does not switch while an exclusive latch is held", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<std::string> trace;
+  threads::Latch latch;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 2,
+      [&](int i) {
+        steps::BeginOp(steps::KeyFor(Op::kInsert, 3));
+        {
+          threads::LatchGuard guard(latch, threads::LatchMode::kExclusive);
+          trace.push_back("held" + std::to_string(i));
+          SM_CTX(kSiteOn);  // skipped: a teammate would block on the latch
+          trace.push_back("still" + std::to_string(i));
+        }
+        SM_CTX(kSiteOn);  // taken
+        trace.push_back("after" + std::to_string(i));
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace ==
+          std::vector<std::string>{"held0", "still0", "held1", "still1", "after0", "after1"});
+  const auto* insert = Row(steps::Stats(), "insert (3)");
+  REQUIRE(insert != nullptr);
+  CHECK(insert->ctx_skipped_latch == 2);
+  CHECK(insert->ctx_switches == 2);
+}
+
+TEST_CASE("disabled CTX sites and STEPS off leave the schedule alone", "[unit][steps]") {
+  for (bool installed : {true, false}) {
+    std::unique_ptr<StepsScope> scope;
+    if (installed) scope = std::make_unique<StepsScope>(32);
+    auto rt = MakeRuntime(1);
+    std::vector<int> trace;
+    threads::WaitGroup wg;
+    RunFibers(
+        rt.get(), 0, 3,
+        [&](int i) {
+          steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 1));
+          for (int k = 0; k < 2; ++k) {
+            trace.push_back(i);
+            SM_CTX(kSiteOff);
+            if (!installed) SM_CTX(kSiteOn);  // no handler installed: nothing happens
+          }
+          steps::Detach();
+        },
+        &wg);
+    wg.Wait();
+    rt->Shutdown();
+    REQUIRE(trace == std::vector<int>{0, 0, 1, 1, 2, 2});
+  }
+}
+
+TEST_CASE("teams run on two workers at once", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(2);
+  constexpr int kFibers = 6, kRounds = 50, kPoints = 4;
+  std::vector<int> traces[2];
+  std::atomic<int> bad_worker{0};
+  threads::WaitGroup wg;
+  for (int w = 0; w < 2; ++w) {
+    RunFibers(
+        rt.get(), w, kFibers,
+        [&, w](int i) {
+          for (int round = 0; round < kRounds; ++round) {
+            steps::BeginOp(steps::KeyFor(round % 2 ? Op::kIndexFetch : Op::kUpdate, 5));
+            for (int p = 0; p < kPoints; ++p) {
+              if (Worker::Current()->index() != w) bad_worker.fetch_add(1);
+              traces[w].push_back(i);
+              SM_CTX(kSiteOn);
+            }
+          }
+          steps::Detach();
+        },
+        &wg);
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(bad_worker.load() == 0);
+  for (auto& trace : traces) {
+    REQUIRE(trace.size() == size_t{kFibers} * kRounds * kPoints);
+    // Round robin within a team: consecutive entries come from different fibers.
+    size_t repeats = 0;
+    for (size_t k = 1; k < trace.size(); ++k) repeats += trace[k] == trace[k - 1];
+    CHECK(repeats < trace.size() / 10);
+  }
+  uint64_t switches = 0;
+  for (const auto& row : steps::Stats()) switches += row.ctx_switches;
+  CHECK(switches > 2 * kFibers * kRounds);
+}
