@@ -1,0 +1,97 @@
+// CRC32C: SSE4.2 crc32 instruction when the CPU has it, slicing-by-8 tables otherwise.
+#include "sm/page/crc32c.h"
+
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+namespace sm {
+namespace {
+
+constexpr uint32_t kPolyReflected = 0x82F63B78u;
+
+// kTables[k][b]: the CRC of byte b followed by k zero bytes (slicing-by-8).
+using Tables = std::array<std::array<uint32_t, 256>, 8>;
+
+constexpr Tables MakeTables() {
+  Tables t{};
+  for (uint32_t b = 0; b < 256; ++b) {
+    uint32_t crc = b;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1) ? kPolyReflected : 0);
+    t[0][b] = crc;
+  }
+  for (int k = 1; k < 8; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
+  }
+  return t;
+}
+
+constexpr Tables kTables = MakeTables();
+
+uint64_t LoadLe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));  // x86-64 is little-endian, which the tables assume
+  return v;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const uint8_t* p, size_t n,
+                                                       uint32_t crc) {
+  uint64_t c = crc;
+  for (; n >= 8; n -= 8, p += 8) c = _mm_crc32_u64(c, LoadLe64(p));
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; --n, ++p) c32 = _mm_crc32_u8(c32, *p);
+  return c32;
+}
+#endif
+
+bool DetectHardware() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2");
+#else
+  return false;
+#endif
+}
+
+// Decided once: the function-local static is initialized thread-safely on first use.
+bool HardwareAvailable() {
+  static const bool available = DetectHardware();
+  return available;
+}
+
+}  // namespace
+
+uint32_t Crc32cPortable(const void* data, size_t n, uint32_t init) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t crc = ~init;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t v = LoadLe64(p) ^ crc;
+    crc = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^ kTables[5][(v >> 16) & 0xff] ^
+          kTables[4][(v >> 24) & 0xff] ^ kTables[3][(v >> 32) & 0xff] ^
+          kTables[2][(v >> 40) & 0xff] ^ kTables[1][(v >> 48) & 0xff] ^ kTables[0][v >> 56];
+  }
+  for (; n > 0; --n, ++p) crc = (crc >> 8) ^ kTables[0][(crc ^ *p) & 0xff];
+  return ~crc;
+}
+
+uint32_t Crc32cHardware(const void* data, size_t n, uint32_t init) {
+#if defined(__x86_64__)
+  return ~Crc32cSse42(static_cast<const uint8_t*>(data), n, ~init);
+#else
+  return Crc32cPortable(data, n, init);
+#endif
+}
+
+bool Crc32cHardwareAvailable() { return HardwareAvailable(); }
+
+uint32_t Crc32c(const void* data, size_t n, uint32_t init) {
+  if (HardwareAvailable()) [[likely]]
+    return Crc32cHardware(data, n, init);
+  return Crc32cPortable(data, n, init);
+}
+
+}  // namespace sm
