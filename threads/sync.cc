@@ -91,8 +91,9 @@ void Latch::AcquireSlow(LatchMode mode) {
     }
   }
   WaitReasonScope reason(WaitReason::kLatch);
-  me.granted.Wait();  // the releaser set the word on our behalf (invariant 3)
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // The releaser set the word on our behalf (invariant 3); the Baton's acquire pairs with
+  // its post, which follows that write, so no fence is needed here.
+  me.granted.Wait();
 }
 
 void Latch::ReleaseShared() {

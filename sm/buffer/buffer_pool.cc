@@ -1,0 +1,532 @@
+// BufferPool: fixing, loading, clock eviction, write-back and the background writer.
+#include "sm/buffer/buffer_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "sm/common/assert.h"
+#include "sm/space/volume.h"
+#include "threads/runtime.h"
+
+namespace sm::buffer {
+
+using threads::LatchMode;
+
+// A slice of the page table. hits is counted under the lock it already holds, so the hit
+// path touches no shared counter.
+struct alignas(64) BufferPool::Partition {
+  mutable threads::SpinLock lock;
+  std::unordered_map<uint64_t, Frame*> map;  // guarded by lock
+  uint64_t hits = 0;                         // guarded by lock
+};
+
+namespace {
+
+// An 8 KiB O_DIRECT-aligned buffer for write-back copies.
+struct StagingBuffer {
+  StagingBuffer() : data(static_cast<char*>(std::aligned_alloc(4096, kPageBytes))) {}
+  ~StagingBuffer() { std::free(data); }
+  char* data;
+};
+
+size_t PartitionCountFor(size_t frames) {
+  size_t want = std::clamp<size_t>(frames / 16, 16, 4096);
+  size_t count = 16;
+  while (count < want) count <<= 1;
+  return count;
+}
+
+}  // namespace
+
+// ---- PageHandle ------------------------------------------------------------------------
+
+PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    frame_ = other.frame_;
+    pool_ = other.pool_;
+    mode_ = other.mode_;
+    other.frame_ = nullptr;
+  }
+  return *this;
+}
+
+PageId PageHandle::page_id() const { return frame_->page_id; }
+char* PageHandle::data() const { return frame_->data; }
+
+void PageHandle::MarkDirty() {
+  SM_DASSERT(frame_->latch.HeldExclusive());
+  SM_DASSERT(mode_ == LatchMode::kExclusive);
+  if (!frame_->dirty.exchange(true, std::memory_order_acq_rel)) {
+    frame_->rec_lsn = PageLsn(frame_->data);
+    pool_->dirty_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool PageHandle::TryUpgrade() {
+  if (mode_ == LatchMode::kExclusive) return true;
+  if (!frame_->latch.TryUpgrade()) return false;
+  mode_ = LatchMode::kExclusive;
+  return true;
+}
+
+void PageHandle::Release() {
+  if (frame_ == nullptr) return;
+  frame_->latch.Release(mode_);
+  pool_->Unpin(frame_);
+  frame_ = nullptr;
+}
+
+// ---- construction ------------------------------------------------------------------------
+
+Status BufferPool::Create(space::Volume* volume, const BufferPoolOptions& options,
+                          std::unique_ptr<BufferPool>* pool) {
+  size_t frames = options.pool_bytes / kPageBytes;
+  if (frames < kMinFrames) {
+    return Status::InvalidArgument("buffer pool of " + std::to_string(options.pool_bytes) +
+                                   " bytes holds fewer than " + std::to_string(kMinFrames) +
+                                   " pages of 8 KiB");
+  }
+  if (volume == nullptr) return Status::InvalidArgument("buffer pool needs a volume");
+  pool->reset(new BufferPool(volume, options, frames));
+  if ((*pool)->memory_ == nullptr) {
+    pool->reset();
+    return Status::NoSpace("cannot allocate the buffer pool's memory");
+  }
+  return Status::OK();
+}
+
+BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, size_t frames)
+    : volume_(volume),
+      options_(options),
+      memory_(static_cast<char*>(std::aligned_alloc(4096, frames * kPageBytes)), &std::free),
+      frames_(new Frame[frames]),
+      frame_count_(frames),
+      partitions_(new Partition[PartitionCountFor(frames)]),
+      partition_mask_(PartitionCountFor(frames) - 1) {
+  if (memory_ == nullptr) return;
+  free_frames_.reserve(frames);
+  for (size_t i = frames; i-- > 0;) {
+    frames_[i].data = memory_.get() + i * kPageBytes;
+    free_frames_.push_back(&frames_[i]);
+  }
+}
+
+BufferPool::~BufferPool() { StopWriter(); }
+
+BufferPool::Partition& BufferPool::PartitionOf(PageId id) const {
+  // Fibonacci hashing spreads consecutive page ids over partitions.
+  uint64_t h = id.value() * 0x9E3779B97F4A7C15ull;
+  return partitions_[(h >> 32) & partition_mask_];
+}
+
+void BufferPool::SetWalFlush(WalFlush flush) {
+  std::lock_guard<threads::Mutex> guard(wal_mu_);
+  wal_flush_ = std::move(flush);
+}
+
+// ---- fixing ------------------------------------------------------------------------------
+
+Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
+  handle->Release();
+  if (!id.valid()) return Status::InvalidArgument("page id 0 is the volume header");
+  Partition& part = PartitionOf(id);
+  Frame* frame = nullptr;
+  {
+    std::lock_guard<threads::SpinLock> guard(part.lock);
+    auto it = part.map.find(id.value());
+    if (it != part.map.end()) {
+      frame = it->second;
+      // relaxed: ordered against eviction by the partition lock (invariant 2).
+      frame->pin_count.fetch_add(1, std::memory_order_relaxed);
+      ++part.hits;
+    }
+  }
+  if (frame != nullptr) return FixExisting(frame, mode, handle);
+
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  Frame* fresh = nullptr;
+  SM_TRY(ClaimFrame(&fresh));
+  {
+    std::unique_lock<threads::SpinLock> guard(part.lock);
+    auto it = part.map.find(id.value());
+    if (it != part.map.end()) {  // another fiber started loading it meanwhile
+      frame = it->second;
+      frame->pin_count.fetch_add(1, std::memory_order_relaxed);
+      guard.unlock();
+      ReturnToFreeList(fresh);
+      return FixExisting(frame, mode, handle);
+    }
+    fresh->page_id = id;
+    fresh->loaded.Reset();
+    fresh->pin_count.store(1, std::memory_order_relaxed);
+    fresh->state.store(FrameState::kLoading, std::memory_order_relaxed);
+    part.map.emplace(id.value(), fresh);
+  }
+  Status s = Load(fresh, id);
+  if (!s.ok()) {
+    Unpin(fresh);
+    return s;
+  }
+  return FixExisting(fresh, mode, handle);
+}
+
+Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle) {
+  if (frame->state.load(std::memory_order_acquire) == FrameState::kLoading) {
+    frame->loaded.Wait();
+  }
+  if (frame->state.load(std::memory_order_acquire) == FrameState::kFailed) {
+    Status s = frame->load_status;
+    Unpin(frame);
+    return s;
+  }
+  frame->latch.Acquire(mode);
+  frame->referenced.store(true, std::memory_order_relaxed);
+  handle->frame_ = frame;
+  handle->pool_ = this;
+  handle->mode_ = mode;
+  return Status::OK();
+}
+
+Status BufferPool::Load(Frame* frame, PageId id) {
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  Status s = volume_->ReadPage(id, frame->data);
+  if (s.ok()) {
+    frame->dirty.store(false, std::memory_order_relaxed);
+    frame->state.store(FrameState::kResident, std::memory_order_release);
+    frame->loaded.Set();
+    return s;
+  }
+  read_failures_.fetch_add(1, std::memory_order_relaxed);
+  {
+    Partition& part = PartitionOf(id);
+    std::lock_guard<threads::SpinLock> guard(part.lock);
+    part.map.erase(id.value());
+    frame->load_status = s;
+    frame->state.store(FrameState::kFailed, std::memory_order_release);
+  }
+  frame->loaded.Set();
+  return s;
+}
+
+void BufferPool::Unpin(Frame* frame) {
+  // acq_rel: the last unpin of a failed frame must see every waiter's reads done.
+  uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
+  SM_ASSERT(old > 0);
+  if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed) {
+    frame->load_status = Status::OK();
+    ReturnToFreeList(frame);
+  }
+}
+
+void BufferPool::ReturnToFreeList(Frame* frame) {
+  frame->state.store(FrameState::kFree, std::memory_order_relaxed);
+  frame->page_id = PageId::Invalid();
+  std::lock_guard<threads::SpinLock> guard(free_lock_);
+  free_frames_.push_back(frame);
+}
+
+Status BufferPool::FixNew(PageType type, PageHandle* handle) {
+  handle->Release();
+  PageId id;
+  SM_TRY(volume_->AllocatePage(&id));
+  Frame* frame = nullptr;
+  Status s = ClaimFrame(&frame);
+  if (!s.ok()) {
+    volume_->FreePage(id).PermitUnchecked();  // best effort: the page was never used
+    return s;
+  }
+  Partition& part = PartitionOf(id);
+  {
+    std::lock_guard<threads::SpinLock> guard(part.lock);
+    if (part.map.count(id.value()) != 0) {
+      // A freed page must have left the pool (FreePage); finding it means the volume
+      // handed out a page that is still in use.
+      SM_ASSERT(!"allocated page is still cached");
+    }
+    frame->page_id = id;
+    frame->pin_count.store(1, std::memory_order_relaxed);
+    frame->state.store(FrameState::kResident, std::memory_order_release);
+    part.map.emplace(id.value(), frame);
+  }
+  frame->latch.AcquireExclusive();
+  InitPage(frame->data, id, type);
+  frame->referenced.store(true, std::memory_order_relaxed);
+  handle->frame_ = frame;
+  handle->pool_ = this;
+  handle->mode_ = LatchMode::kExclusive;
+  handle->MarkDirty();
+  return Status::OK();
+}
+
+Status BufferPool::FreePage(PageId id) {
+  Partition& part = PartitionOf(id);
+  Frame* frame = nullptr;
+  {
+    std::lock_guard<threads::SpinLock> guard(part.lock);
+    auto it = part.map.find(id.value());
+    if (it != part.map.end()) {
+      frame = it->second;
+      if (frame->pin_count.load(std::memory_order_relaxed) != 0) {
+        return Status::InvalidArgument("page " + std::to_string(id.value()) +
+                                       " is fixed and cannot be freed");
+      }
+      part.map.erase(it);
+    }
+  }
+  if (frame != nullptr) {
+    if (frame->dirty.exchange(false, std::memory_order_relaxed)) {
+      dirty_count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ReturnToFreeList(frame);
+  }
+  return volume_->FreePage(id);
+}
+
+// ---- eviction and write-back ---------------------------------------------------------------
+
+Status BufferPool::ClaimFrame(Frame** out) {
+  {
+    std::lock_guard<threads::SpinLock> guard(free_lock_);
+    if (!free_frames_.empty()) {
+      *out = free_frames_.back();
+      free_frames_.pop_back();
+      return Status::OK();
+    }
+  }
+  // Clock with second chance. The first two sweeps take only clean frames (and wake the
+  // writer); after that a dirty victim is written back by this fiber.
+  const size_t n = frame_count_;
+  for (size_t step = 0; step < 4 * n; ++step) {
+    Frame* f = &frames_[clock_hand_.fetch_add(1, std::memory_order_relaxed) % n];
+    if (f->state.load(std::memory_order_acquire) != FrameState::kResident) continue;
+    if (f->pin_count.load(std::memory_order_relaxed) != 0) continue;
+    if (f->referenced.exchange(false, std::memory_order_relaxed)) continue;
+    if (f->dirty.load(std::memory_order_acquire)) {
+      if (step < 2 * n) {
+        writer_wake_.Set();
+        continue;
+      }
+      SM_TRY(WriteBackUnpinned(f));
+    }
+    if (TryEvict(f)) {
+      *out = f;
+      return Status::OK();
+    }
+  }
+  return Status::Busy("buffer pool: every frame is fixed or being loaded");
+}
+
+bool BufferPool::TryEvict(Frame* f) {
+  PageId id = f->page_id;
+  if (!id.valid()) return false;
+  Partition& part = PartitionOf(id);
+  std::lock_guard<threads::SpinLock> guard(part.lock);
+  auto it = part.map.find(id.value());
+  if (it == part.map.end() || it->second != f) return false;  // remapped meanwhile
+  if (f->pin_count.load(std::memory_order_relaxed) != 0) return false;
+  if (f->dirty.load(std::memory_order_acquire)) return false;
+  if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
+  part.map.erase(it);
+  f->state.store(FrameState::kFree, std::memory_order_relaxed);
+  f->page_id = PageId::Invalid();
+  evictions_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool BufferPool::PinIfResident(Frame* f) {
+  PageId id = f->page_id;
+  if (!id.valid()) return false;
+  Partition& part = PartitionOf(id);
+  std::lock_guard<threads::SpinLock> guard(part.lock);
+  auto it = part.map.find(id.value());
+  if (it == part.map.end() || it->second != f) return false;
+  if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
+  f->pin_count.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+Status BufferPool::WriteBackUnpinned(Frame* f) {
+  if (!PinIfResident(f)) return Status::OK();  // evicted or remapped: nothing to write
+  Status s = WriteBack(f);
+  Unpin(f);
+  return s;
+}
+
+// The caller holds a pin on f (so it stays mapped to the same page).
+Status BufferPool::WriteBack(Frame* f) {
+  StagingBuffer staging;
+  if (staging.data == nullptr) return Status::NoSpace("no memory for a write-back buffer");
+  Lsn old_rec_lsn;
+  f->latch.AcquireShared();
+  if (!f->dirty.load(std::memory_order_acquire)) {
+    f->latch.ReleaseShared();
+    return Status::OK();
+  }
+  std::memcpy(staging.data, f->data, kPageBytes);
+  old_rec_lsn = f->rec_lsn;
+  f->dirty.store(false, std::memory_order_release);  // a later change re-dirties it
+  dirty_count_.fetch_sub(1, std::memory_order_relaxed);
+  f->latch.ReleaseShared();
+
+  Lsn page_lsn = PageLsn(staging.data);
+  WalFlush flush;
+  {
+    std::lock_guard<threads::Mutex> guard(wal_mu_);
+    flush = wal_flush_;
+  }
+  Status s = flush ? flush(page_lsn) : Status::OK();
+  if (s.ok()) s = volume_->WritePage(f->page_id, staging.data);
+  if (s.ok()) {
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
+  // Invariant 6: the page is not on disk, so it must stay dirty with its older rec_lsn.
+  write_failures_.fetch_add(1, std::memory_order_relaxed);
+  f->latch.AcquireExclusive();
+  if (!f->dirty.exchange(true, std::memory_order_acq_rel)) {
+    dirty_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  f->rec_lsn = std::min(f->rec_lsn.valid() ? f->rec_lsn : old_rec_lsn, old_rec_lsn);
+  f->latch.ReleaseExclusive();
+  return s;
+}
+
+Status BufferPool::FlushAll() {
+  Status first = Status::OK();
+  for (size_t i = 0; i < frame_count_; ++i) {
+    Frame* f = &frames_[i];
+    if (!f->dirty.load(std::memory_order_acquire)) continue;
+    Status s = WriteBackUnpinned(f);
+    if (!s.ok() && first.ok()) first = s;
+    s.PermitUnchecked();
+  }
+  return first;
+}
+
+size_t BufferPool::WriteDirtyRound(size_t max_pages) {
+  size_t written = 0;
+  for (size_t i = 0; i < frame_count_ && written < max_pages; ++i) {
+    Frame* f = &frames_[i];
+    if (!f->dirty.load(std::memory_order_acquire)) continue;
+    if (f->pin_count.load(std::memory_order_relaxed) != 0) continue;  // in use: later
+    // A failure leaves the page dirty (invariant 6); the writer retries next round and the
+    // fixer that needs the frame gets the error.
+    if (WriteBackUnpinned(f).ok()) ++written;
+  }
+  return written;
+}
+
+// ---- background writer -------------------------------------------------------------------
+
+void BufferPool::WriterLoop() {
+  while (!writer_stop_.load(std::memory_order_acquire)) {
+    writer_wake_.WaitUntil(threads::Baton::Clock::now() +
+                           std::chrono::milliseconds(options_.writer_interval_ms));
+    writer_wake_.Reset();
+    if (writer_stop_.load(std::memory_order_acquire)) break;
+    size_t limit = std::max<size_t>(frame_count_ / 8, 1);
+    WriteDirtyRound(limit);
+  }
+  writer_done_.Set();
+}
+
+void BufferPool::StartWriter(threads::Runtime* runtime) {
+  SM_ASSERT(!writer_running_);
+  writer_running_ = true;
+  writer_stop_.store(false, std::memory_order_release);
+  writer_done_.Reset();
+  if (runtime != nullptr &&
+      runtime->Spawn([this] { WriterLoop(); }, 0, "buffer-writer") != nullptr) {
+    return;
+  }
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+void BufferPool::StopWriter() {
+  if (!writer_running_) return;
+  writer_stop_.store(true, std::memory_order_release);
+  writer_wake_.Set();
+  writer_done_.Wait();
+  if (writer_thread_.joinable()) writer_thread_.join();
+  writer_running_ = false;
+}
+
+// ---- introspection -------------------------------------------------------------------------
+
+BufferPoolStats BufferPool::stats() const {
+  BufferPoolStats st;
+  for (size_t p = 0; p <= partition_mask_; ++p) {
+    std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
+    st.hits += partitions_[p].hits;
+  }
+  st.misses = misses_.load(std::memory_order_relaxed);
+  st.reads = reads_.load(std::memory_order_relaxed);
+  st.read_failures = read_failures_.load(std::memory_order_relaxed);
+  st.writes = writes_.load(std::memory_order_relaxed);
+  st.write_failures = write_failures_.load(std::memory_order_relaxed);
+  st.evictions = evictions_.load(std::memory_order_relaxed);
+  int64_t dirty = dirty_count_.load(std::memory_order_relaxed);
+  st.dirty_pages = dirty > 0 ? static_cast<uint64_t>(dirty) : 0;
+  st.frames = frame_count_;
+  return st;
+}
+
+std::vector<std::pair<PageId, Lsn>> BufferPool::DirtyPages() const {
+  std::vector<std::pair<PageId, Lsn>> out;
+  for (size_t i = 0; i < frame_count_; ++i) {
+    const Frame& f = frames_[i];
+    if (f.dirty.load(std::memory_order_acquire) &&
+        f.state.load(std::memory_order_acquire) == FrameState::kResident) {
+      out.emplace_back(f.page_id, f.rec_lsn);
+    }
+  }
+  return out;
+}
+
+bool BufferPool::CheckInvariants() const {
+  // Meaningful only when no fix is in progress (tests call it at quiescent points).
+  size_t mapped = 0;
+  for (size_t p = 0; p <= partition_mask_; ++p) {
+    std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
+    for (const auto& [id, frame] : partitions_[p].map) {
+      if (frame->page_id.value() != id) return false;
+      FrameState st = frame->state.load(std::memory_order_relaxed);
+      if (st != FrameState::kResident && st != FrameState::kLoading) return false;
+      if (&PartitionOf(PageId(id)) != &partitions_[p]) return false;
+      ++mapped;
+    }
+  }
+  size_t free_count;
+  {
+    std::lock_guard<threads::SpinLock> guard(free_lock_);
+    free_count = free_frames_.size();
+    for (Frame* f : free_frames_) {
+      if (f->state.load(std::memory_order_relaxed) != FrameState::kFree) return false;
+      if (f->pin_count.load(std::memory_order_relaxed) != 0) return false;
+    }
+  }
+  size_t dirty = 0, pinned = 0, evicted_free = 0;
+  for (size_t i = 0; i < frame_count_; ++i) {
+    const Frame& f = frames_[i];
+    if (f.dirty.load(std::memory_order_relaxed)) ++dirty;
+    if (f.pin_count.load(std::memory_order_relaxed) != 0) ++pinned;
+    if (f.state.load(std::memory_order_relaxed) == FrameState::kFree) ++evicted_free;
+    if (f.dirty.load(std::memory_order_relaxed) &&
+        f.state.load(std::memory_order_relaxed) != FrameState::kResident) {
+      return false;  // only mapped, resident pages can be dirty
+    }
+  }
+  if (pinned != 0) return false;
+  if (static_cast<int64_t>(dirty) != dirty_count_.load(std::memory_order_relaxed)) return false;
+  // Every frame is mapped or free (failed frames return to free at their last unpin).
+  if (mapped + evicted_free != frame_count_) return false;
+  return free_count <= evicted_free;
+}
+
+}  // namespace sm::buffer

@@ -1,0 +1,205 @@
+// BufferPool: a fixed set of 8 KiB frames caching the pages of one Volume.
+//
+// Owns: the frames and their memory, the page table (page id -> frame), pin counts, the
+// clock hand, write-back (eviction and the background writer) and the pool statistics.
+//
+// Fixing a page pins its frame (so it cannot be evicted) and latches it shared or exclusive
+// (threads::Latch: a fiber that waits is suspended). A PageHandle unfixes when it dies.
+//
+// Frame state machine (Frame::state), transitions under the page-table partition lock:
+//   kFree     --Claim (Fix miss / FixNew)-->           kLoading (mapped, pinned by the loader)
+//   kLoading  --load succeeded (Load)-->               kResident
+//   kLoading  --load failed (Load)-->                  kFailed (unmapped; waiters see the
+//                                                      Status, last unpin frees the frame)
+//   kResident --evicted (TryEvict, pin 0, clean)-->    kFree
+//   kFailed   --last unpin (Unpin)-->                  kFree
+//
+// Invariants:
+//   1. A page id maps to at most one frame; a mapped frame is kLoading or kResident.
+//   2. pin_count is incremented only under the partition lock of the frame's page, and an
+//      eviction checks pin_count == 0 under the same lock, so a pinned frame is never
+//      evicted. Unpinning needs no lock.
+//   3. A frame's bytes change only under its exclusive latch; write-back copies them under
+//      a shared latch, so a page is never written half-modified.
+//   4. WAL rule: before a dirty page is written, the log is made durable up to its page LSN
+//      through the callback set by SetWalFlush (a no-op until the log manager sets one).
+//   5. Several fixers of a page that is not resident cause exactly one read: the first
+//      claims a frame in kLoading, the others pin it and wait for the load; a failed read
+//      reaches every waiter as the same Status.
+//   6. A failed write-back leaves the page dirty and returns the error to the caller (the
+//      writer or the fixer that needed the frame); nothing proceeds as if it were written.
+//
+// Thread/fiber safety: every public method may be called concurrently from fibers on any
+// worker and from plain threads. A PageHandle belongs to the fiber or thread that fixed it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "sm/common/ids.h"
+#include "sm/common/status.h"
+#include "sm/page/page.h"
+#include "threads/sync.h"
+
+namespace sm::threads {
+class Runtime;
+}
+namespace sm::space {
+class Volume;
+}
+
+namespace sm::buffer {
+
+struct BufferPoolOptions {
+  size_t pool_bytes = 64 << 20;  // rounded down to whole frames; at least kMinFrames
+  // Background writer: wakes every writer_interval_ms, or sooner when more than
+  // writer_dirty_pct % of the frames are dirty, and writes unpinned dirty pages.
+  uint32_t writer_interval_ms = 100;
+  uint32_t writer_dirty_pct = 25;
+};
+
+struct BufferPoolStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;  // fixes that found the page not resident
+  uint64_t reads = 0;   // page reads issued (misses minus coalesced waiters)
+  uint64_t read_failures = 0;
+  uint64_t writes = 0;  // page writes (eviction, background writer, flush)
+  uint64_t write_failures = 0;
+  uint64_t evictions = 0;
+  uint64_t dirty_pages = 0;  // now
+  uint64_t frames = 0;
+};
+
+class BufferPool;
+
+enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
+
+// One frame. Fields other than the atomics change only as the file comment describes.
+struct alignas(64) Frame {
+  threads::Latch latch;                // guards the page bytes
+  std::atomic<uint32_t> pin_count{0};  // see invariant 2
+  std::atomic<FrameState> state{FrameState::kFree};
+  std::atomic<bool> dirty{false};
+  std::atomic<bool> referenced{false};  // clock second-chance bit
+  PageId page_id;                       // changes only under the partition locks
+  Lsn rec_lsn;                          // page LSN when it last became dirty (checkpoints)
+  char* data = nullptr;                 // kPageBytes, aligned for O_DIRECT
+  threads::Event loaded;                // set when a kLoading state ends
+  Status load_status;                   // the failed load's Status, written before `loaded`
+};
+
+// A fixed page: pinned and latched until Release() or destruction. Movable, not copyable.
+class PageHandle {
+ public:
+  PageHandle() = default;
+  ~PageHandle() { Release(); }
+  PageHandle(PageHandle&& other) noexcept { *this = std::move(other); }
+  PageHandle& operator=(PageHandle&& other) noexcept;
+  PageHandle(const PageHandle&) = delete;
+  PageHandle& operator=(const PageHandle&) = delete;
+
+  bool valid() const { return frame_ != nullptr; }
+  PageId page_id() const;
+  char* data() const;
+  threads::LatchMode mode() const { return mode_; }
+  // Marks the page modified; requires the exclusive latch. The caller sets the page LSN.
+  void MarkDirty();
+  // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
+  bool TryUpgrade();
+  void Release();
+
+ private:
+  friend class BufferPool;
+  Frame* frame_ = nullptr;
+  BufferPool* pool_ = nullptr;
+  threads::LatchMode mode_ = threads::LatchMode::kShared;
+};
+
+class BufferPool {
+ public:
+  static constexpr size_t kMinFrames = 8;
+  // Ensures the log is durable up to the LSN (the WAL rule); returns its error otherwise.
+  using WalFlush = std::function<Status(Lsn)>;
+
+  static Status Create(space::Volume* volume, const BufferPoolOptions& options,
+                       std::unique_ptr<BufferPool>* pool);
+  ~BufferPool();  // stops the writer; does not write dirty pages (call FlushAll first)
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // Pins and latches page `id`, reading it from the volume if it is not resident.
+  Status Fix(PageId id, threads::LatchMode mode, PageHandle* handle);
+  // Allocates a new page in the volume and fixes it exclusively, initialized as `type`
+  // and dirty. No read is issued.
+  Status FixNew(PageType type, PageHandle* handle);
+  // Frees page `id` in the volume and drops it from the pool. The page must not be fixed.
+  Status FreePage(PageId id);
+
+  // Writes every dirty page (checkpoint, close). Returns the first error; pages that
+  // failed stay dirty.
+  Status FlushAll();
+  // Starts the background writer: a fiber on worker 0 of `runtime` (I/O through the
+  // reactor), or a plain thread if runtime is null. StopWriter joins it.
+  void StartWriter(threads::Runtime* runtime);
+  void StopWriter();
+
+  void SetWalFlush(WalFlush flush);
+  BufferPoolStats stats() const;
+  size_t frame_count() const { return frame_count_; }
+  // Walks every frame and the page table (SM_PARANOID / tests).
+  bool CheckInvariants() const;
+
+  // The frames currently dirty with their recovery LSN (first dirtying), for checkpoints.
+  std::vector<std::pair<PageId, Lsn>> DirtyPages() const;
+
+ private:
+  friend class PageHandle;
+  struct Partition;
+  BufferPool(space::Volume* volume, const BufferPoolOptions& options, size_t frames);
+
+  Partition& PartitionOf(PageId id) const;
+  Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  Status ClaimFrame(Frame** frame);
+  bool PinIfResident(Frame* frame);
+  bool TryEvict(Frame* frame);
+  Status WriteBack(Frame* frame);
+  Status WriteBackUnpinned(Frame* frame);
+  Status Load(Frame* frame, PageId id);
+  void Unpin(Frame* frame);
+  void ReturnToFreeList(Frame* frame);
+  void WriterLoop();
+  size_t WriteDirtyRound(size_t max_pages);
+
+  space::Volume* volume_;
+  const BufferPoolOptions options_;
+  std::unique_ptr<char, void (*)(void*)> memory_;
+  std::unique_ptr<Frame[]> frames_;
+  size_t frame_count_;
+  std::unique_ptr<Partition[]> partitions_;
+  size_t partition_mask_;
+
+  mutable threads::SpinLock free_lock_;
+  std::vector<Frame*> free_frames_;  // guarded by free_lock_
+  std::atomic<size_t> clock_hand_{0};
+
+  threads::Mutex wal_mu_;
+  WalFlush wal_flush_;  // guarded by wal_mu_ for updates; copied under it
+
+  // Background writer.
+  std::atomic<bool> writer_stop_{false};
+  threads::Event writer_wake_;
+  threads::Event writer_done_;
+  std::thread writer_thread_;
+  bool writer_running_ = false;
+
+  mutable std::atomic<uint64_t> misses_{0}, reads_{0}, read_failures_{0};
+  mutable std::atomic<uint64_t> writes_{0}, write_failures_{0}, evictions_{0};
+  std::atomic<int64_t> dirty_count_{0};
+};
+
+}  // namespace sm::buffer

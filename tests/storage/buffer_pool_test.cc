@@ -1,0 +1,509 @@
+// Buffer pool: fixing, eviction with pinned pages, read coalescing, I/O errors on read and
+// write-back, checksum failures, torn writes after a crash, the WAL callback, the background
+// writer, and a pool many times smaller than the data under fibers on two workers.
+#include "sm/buffer/buffer_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sm/io/fault_file.h"
+#include "sm/io/file.h"
+#include "sm/page/page.h"
+#include "sm/space/volume.h"
+#include "tests/test_util.h"
+#include "threads/baton.h"
+#include "threads/runtime.h"
+#include "threads/sync.h"
+
+using namespace sm;
+using buffer::BufferPool;
+using buffer::BufferPoolOptions;
+using buffer::PageHandle;
+using threads::LatchMode;
+
+namespace {
+
+constexpr size_t kPayloadOffset = kPageHeaderBytes;
+
+// Wraps a FileSystem so that page reads take `delay` (the reading fiber sleeps) and may
+// fail: how the tests make several fibers overlap on one read.
+class SlowReadFileSystem final : public io::FileSystem {
+ public:
+  explicit SlowReadFileSystem(io::FileSystem* base) : base_(base) {}
+  std::chrono::milliseconds delay{0};
+  std::atomic<bool> fail_reads{false};
+  std::atomic<int> reads{0};
+
+  Status Open(const std::string& path, const io::OpenOptions& options,
+              std::unique_ptr<io::File>* file) override {
+    std::unique_ptr<io::File> inner;
+    SM_TRY(base_->Open(path, options, &inner));
+    *file = std::make_unique<SlowFile>(this, std::move(inner));
+    return Status::OK();
+  }
+  Status Exists(const std::string& p, bool* e) override { return base_->Exists(p, e); }
+  Status Delete(const std::string& p) override { return base_->Delete(p); }
+  Status Rename(const std::string& f, const std::string& t) override { return base_->Rename(f, t); }
+  Status CreateDir(const std::string& p) override { return base_->CreateDir(p); }
+  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
+    return base_->ListDir(p, n);
+  }
+  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+
+ private:
+  class SlowFile final : public io::File {
+   public:
+    SlowFile(SlowReadFileSystem* fs, std::unique_ptr<io::File> inner)
+        : fs_(fs), inner_(std::move(inner)) {}
+    Status Read(uint64_t off, void* buf, size_t len) override {
+      fs_->reads.fetch_add(1);
+      if (fs_->delay.count() > 0) threads::SleepFor(fs_->delay);
+      if (fs_->fail_reads.load()) return Status::IOError("injected read failure");
+      return inner_->Read(off, buf, len);
+    }
+    Status ReadUpTo(uint64_t off, void* buf, size_t len, size_t* got) override {
+      return inner_->ReadUpTo(off, buf, len, got);
+    }
+    Status Write(uint64_t off, const void* buf, size_t len) override {
+      return inner_->Write(off, buf, len);
+    }
+    Status Sync() override { return inner_->Sync(); }
+    Status Size(uint64_t* bytes) override { return inner_->Size(bytes); }
+    Status Resize(uint64_t bytes) override { return inner_->Resize(bytes); }
+    const std::string& path() const override { return inner_->path(); }
+
+   private:
+    SlowReadFileSystem* fs_;
+    std::unique_ptr<io::File> inner_;
+  };
+  io::FileSystem* base_;
+};
+
+std::unique_ptr<space::Volume> MakeVolume(io::FileSystem* fs, const std::string& path) {
+  std::unique_ptr<space::Volume> volume;
+  REQUIRE(space::Volume::Create(fs, path, space::VolumeOptions{}, &volume).ok());
+  return volume;
+}
+
+std::unique_ptr<BufferPool> MakePool(space::Volume* volume, size_t frames) {
+  BufferPoolOptions options;
+  options.pool_bytes = frames * kPageBytes;
+  std::unique_ptr<BufferPool> pool;
+  REQUIRE(BufferPool::Create(volume, options, &pool).ok());
+  return pool;
+}
+
+std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
+  threads::RuntimeOptions options;
+  options.workers = workers;
+  std::unique_ptr<threads::Runtime> rt;
+  REQUIRE(threads::Runtime::Create(options, &rt).ok());
+  return rt;
+}
+
+// Stamps a page's payload with (page id, version) and reads it back.
+void Stamp(char* page, PageId id, uint64_t version) {
+  std::memcpy(page + kPayloadOffset, &id, sizeof(id));
+  std::memcpy(page + kPayloadOffset + 8, &version, sizeof(version));
+}
+uint64_t StampedVersion(const char* page, PageId id) {
+  PageId stored;
+  std::memcpy(&stored, page + kPayloadOffset, sizeof(stored));
+  REQUIRE(stored == id);
+  uint64_t version;
+  std::memcpy(&version, page + kPayloadOffset + 8, sizeof(version));
+  return version;
+}
+
+std::vector<PageId> CreatePages(BufferPool* pool, int count) {
+  std::vector<PageId> ids;
+  for (int i = 0; i < count; ++i) {
+    PageHandle h;
+    REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
+    Stamp(h.data(), h.page_id(), 0);
+    ids.push_back(h.page_id());
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("pages written through the pool read back after a new pool", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(1);
+  auto volume = MakeVolume(&fs, "data.vol");
+  std::vector<PageId> ids;
+  {
+    auto pool = MakePool(volume.get(), 16);
+    ids = CreatePages(pool.get(), 40);  // more pages than frames: eviction writes them back
+    for (PageId id : ids) {
+      PageHandle h;
+      REQUIRE(pool->Fix(id, LatchMode::kExclusive, &h).ok());
+      Stamp(h.data(), id, id.value() * 10);
+      h.MarkDirty();
+    }
+    REQUIRE(pool->FlushAll().ok());
+    REQUIRE(pool->CheckInvariants());
+    auto st = pool->stats();
+    CHECK(st.dirty_pages == 0);
+    CHECK(st.evictions > 0);
+    CHECK(st.writes >= 40);
+  }
+  auto pool = MakePool(volume.get(), 16);
+  for (PageId id : ids) {
+    PageHandle h;
+    REQUIRE(pool->Fix(id, LatchMode::kShared, &h).ok());
+    REQUIRE(StampedVersion(h.data(), id) == id.value() * 10);
+  }
+  REQUIRE(pool->stats().misses == ids.size());
+}
+
+TEST_CASE("pinned pages are never evicted; a full pool of pins is Busy", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(2);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), BufferPool::kMinFrames);
+  std::vector<PageId> ids = CreatePages(pool.get(), 12);
+  REQUIRE(pool->FlushAll().ok());
+  std::vector<PageHandle> pinned(BufferPool::kMinFrames);
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    REQUIRE(pool->Fix(ids[i], LatchMode::kShared, &pinned[i]).ok());
+  }
+  PageHandle extra;
+  Status s = pool->Fix(ids[10], LatchMode::kShared, &extra);
+  REQUIRE(s.code() == Status::Code::kBusy);
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    REQUIRE(pinned[i].page_id() == ids[i]);  // still the same page in the same frame
+    REQUIRE(StampedVersion(pinned[i].data(), ids[i]) == 0);
+  }
+  pinned[3].Release();
+  REQUIRE(pool->Fix(ids[10], LatchMode::kShared, &extra).ok());
+  REQUIRE(StampedVersion(extra.data(), ids[10]) == 0);
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    if (i != 3) REQUIRE(pinned[i].page_id() == ids[i]);
+  }
+  pinned.clear();
+  extra.Release();
+  REQUIRE(pool->CheckInvariants());
+}
+
+TEST_CASE("concurrent fixes of a missing page cause one read", "[unit][buffer]") {
+  io::FaultInjectionFileSystem base(3);
+  SlowReadFileSystem fs(&base);
+  auto volume = MakeVolume(&fs, "data.vol");
+  std::vector<PageId> ids;
+  {
+    auto pool = MakePool(volume.get(), 32);
+    ids = CreatePages(pool.get(), 2);
+    REQUIRE(pool->FlushAll().ok());
+  }
+  auto pool = MakePool(volume.get(), 32);  // cold: nothing resident
+  fs.delay = std::chrono::milliseconds(20);
+  fs.reads = 0;
+  auto rt = MakeRuntime(2);
+  constexpr int kFibers = 16;
+  std::atomic<int> ok{0}, right_content{0};
+  threads::WaitGroup wg;
+  wg.Add(kFibers);
+  for (int f = 0; f < kFibers; ++f) {
+    rt->Spawn([&] {
+      PageHandle h;
+      if (pool->Fix(ids[1], LatchMode::kShared, &h).ok()) {
+        ok.fetch_add(1);
+        PageId stored;
+        std::memcpy(&stored, h.data() + kPayloadOffset, sizeof(stored));
+        if (stored == ids[1]) right_content.fetch_add(1);
+      }
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(ok.load() == kFibers);
+  REQUIRE(right_content.load() == kFibers);
+  REQUIRE(fs.reads.load() == 1);
+  REQUIRE(pool->stats().reads == 1);
+  REQUIRE(pool->CheckInvariants());
+}
+
+TEST_CASE("a failed read reaches every waiter and leaves nothing cached", "[unit][buffer]") {
+  io::FaultInjectionFileSystem base(4);
+  SlowReadFileSystem fs(&base);
+  auto volume = MakeVolume(&fs, "data.vol");
+  std::vector<PageId> ids;
+  {
+    auto pool = MakePool(volume.get(), 32);
+    ids = CreatePages(pool.get(), 1);
+    REQUIRE(pool->FlushAll().ok());
+  }
+  auto pool = MakePool(volume.get(), 32);
+  fs.delay = std::chrono::milliseconds(20);
+  fs.fail_reads = true;
+  fs.reads = 0;
+  auto rt = MakeRuntime(2);
+  constexpr int kFibers = 8;
+  std::atomic<int> io_errors{0};
+  threads::WaitGroup wg;
+  wg.Add(kFibers);
+  for (int f = 0; f < kFibers; ++f) {
+    rt->Spawn([&] {
+      PageHandle h;
+      Status s = pool->Fix(ids[0], LatchMode::kShared, &h);
+      if (s.IsIOError()) io_errors.fetch_add(1);
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  REQUIRE(io_errors.load() == kFibers);
+  REQUIRE(fs.reads.load() == 1);
+  REQUIRE(pool->CheckInvariants());
+  // The failure is not cached: once the device recovers, the page reads fine.
+  fs.fail_reads = false;
+  fs.delay = std::chrono::milliseconds(0);
+  PageHandle h;
+  REQUIRE(pool->Fix(ids[0], LatchMode::kShared, &h).ok());
+  REQUIRE(StampedVersion(h.data(), ids[0]) == 0);
+  h.Release();
+  rt->Shutdown();
+}
+
+TEST_CASE("a failed write-back keeps the page dirty and reports the error", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(5);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), 16);
+  std::vector<PageId> ids = CreatePages(pool.get(), 4);
+  REQUIRE(pool->FlushAll().ok());
+  {
+    PageHandle h;
+    REQUIRE(pool->Fix(ids[2], LatchMode::kExclusive, &h).ok());
+    Stamp(h.data(), ids[2], 7);
+    h.MarkDirty();
+  }
+  fs.FailNth(io::FaultOp::kWrite, 1);
+  Status s = pool->FlushAll();
+  REQUIRE(s.IsIOError());
+  REQUIRE(pool->stats().dirty_pages == 1);
+  REQUIRE(pool->stats().write_failures == 1);
+  REQUIRE(pool->DirtyPages().size() == 1);
+  REQUIRE(pool->DirtyPages()[0].first == ids[2]);
+  REQUIRE(pool->FlushAll().ok());  // the device works again
+  REQUIRE(pool->stats().dirty_pages == 0);
+  auto fresh = MakePool(volume.get(), 16);
+  PageHandle h;
+  REQUIRE(fresh->Fix(ids[2], LatchMode::kShared, &h).ok());
+  REQUIRE(StampedVersion(h.data(), ids[2]) == 7);
+}
+
+TEST_CASE("eviction that must write a dirty victim surfaces a write error", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(6);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), BufferPool::kMinFrames);
+  std::vector<PageId> ids = CreatePages(pool.get(), BufferPool::kMinFrames);  // all dirty
+  fs.FailNth(io::FaultOp::kWrite, 1);
+  PageHandle h;
+  Status s = pool->FixNew(PageType::kBtreeLeaf, &h);
+  REQUIRE(s.IsIOError());
+  REQUIRE(pool->stats().dirty_pages == BufferPool::kMinFrames);
+  REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());  // next attempt writes and evicts
+}
+
+TEST_CASE("a flipped bit on disk is reported as corruption naming the page", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(7);
+  auto volume = MakeVolume(&fs, "data.vol");
+  std::vector<PageId> ids;
+  {
+    auto pool = MakePool(volume.get(), 16);
+    ids = CreatePages(pool.get(), 3);
+    REQUIRE(pool->FlushAll().ok());
+  }
+  REQUIRE(volume->Sync().ok());
+  {
+    // Flip one bit of page ids[1] behind the pool's back.
+    std::unique_ptr<io::File> raw;
+    REQUIRE(fs.Open("data.vol", io::OpenOptions{}, &raw).ok());
+    auto* buf = static_cast<char*>(std::aligned_alloc(4096, kPageBytes));
+    uint64_t offset = ids[1].value() * kPageBytes;
+    REQUIRE(raw->Read(offset, buf, kPageBytes).ok());
+    buf[kPageBytes / 2] ^= 0x10;
+    REQUIRE(raw->Write(offset, buf, kPageBytes).ok());
+    std::free(buf);
+  }
+  auto pool = MakePool(volume.get(), 16);
+  PageHandle h;
+  Status s = pool->Fix(ids[1], LatchMode::kShared, &h);
+  REQUIRE(s.IsCorruption());
+  REQUIRE(s.message().find(std::to_string(ids[1].value())) != std::string_view::npos);
+  REQUIRE(pool->Fix(ids[0], LatchMode::kShared, &h).ok());
+  REQUIRE(pool->Fix(ids[2], LatchMode::kShared, &h).ok());
+}
+
+TEST_CASE("after a crash, torn and dropped page writes are caught by checksums",
+          "[crash][buffer]") {
+  uint64_t seed = test::TestSeed("buffer torn writes");
+  for (int round = 0; round < 20; ++round) {
+    io::FaultInjectionFileSystem fs(seed + round);
+    std::vector<PageId> ids;
+    {
+      auto volume = MakeVolume(&fs, "data.vol");
+      auto pool = MakePool(volume.get(), 64);
+      ids = CreatePages(pool.get(), 24);
+      REQUIRE(pool->FlushAll().ok());
+      REQUIRE(volume->Sync().ok());  // version 0 of every page is durable
+      for (PageId id : ids) {
+        PageHandle h;
+        REQUIRE(pool->Fix(id, LatchMode::kExclusive, &h).ok());
+        Stamp(h.data(), id, 1);
+        h.MarkDirty();
+      }
+      REQUIRE(pool->FlushAll().ok());  // version 1 written, never synced
+      fs.SimulateCrash(io::CrashMode::kTearUnsynced);
+    }
+    std::unique_ptr<space::Volume> volume;
+    REQUIRE(space::Volume::Open(&fs, "data.vol", &volume).ok());
+    auto pool = MakePool(volume.get(), 64);
+    for (PageId id : ids) {
+      PageHandle h;
+      Status s = pool->Fix(id, LatchMode::kShared, &h);
+      if (s.ok()) {
+        uint64_t v = StampedVersion(h.data(), id);
+        REQUIRE((v == 0 || v == 1));  // an old or a new page, never a mix
+      } else {
+        REQUIRE(s.IsCorruption());  // torn: detected, not returned as data
+      }
+    }
+  }
+}
+
+TEST_CASE("the WAL callback runs with the page LSN before the page is written", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(8);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), 16);
+  std::vector<PageId> ids = CreatePages(pool.get(), 2);
+  REQUIRE(pool->FlushAll().ok());
+  std::vector<Lsn> flushed;
+  pool->SetWalFlush([&](Lsn lsn) {
+    flushed.push_back(lsn);
+    return lsn.value() == 999 ? Status::IOError("log device failed") : Status::OK();
+  });
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PageHandle h;
+    REQUIRE(pool->Fix(ids[i], LatchMode::kExclusive, &h).ok());
+    SetPageLsn(h.data(), Lsn(i == 0 ? 500 : 999));
+    h.MarkDirty();
+  }
+  Status s = pool->FlushAll();
+  REQUIRE(s.IsIOError());  // the log could not be made durable: the page is not written
+  REQUIRE(std::find(flushed.begin(), flushed.end(), Lsn(500)) != flushed.end());
+  REQUIRE(std::find(flushed.begin(), flushed.end(), Lsn(999)) != flushed.end());
+  REQUIRE(pool->stats().dirty_pages == 1);
+  REQUIRE(pool->DirtyPages()[0].first == ids[1]);
+  REQUIRE(pool->DirtyPages()[0].second == Lsn(999));
+}
+
+TEST_CASE("the background writer cleans dirty pages", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(9);
+  auto volume = MakeVolume(&fs, "data.vol");
+  BufferPoolOptions options;
+  options.pool_bytes = 64 * kPageBytes;
+  options.writer_interval_ms = 5;
+  std::unique_ptr<BufferPool> pool;
+  REQUIRE(BufferPool::Create(volume.get(), options, &pool).ok());
+  auto rt = MakeRuntime(1);
+  pool->StartWriter(rt.get());
+  CreatePages(pool.get(), 20);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool->stats().dirty_pages != 0 && std::chrono::steady_clock::now() < deadline) {
+    threads::SleepFor(std::chrono::milliseconds(5));
+  }
+  pool->StopWriter();
+  rt->Shutdown();
+  REQUIRE(pool->stats().dirty_pages == 0);
+  REQUIRE(pool->stats().writes >= 20);
+}
+
+TEST_CASE("bad pool options are rejected", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(10);
+  auto volume = MakeVolume(&fs, "data.vol");
+  BufferPoolOptions options;
+  options.pool_bytes = 3 * kPageBytes;
+  std::unique_ptr<BufferPool> pool;
+  REQUIRE(BufferPool::Create(volume.get(), options, &pool).IsInvalidArgument());
+  REQUIRE(BufferPool::Create(nullptr, BufferPoolOptions{}, &pool).IsInvalidArgument());
+  pool = MakePool(volume.get(), 16);
+  PageHandle h;
+  REQUIRE(pool->Fix(PageId::Invalid(), LatchMode::kShared, &h).IsInvalidArgument());
+}
+
+// The acceptance test: a 64-page pool over a 10,000-page file; fibers on two workers
+// fix random pages, modify them under the exclusive latch and unfix; afterwards every page's
+// content matches a model of the increments.
+TEST_CASE("a 64-page pool over 10,000 pages under fibers on two workers", "[random][buffer]") {
+  uint64_t seed = test::TestSeed("buffer pool 64 over 10000");
+  io::FaultInjectionFileSystem fs(seed);
+  auto volume = MakeVolume(&fs, "data.vol");
+  constexpr int kPages = 10000;
+  std::vector<PageId> ids;
+  {
+    auto pool = MakePool(volume.get(), 256);
+    ids = CreatePages(pool.get(), kPages);
+    REQUIRE(pool->FlushAll().ok());
+  }
+  auto pool = MakePool(volume.get(), 64);
+  auto rt = MakeRuntime(2);
+  pool->StartWriter(rt.get());
+  std::unique_ptr<std::atomic<uint64_t>[]> model(new std::atomic<uint64_t>[kPages]);
+  for (int i = 0; i < kPages; ++i) model[i] = 0;
+  constexpr int kFibers = 32, kOpsPerFiber = 400;
+  std::atomic<int> failures{0};
+  threads::WaitGroup wg;
+  wg.Add(kFibers);
+  for (int f = 0; f < kFibers; ++f) {
+    rt->Spawn([&, f] {
+      std::mt19937_64 rng(seed * 31 + f);
+      for (int op = 0; op < kOpsPerFiber; ++op) {
+        int index = static_cast<int>(rng() % kPages);
+        bool write = rng() % 2 == 0;
+        PageHandle h;
+        Status s = pool->Fix(ids[index], write ? LatchMode::kExclusive : LatchMode::kShared, &h);
+        if (!s.ok()) {
+          failures.fetch_add(1);
+          continue;
+        }
+        PageId stored;
+        std::memcpy(&stored, h.data() + kPayloadOffset, sizeof(stored));
+        if (stored != ids[index]) failures.fetch_add(1);
+        if (write) {
+          uint64_t v;
+          std::memcpy(&v, h.data() + kPayloadOffset + 8, sizeof(v));
+          ++v;
+          std::memcpy(h.data() + kPayloadOffset + 8, &v, sizeof(v));
+          h.MarkDirty();
+          model[index].fetch_add(1);
+        }
+        if (rng() % 4 == 0) threads::Worker::Current()->Yield();  // hold across a switch
+      }
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  pool->StopWriter();
+  rt->Shutdown();
+  REQUIRE(failures.load() == 0);
+  REQUIRE(pool->CheckInvariants());
+  REQUIRE(pool->FlushAll().ok());
+  auto st = pool->stats();
+  CHECK(st.evictions > 1000);
+  auto verify = MakePool(volume.get(), 64);
+  for (int i = 0; i < kPages; ++i) {
+    PageHandle h;
+    REQUIRE(verify->Fix(ids[i], LatchMode::kShared, &h).ok());
+    REQUIRE(StampedVersion(h.data(), ids[i]) == model[i].load());
+  }
+}
