@@ -143,8 +143,7 @@ void Worker::FinishCurrent() {
   SM_UNREACHABLE();
 }
 
-void Worker::ReapZombie() {
-  if (zombie_ == nullptr) return;
+void Worker::FreeZombie() {
 #ifdef SM_TSAN
   __tsan_destroy_fiber(zombie_->tsan_fiber_);
 #endif
@@ -169,6 +168,7 @@ void Worker::SwitchTo(Fiber* from, Fiber* to) {
   ReapZombie();
 }
 
+#if defined(SM_ASAN) || defined(SM_TSAN)
 void Worker::BeforeSwitch(Fiber* to, void** fake_stack, bool from_dies) {
 #ifdef SM_ASAN
   // from_dies: a null save slot tells ASan to drop the dying fiber's fake stack.
@@ -197,6 +197,7 @@ void Worker::AfterSwitch(void* fake_stack) {
 #endif
   (void)fake_stack;
 }
+#endif  // SM_ASAN || SM_TSAN
 
 Fiber* Worker::PickNext() {
   if (Fiber* hint = next_hint_) {
