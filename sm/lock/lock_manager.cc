@@ -1,0 +1,472 @@
+// LockManager: acquisition, conversion, waiting, release and the grant pass.
+//
+// Latch order: detector_mutex_ > bucket latch > nothing. A bucket latch is held for a few
+// list operations only, never across a wait or a Baton post; owners_latch_ > bucket latch
+// (CheckInvariants only).
+#include "sm/lock/lock_manager.h"
+
+#include <bit>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sm/common/assert.h"
+#include "threads/ctx_point.h"
+#include "threads/fiber.h"
+#include "threads/worker.h"
+
+namespace sm::lock {
+namespace {
+
+// STEPS may switch team members here, before the lock table is touched (no latch held).
+SM_DEFINE_CTX_SITE(kCtxLockAcquire, "lock.acquire");
+
+using Clock = threads::Baton::Clock;
+
+// Waits at least this long are treated as "wait forever" (no timer is armed).
+constexpr auto kForever = std::chrono::hours(24 * 365);
+
+size_t BucketCount(size_t requested) {
+  return std::bit_ceil(requested < 1024 ? size_t{1024} : requested);
+}
+
+std::string WaitMessage(const char* what, const LockOwner* owner, const LockId& id,
+                        LockMode wanted) {
+  return std::string(what) + ": txn " + std::to_string(owner->txn_id().value()) + " wants " +
+         LockModeName(wanted) + " on " + id.ToString();
+}
+
+}  // namespace
+
+LockManager::LockManager(const LockManagerOptions& options)
+    : options_(options),
+      bucket_mask_(BucketCount(options.bucket_count) - 1),
+      buckets_(new Bucket[bucket_mask_ + 1]),
+      stat_shards_(new StatShard[kStatShards]) {}
+
+LockManager::~LockManager() {
+  {
+    std::lock_guard<threads::SpinLock> guard(owners_latch_);
+    SM_ASSERT(owners_.empty());
+  }
+  for (size_t i = 0; i <= bucket_mask_; ++i) {
+    Bucket& bucket = buckets_[i];
+    SM_ASSERT(bucket.chain == nullptr);
+    while (LockHead* head = bucket.free_heads) {
+      bucket.free_heads = head->next;
+      delete head;
+    }
+  }
+}
+
+// --- Acquisition ------------------------------------------------------------------------------
+
+Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
+                         LockDuration duration, LockWait wait) {
+  SM_ASSERT(owner->manager_ == this);
+  SM_ASSERT(id.valid());
+  SM_ASSERT(mode != LockMode::kNone);
+  SM_DASSERT(owner->waiting_ == nullptr);
+  SM_CTX(kCtxLockAcquire);
+  ++owner->stats_.requests;
+  uint64_t mix = id.Mix();
+  if (LockRequest* req = owner->Find(id, mix)) {
+    if (Covers(req->mode, mode)) {
+      ++owner->stats_.covered;
+      return Status::OK();
+    }
+    return Convert(owner, req, Supremum(req->mode, mode), wait);
+  }
+  return Acquire(owner, id, mix, mode, duration, wait);
+}
+
+Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
+                                     LockDuration duration, LockWait wait) {
+  LockId ancestors[2];  // parent first; the hierarchy is at most three deep
+  int depth = 0;
+  for (LockId p = id.Parent(); p.valid(); p = p.Parent()) {
+    SM_ASSERT(depth < 2);
+    ancestors[depth++] = p;
+  }
+  const LockMode intent = IntentionFor(mode);
+  for (int i = depth - 1; i >= 0; --i) {  // top-down: database, then table
+    const LockId& ancestor = ancestors[i];
+    uint64_t mix = ancestor.Mix();
+    ++owner->stats_.requests;
+    LockRequest* req = owner->Find(ancestor, mix);
+    LockMode held = req != nullptr ? req->mode : LockMode::kNone;
+    if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
+      ++owner->stats_.covered;
+      return Status::OK();
+    }
+    if (Covers(held, intent)) {
+      ++owner->stats_.covered;
+      continue;
+    }
+    SM_TRY(req != nullptr
+               ? Convert(owner, req, Supremum(held, intent), wait)
+               : Acquire(owner, ancestor, mix, intent, LockDuration::kCommit, wait));
+  }
+  return Lock(owner, id, mode, duration, wait);
+}
+
+Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, RangeOp op,
+                                 LockWait wait) {
+  SM_ASSERT(next_key.is_key());
+  switch (op) {
+    case RangeOp::kScan:
+      return LockHierarchical(owner, next_key, LockMode::kS, LockDuration::kCommit, wait);
+    case RangeOp::kInsert:
+      return LockHierarchical(owner, next_key, LockMode::kIX, LockDuration::kInstant, wait);
+    case RangeOp::kDelete:
+      return LockHierarchical(owner, next_key, LockMode::kX, LockDuration::kCommit, wait);
+  }
+  SM_UNREACHABLE();
+}
+
+Status LockManager::Acquire(LockOwner* owner, const LockId& id, uint64_t mix, LockMode mode,
+                            LockDuration duration, LockWait wait) {
+  Bucket& bucket = BucketFor(mix);
+  LockRequest* req = owner->NewRequest(id, mix);  // from the owner's pool: no latch needed
+  bucket.latch.lock();
+  LockHead* head = FindHead(bucket, id);
+  if (head == nullptr || head->CanGrantNew(mode)) {
+    ++owner->stats_.immediate_grants;
+    if (duration == LockDuration::kInstant) {  // grantable now, so nothing to hold
+      bucket.latch.unlock();
+      owner->FreeRequest(req);
+      return Status::OK();
+    }
+    if (head == nullptr) head = CreateHead(bucket, id);
+    req->head = head;
+    req->mode = mode;
+    req->state = RequestState::kGranted;
+    head->granted.push_back(*req);
+    head->AddGranted(mode);
+    bucket.latch.unlock();
+    owner->AddHeld(req);
+    return Status::OK();
+  }
+  if (wait == LockWait::kNoWait) {
+    bucket.latch.unlock();
+    owner->FreeRequest(req);
+    ++owner->stats_.refusals;
+    return Status::Busy("lock would wait");
+  }
+  req->head = head;
+  req->wait_mode = mode;
+  req->state = RequestState::kWaiting;
+  head->waiting.push_back(*req);
+  owner->baton_.Reset();  // nobody posts it before waiting_ is visible under the latch
+  owner->waiting_ = req;
+  owner->wait_outcome_ = LockOwner::WaitOutcome::kPending;
+  bucket.latch.unlock();
+  owner->AddHeld(req);
+  Status status = WaitForGrant(owner, req, mode);
+  if (status.ok() && duration == LockDuration::kInstant) {
+    owner->RemoveHeld(req);
+    ReleaseRequest(req);
+    owner->FreeRequest(req);
+  }
+  return status;
+}
+
+Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
+                            LockWait wait) {
+  ++owner->stats_.conversions;
+  Bucket& bucket = BucketFor(req->mix);
+  bucket.latch.lock();
+  LockHead* head = req->head;
+  SM_DASSERT(req->state == RequestState::kGranted);
+  SM_DASSERT(Covers(target, req->mode));
+  if (head->CanConvert(req->mode, target)) {
+    head->RemoveGranted(req->mode);
+    head->AddGranted(target);
+    req->mode = target;
+    bucket.latch.unlock();
+    ++owner->stats_.immediate_grants;
+    return Status::OK();
+  }
+  if (wait == LockWait::kNoWait) {
+    bucket.latch.unlock();
+    ++owner->stats_.refusals;
+    return Status::Busy("lock conversion would wait");
+  }
+  // Still holding its old mode, the request moves to the conversion queue, which is served
+  // before every plain waiter.
+  head->granted.erase(head->granted.iterator_to(*req));
+  head->converting.push_back(*req);
+  req->wait_mode = target;
+  req->state = RequestState::kConverting;
+  owner->baton_.Reset();
+  owner->waiting_ = req;
+  owner->wait_outcome_ = LockOwner::WaitOutcome::kPending;
+  bucket.latch.unlock();
+  return WaitForGrant(owner, req, target);
+}
+
+// --- Waiting ----------------------------------------------------------------------------------
+
+// The request is queued and waiting_ is set. Whoever changes wait_outcome_ away from kPending
+// (a grant, a deadlock victimization, or our own timeout) does so under the bucket latch,
+// and every decider except our own timeout posts baton_ afterwards. Relies on Baton's
+// contract that a wait returns only once the poster is done with the waiter (its stack
+// record and its fiber), since the owner may finish right after.
+Status LockManager::WaitForGrant(LockOwner* owner, LockRequest* req, LockMode wanted) {
+  ++owner->stats_.waits;
+  const Clock::time_point start = Clock::now();
+  if (options_.detect_deadlocks) DetectDeadlocks(owner);
+  {
+    threads::WaitReasonScope reason(threads::WaitReason::kLock);  // STEPS stray statistics
+    bool posted = true;
+    if (options_.lock_wait_timeout >= kForever) {
+      owner->baton_.Wait();
+    } else {
+      posted = owner->baton_.WaitUntil(
+          start + std::chrono::duration_cast<Clock::duration>(options_.lock_wait_timeout));
+    }
+    if (!posted) HandleTimeout(owner, req);
+  }
+  if (owner->dd_registered_) {  // only the owner itself writes its flag
+    Unregister(owner);
+  } else {
+    owner->waiting_ = nullptr;
+  }
+  owner->stats_.wait_ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  return FinishWait(owner, req, wanted);
+}
+
+void LockManager::HandleTimeout(LockOwner* owner, LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  WakeList wakes;
+  bucket.latch.lock();
+  const bool mine = owner->wait_outcome_ == LockOwner::WaitOutcome::kPending;
+  if (mine) {
+    owner->wait_outcome_ = LockOwner::WaitOutcome::kTimedOut;
+    RemoveWaiter(bucket, req, &wakes);
+  }
+  bucket.latch.unlock();
+  wakes.PostAll();
+  // Granted or victimized just as the timer fired: the decider's post is on its way (or has
+  // come). Consume it, so that the Baton is clean for the next wait; the outcome stands.
+  if (!mine) owner->baton_.Wait();
+}
+
+Status LockManager::FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted) {
+  switch (owner->wait_outcome_) {
+    case LockOwner::WaitOutcome::kGranted:
+      SM_DASSERT(req->state == RequestState::kGranted);
+      return Status::OK();
+    case LockOwner::WaitOutcome::kVictim:
+    case LockOwner::WaitOutcome::kTimedOut: {
+      const bool victim = owner->wait_outcome_ == LockOwner::WaitOutcome::kVictim;
+      std::string message = WaitMessage(victim ? "deadlock victim" : "lock wait timeout",
+                                        owner, req->id, wanted);
+      if (req->state == RequestState::kDetached) {  // a new request: drop it
+        owner->RemoveHeld(req);
+        owner->FreeRequest(req);
+      } else {
+        SM_DASSERT(req->state == RequestState::kGranted);  // a conversion: old mode kept
+      }
+      if (victim) {
+        ++owner->stats_.deadlocks;
+        return Status::Deadlock(message);
+      }
+      ++owner->stats_.timeouts;
+      return Status::LockTimeout(message);
+    }
+    case LockOwner::WaitOutcome::kPending:
+      break;
+  }
+  SM_UNREACHABLE();
+}
+
+void WakeList::Add(LockOwner* owner) {
+  if (count_ < kInline) {
+    inline_[count_++] = owner;
+  } else {
+    more_.push_back(owner);
+  }
+}
+
+void WakeList::PostAll() {
+  for (size_t i = 0; i < count_; ++i) inline_[i]->baton_.Post();
+  for (LockOwner* owner : more_) owner->baton_.Post();
+}
+
+// --- Release ----------------------------------------------------------------------------------
+
+bool LockManager::Release(LockOwner* owner, const LockId& id) {
+  SM_DASSERT(owner->waiting_ == nullptr);
+  LockRequest* req = owner->Find(id, id.Mix());
+  if (req == nullptr) return false;
+  owner->RemoveHeld(req);
+  ReleaseRequest(req);
+  owner->FreeRequest(req);
+  return true;
+}
+
+void LockManager::ReleaseAll(LockOwner* owner) {
+  SM_ASSERT(owner->manager_ == this);
+  SM_ASSERT(owner->waiting_ == nullptr);
+  while (!owner->held_.empty()) {  // newest first: keys before their table and database
+    LockRequest* req = &owner->held_.back();
+    owner->held_.pop_back();
+    --owner->held_count_;
+    ReleaseRequest(req);
+    owner->FreeRequest(req);
+  }
+  owner->ClearCache();
+  FoldStats(owner);
+}
+
+void LockManager::ReleaseRequest(LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  WakeList wakes;
+  bucket.latch.lock();
+  LockHead* head = req->head;
+  SM_DASSERT(req->state == RequestState::kGranted);
+  head->granted.erase(head->granted.iterator_to(*req));
+  head->RemoveGranted(req->mode);
+  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, &wakes);
+  FreeHeadIfEmpty(bucket, head);
+  bucket.latch.unlock();
+  wakes.PostAll();
+}
+
+// --- Under the bucket latch -----------------------------------------------------------------
+
+LockHead* LockManager::FindHead(const Bucket& bucket, const LockId& id) {
+  for (LockHead* h = bucket.chain; h != nullptr; h = h->next) {
+    if (h->id == id) return h;
+  }
+  return nullptr;
+}
+
+LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id) {
+  LockHead* head = bucket.free_heads;
+  if (head != nullptr) {
+    bucket.free_heads = head->next;
+    --bucket.free_count;
+  } else {
+    head = new LockHead();  // rare: each bucket recycles up to kMaxFreeHeads heads
+  }
+  SM_DASSERT(head->empty() && head->granted_mask == 0);
+  head->id = id;
+  head->next = bucket.chain;
+  bucket.chain = head;
+  return head;
+}
+
+void LockManager::FreeHeadIfEmpty(Bucket& bucket, LockHead* head) {
+  if (!head->empty()) return;
+  LockHead** link = &bucket.chain;
+  while (*link != head) link = &(*link)->next;
+  *link = head->next;
+  if (bucket.free_count < Bucket::kMaxFreeHeads) {
+    head->next = bucket.free_heads;
+    bucket.free_heads = head;
+    ++bucket.free_count;
+  } else {
+    delete head;
+  }
+}
+
+// Conversions first (any that became compatible), then, only if none is pending, plain
+// waiters in FIFO order up to the first conflict.
+void LockManager::GrantWaiters(LockHead* head, WakeList* wakes) {
+  for (auto it = head->converting.begin(); it != head->converting.end();) {
+    LockRequest& r = *it;
+    if (!head->CanConvert(r.mode, r.wait_mode)) {
+      ++it;  // granting a later one only strengthens the group, so this stays blocked
+      continue;
+    }
+    it = head->converting.erase(it);
+    head->RemoveGranted(r.mode);  // GrantQueued adds the stronger mode
+    GrantQueued(head, r, wakes);
+  }
+  if (!head->converting.empty()) return;
+  while (!head->waiting.empty()) {
+    LockRequest& r = head->waiting.front();
+    if ((head->granted_mask & detail::kIncompatibleMask[static_cast<int>(r.wait_mode)]) != 0) {
+      break;
+    }
+    head->waiting.pop_front();
+    GrantQueued(head, r, wakes);
+  }
+}
+
+// A request just taken off the waiting or conversion queue now holds its wanted mode; its
+// owner is told (outcome) and queued for the wake-up.
+void LockManager::GrantQueued(LockHead* head, LockRequest& r, WakeList* wakes) {
+  head->granted.push_back(r);
+  head->AddGranted(r.wait_mode);
+  r.mode = r.wait_mode;
+  r.wait_mode = LockMode::kNone;
+  r.state = RequestState::kGranted;
+  r.owner->wait_outcome_ = LockOwner::WaitOutcome::kGranted;
+  wakes->Add(r.owner);
+}
+
+// Takes a waiting request out of its queue (deadlock victim or timeout): a new request is
+// detached (its owner frees it), a conversion falls back to the mode it holds. Waiters
+// behind it may now be grantable.
+void LockManager::RemoveWaiter(Bucket& bucket, LockRequest* req, WakeList* wakes) {
+  LockHead* head = req->head;
+  if (req->state == RequestState::kWaiting) {
+    head->waiting.erase(head->waiting.iterator_to(*req));
+    req->state = RequestState::kDetached;
+    req->head = nullptr;
+  } else {
+    SM_ASSERT(req->state == RequestState::kConverting);
+    head->converting.erase(head->converting.iterator_to(*req));
+    head->granted.push_back(*req);
+    req->state = RequestState::kGranted;
+  }
+  req->wait_mode = LockMode::kNone;
+  GrantWaiters(head, wakes);
+  FreeHeadIfEmpty(bucket, head);
+}
+
+// --- Statistics and owners ----------------------------------------------------------------
+
+void LockManager::FoldStats(LockOwner* owner) {
+  LockStats delta = owner->TakeUnfoldedStats();
+  size_t shard;
+  if (threads::Worker* worker = threads::Worker::Current()) {
+    shard = static_cast<size_t>(worker->index()) % kStatShards;
+  } else {
+    shard = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kStatShards;
+  }
+  StatShard& s = stat_shards_[shard];
+  for (size_t i = 0; i < kLockStatFieldCount; ++i) {
+    uint64_t v = delta.*kLockStatFields[i];
+    // relaxed: independent counters; stats() is a statistic, not a synchronization point.
+    if (v != 0) s.values[i].fetch_add(v, std::memory_order_relaxed);
+  }
+}
+
+LockStats LockManager::stats() const {
+  LockStats total;
+  for (size_t shard = 0; shard < kStatShards; ++shard) {
+    for (size_t i = 0; i < kLockStatFieldCount; ++i) {
+      total.*kLockStatFields[i] +=
+          stat_shards_[shard].values[i].load(std::memory_order_relaxed);  // see FoldStats
+    }
+  }
+  return total;
+}
+
+void LockManager::RegisterOwner(LockOwner* owner) {
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  owners_.push_back(*owner);
+}
+
+void LockManager::UnregisterOwner(LockOwner* owner) {
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  owners_.erase(owners_.iterator_to(*owner));
+}
+
+}  // namespace sm::lock

@@ -1,0 +1,133 @@
+// LockOwner: the per-transaction request pool, lock list and lock hash.
+#include "sm/lock/lock_owner.h"
+
+#include <algorithm>
+
+#include "sm/common/assert.h"
+#include "sm/lock/lock_manager.h"
+
+namespace sm::lock {
+namespace {
+constexpr size_t kInitialCacheSlots = 16;  // power of two
+constexpr size_t kRequestChunk = 64;       // requests allocated at a time
+
+}  // namespace
+
+void LockStats::Add(const LockStats& other) {
+  for (auto field : kLockStatFields) this->*field += other.*field;
+}
+
+LockStats LockStats::Minus(const LockStats& other) const {
+  LockStats out;
+  for (auto field : kLockStatFields) out.*field = this->*field - other.*field;
+  return out;
+}
+
+LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
+    : manager_(manager),
+      txn_id_(txn_id),
+      cache_(new LockRequest*[kInitialCacheSlots]()),
+      cache_mask_(kInitialCacheSlots - 1) {
+  SM_ASSERT(manager != nullptr);
+  manager_->RegisterOwner(this);
+}
+
+LockOwner::~LockOwner() {
+  SM_ASSERT(held_.empty());  // invariant 4: ReleaseAll before destruction
+  SM_ASSERT(waiting_ == nullptr);
+  SM_ASSERT(!dd_registered_);
+  manager_->FoldStats(this);
+  manager_->UnregisterOwner(this);
+  held_.clear();  // no-op (empty); keeps the list's destructor assertion-free
+}
+
+void LockOwner::Reset(TxnId txn_id) {
+  SM_ASSERT(held_.empty());
+  SM_ASSERT(waiting_ == nullptr);
+  txn_id_ = txn_id;
+}
+
+LockMode LockOwner::HeldMode(const LockId& id) const {
+  const LockRequest* req = Find(id, id.Mix());
+  if (req == nullptr) return LockMode::kNone;
+  return req->mode;  // kNone for a new request that is still waiting
+}
+
+LockRequest* LockOwner::Find(const LockId& id, uint64_t mix) const {
+  for (LockRequest* r = cache_[CacheSlot(mix)]; r != nullptr; r = r->cache_next) {
+    if (r->id == id) return r;
+  }
+  return nullptr;
+}
+
+LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
+  if (free_requests_ == nullptr) {
+    // A chunk per 64 requests, kept for the owner's life: a warm owner never allocates.
+    request_chunks_.emplace_back(new LockRequest[kRequestChunk]);
+    LockRequest* chunk = request_chunks_.back().get();
+    for (size_t i = 0; i < kRequestChunk; ++i) FreeRequest(&chunk[i]);
+  }
+  LockRequest* req = free_requests_;
+  free_requests_ = req->cache_next;
+  SM_DASSERT(req->state == RequestState::kFree);
+  req->cache_next = nullptr;
+  req->head = nullptr;
+  req->owner = this;
+  req->id = id;
+  req->mix = mix;
+  req->mode = LockMode::kNone;
+  req->wait_mode = LockMode::kNone;
+  return req;
+}
+
+void LockOwner::FreeRequest(LockRequest* req) {
+  req->state = RequestState::kFree;
+  req->head = nullptr;
+  req->cache_next = free_requests_;
+  free_requests_ = req;
+}
+
+void LockOwner::AddHeld(LockRequest* req) {
+  SM_DASSERT(Find(req->id, req->mix) == nullptr);  // invariant 5 of lock_table.h
+  held_.push_back(*req);
+  ++held_count_;
+  LockRequest** slot = &cache_[CacheSlot(req->mix)];
+  req->cache_next = *slot;
+  *slot = req;
+  if (held_count_ > cache_mask_ + 1) GrowCache();  // keep chains about one long
+}
+
+void LockOwner::RemoveHeld(LockRequest* req) {
+  held_.erase(held_.iterator_to(*req));
+  --held_count_;
+  LockRequest** link = &cache_[CacheSlot(req->mix)];
+  while (*link != req) {
+    SM_DASSERT(*link != nullptr);
+    link = &(*link)->cache_next;
+  }
+  *link = req->cache_next;
+  req->cache_next = nullptr;
+}
+
+void LockOwner::ClearCache() {
+  std::fill(cache_.get(), cache_.get() + cache_mask_ + 1, nullptr);
+}
+
+void LockOwner::GrowCache() {
+  size_t slots = (cache_mask_ + 1) * 2;
+  cache_.reset(new LockRequest*[slots]());
+  cache_mask_ = slots - 1;
+  for (LockRequest& r : held_) {
+    LockRequest** slot = &cache_[CacheSlot(r.mix)];
+    r.cache_next = *slot;
+    *slot = &r;
+  }
+}
+
+LockStats LockOwner::TakeUnfoldedStats() {
+  LockStats delta = stats_.Minus(folded_);
+  folded_ = stats_;
+  return delta;
+}
+
+}  // namespace sm::lock

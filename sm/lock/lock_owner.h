@@ -1,0 +1,138 @@
+// LockOwner: the lock state of one transaction, meant to be embedded in the Txn object.
+//
+// Owns: the transaction's lock requests (all of them, granted or waiting, in acquisition
+// order, for ReleaseAll), a small hash from LockId to request (so that re-requests and parent
+// intention checks need no latch), a pool of request objects (no heap allocation per lock
+// once warm), the request it is waiting for, the Baton it waits on, and its statistics.
+//
+// Owner state machine (LockManager performs every transition):
+//   idle     --Lock/Convert that must wait-->  waiting (waiting_ set; registered with the
+//                                              deadlock detector while waiting)
+//   waiting  --granted / victim / timeout-->   idle
+//   idle     --ReleaseAll-->                   idle, holding nothing; Reset(TxnId) may follow
+//
+// Invariants:
+//   1. held_ lists exactly the owner's requests that are linked in the lock table (states
+//      kGranted, kConverting, kWaiting), plus, transiently while the owner is inside a lock
+//      call, one kDetached request it is about to free.
+//   2. The hash (cache_) indexes exactly the requests on held_.
+//   3. At most one request is waiting (waiting_), and only while a lock call is in progress.
+//   4. A destroyed or Reset owner holds nothing.
+//
+// Identity and age: txn_id() orders transactions by age (smaller = older). The deadlock
+// detector picks the youngest transaction of a cycle as its victim, so a transaction that
+// retries under its original id eventually becomes the oldest and cannot be picked again.
+//
+// Thread/fiber safety: an owner is used by one fiber or thread at a time (its transaction's);
+// it may move between fibers, workers and plain threads between calls. Never thread_local:
+// fibers share OS threads. Other transactions touch an owner only through the lock table
+// (under bucket latches), through its Baton, and, while it waits, through the detector.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include <boost/intrusive/list_hook.hpp>
+
+#include "sm/common/ids.h"
+#include "sm/lock/lock_id.h"
+#include "sm/lock/lock_mode.h"
+#include "sm/lock/lock_table.h"
+#include "threads/baton.h"
+
+namespace sm::lock {
+
+class LockManager;
+
+// Lock statistics: of one owner (LockOwner::stats) or of a whole manager (LockManager::stats,
+// which includes an owner's figures once it has called ReleaseAll or been destroyed).
+struct LockStats {
+  uint64_t requests = 0;          // lock calls, parent intention locks included
+  uint64_t covered = 0;           // re-requests already covered by a held mode: no-ops
+  uint64_t immediate_grants = 0;  // granted without waiting (new locks and conversions)
+  uint64_t conversions = 0;       // requests that strengthened a held lock (granted or not)
+  uint64_t waits = 0;             // requests that had to wait
+  uint64_t deadlocks = 0;         // requests failed with Status::Deadlock (victims)
+  uint64_t timeouts = 0;          // requests failed with Status::LockTimeout
+  uint64_t refusals = 0;          // LockWait::kNoWait requests that would have waited
+  uint64_t wait_ns = 0;           // total time spent waiting
+
+  double average_wait_us() const { return waits == 0 ? 0.0 : wait_ns / 1e3 / double(waits); }
+  void Add(const LockStats& other);
+  LockStats Minus(const LockStats& other) const;
+};
+
+// Every counter of LockStats, for field-wise arithmetic.
+inline constexpr uint64_t LockStats::*kLockStatFields[] = {
+    &LockStats::requests, &LockStats::covered,  &LockStats::immediate_grants,
+    &LockStats::conversions, &LockStats::waits, &LockStats::deadlocks,
+    &LockStats::timeouts, &LockStats::refusals, &LockStats::wait_ns,
+};
+inline constexpr size_t kLockStatFieldCount = std::size(kLockStatFields);
+static_assert(kLockStatFieldCount * sizeof(uint64_t) == sizeof(LockStats));
+
+class LockOwner {
+ public:
+  // Binds the owner to `manager` for its whole life (it registers there, for
+  // CheckInvariants). `txn_id` may be Invalid() until Reset.
+  LockOwner(LockManager* manager, TxnId txn_id);
+  ~LockOwner();
+  LockOwner(const LockOwner&) = delete;
+  LockOwner& operator=(const LockOwner&) = delete;
+
+  // Starts a new transaction on this owner (keeps the pools). Requires that nothing is held.
+  void Reset(TxnId txn_id);
+
+  TxnId txn_id() const { return txn_id_; }
+  LockManager* manager() const { return manager_; }
+  // Locks held, whatever their mode (while a lock call waits, including the request it
+  // waits for).
+  size_t lock_count() const { return held_count_; }
+  // The mode this owner holds on `id`, kNone if none. Owner's own fiber only.
+  LockMode HeldMode(const LockId& id) const;
+  const LockStats& stats() const { return stats_; }
+
+ private:
+  friend class LockManager;
+  friend class WakeList;
+  enum class WaitOutcome : uint8_t { kPending, kGranted, kVictim, kTimedOut };
+
+  LockRequest* Find(const LockId& id, uint64_t mix) const;
+  LockRequest* NewRequest(const LockId& id, uint64_t mix);
+  void AddHeld(LockRequest* req);     // links into held_ and the hash
+  void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
+  void FreeRequest(LockRequest* req);
+  void ClearCache();  // empties the hash (ReleaseAll, after unlinking every request)
+  void GrowCache();
+  size_t CacheSlot(uint64_t mix) const { return (mix >> 32) & cache_mask_; }
+  LockStats TakeUnfoldedStats();
+
+  LockManager* const manager_;
+  TxnId txn_id_;
+
+  OwnerRequestList held_;             // acquisition order; ReleaseAll goes backwards
+  size_t held_count_ = 0;             // requests on held_
+  std::unique_ptr<LockRequest*[]> cache_;  // chained hash over held_, by (mix >> 32)
+  size_t cache_mask_ = 0;
+  LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)
+  std::vector<std::unique_ptr<LockRequest[]>> request_chunks_;
+
+  // --- Waiting (see LockManager::WaitForGrant) -------------------------------------------
+  threads::Baton baton_;       // posted by whoever decides the outcome of the wait
+  LockRequest* waiting_ = nullptr;  // set by the owner; read by the detector while registered
+  WaitOutcome wait_outcome_ = WaitOutcome::kPending;  // bucket latch of waiting_->head
+
+  // --- Deadlock detector state, guarded by LockManager::detector_mutex_ -------------------
+  bool dd_registered_ = false;  // in the waits-for graph: alive until it unregisters
+  uint64_t dd_epoch_ = 0;       // visit mark of the current search
+
+  LockStats stats_;
+  LockStats folded_;  // the part of stats_ already added to the manager's totals
+
+  boost::intrusive::list_member_hook<> registry_hook_;  // LockManager::owners_
+};
+
+}  // namespace sm::lock
