@@ -1,11 +1,15 @@
-// Helpers shared by tests: seeds for [random] tests and small runtime conveniences.
+// Helpers shared by tests: seeds for [random] tests and a fiber runtime.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
+
+#include "threads/runtime.h"
 
 namespace sm::test {
 
@@ -23,6 +27,15 @@ inline uint64_t TestSeed(const char* test_name) {
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   return seed;
+}
+
+// A fiber runtime with `workers` workers (REQUIREs that it starts).
+inline std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
+  threads::RuntimeOptions options;
+  options.workers = workers;
+  std::unique_ptr<threads::Runtime> rt;
+  REQUIRE(threads::Runtime::Create(options, &rt).ok());
+  return rt;
 }
 
 }  // namespace sm::test

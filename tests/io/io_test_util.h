@@ -13,6 +13,7 @@
 
 #include "sm/io/fault_file.h"
 #include "sm/io/file.h"
+#include "tests/test_util.h"
 #include "threads/runtime.h"
 
 namespace sm::test {
@@ -63,14 +64,6 @@ struct TestFs {
 };
 
 // A fiber runtime with `workers` workers.
-inline std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
-  threads::RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<threads::Runtime> rt;
-  REQUIRE(threads::Runtime::Create(options, &rt).ok());
-  return rt;
-}
-
 inline io::OpenOptions CreateOptions(bool direct = true) {
   io::OpenOptions options;
   options.create = true;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "threads/baton.h"
 #include "threads/ctx_point.h"
 #include "threads/runtime.h"
@@ -18,17 +19,11 @@ using namespace sm;
 using steps::Op;
 using threads::Worker;
 
+using sm::test::MakeRuntime;
+
 namespace {
 SM_DEFINE_CTX_SITE(kSiteOn, "test.steps.on");
 SM_DEFINE_CTX_SITE(kSiteOff, "test.steps.off");
-
-std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
-  threads::RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<threads::Runtime> rt;
-  REQUIRE(threads::Runtime::Create(options, &rt).ok());
-  return rt;
-}
 
 // Installs STEPS for one test and removes it after.
 struct StepsScope {

@@ -30,6 +30,8 @@ using buffer::BufferPoolOptions;
 using buffer::PageHandle;
 using threads::LatchMode;
 
+using sm::test::MakeRuntime;
+
 namespace {
 
 constexpr size_t kPayloadOffset = kPageHeaderBytes;
@@ -100,14 +102,6 @@ std::unique_ptr<BufferPool> MakePool(space::Volume* volume, size_t frames) {
   std::unique_ptr<BufferPool> pool;
   REQUIRE(BufferPool::Create(volume, options, &pool).ok());
   return pool;
-}
-
-std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
-  threads::RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<threads::Runtime> rt;
-  REQUIRE(threads::Runtime::Create(options, &rt).ok());
-  return rt;
 }
 
 // Stamps a page's payload with (page id, version) and reads it back.

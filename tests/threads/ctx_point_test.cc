@@ -1,10 +1,9 @@
 // The CTX hook: registration, listing, stable ids, and dispatch to the installed handler.
-#include <string>
-#include <vector>
+#include "threads/ctx_point.h"
 
 #include <catch2/catch.hpp>
-
-#include "threads/ctx_point.h"
+#include <string>
+#include <vector>
 
 namespace {
 SM_DEFINE_CTX_SITE(kTestSiteA, "test.site_a");

@@ -3,14 +3,14 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
+#include "tests/test_util.h"
 #include "threads/baton.h"
 #include "threads/runtime.h"
 #include "threads/sync.h"
@@ -18,15 +18,9 @@
 using namespace sm::threads;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-std::unique_ptr<Runtime> MakeRuntime(unsigned workers) {
-  RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<Runtime> rt;
-  REQUIRE(Runtime::Create(options, &rt).ok());
-  return rt;
-}
-}  // namespace
+using sm::test::MakeRuntime;
+
+namespace {}  // namespace
 
 TEST_CASE("thousands of fibers are created and finish on two workers", "[unit][fiber]") {
   auto rt = MakeRuntime(2);
@@ -74,30 +68,34 @@ TEST_CASE("direct switch follows the ring and bypasses the run queue", "[unit][f
   bool done = false;
   Baton finished;
   for (int i = 1; i < 3; ++i) {
-    ring[i] = rt->Spawn([&, i] {
-      Worker* w = Worker::Current();
-      w->ParkAndSwitch(nullptr);  // park until the ring reaches us
-      while (!done) {
-        order += static_cast<char>('A' + i);
-        w->DirectSwitch(ring[(i + 1) % 3]);
-      }
-    }, 0);
+    ring[i] = rt->Spawn(
+        [&, i] {
+          Worker* w = Worker::Current();
+          w->ParkAndSwitch(nullptr);  // park until the ring reaches us
+          while (!done) {
+            order += static_cast<char>('A' + i);
+            w->DirectSwitch(ring[(i + 1) % 3]);
+          }
+        },
+        0);
   }
-  rt->Spawn([&] {
-    Worker* w = Worker::Current();
-    ring[0] = Fiber::Current();
-    uint64_t scheduler_before = w->stats().scheduler_switches;
-    for (int round = 0; round < 4; ++round) {
-      order += 'A';
-      w->DirectSwitch(ring[1]);
-    }
-    // Three direct switches per round and no scheduler switch in between.
-    CHECK(w->stats().scheduler_switches == scheduler_before);
-    done = true;
-    w->MakeReady(ring[1]);
-    w->MakeReady(ring[2]);
-    finished.Post();
-  }, 0);
+  rt->Spawn(
+      [&] {
+        Worker* w = Worker::Current();
+        ring[0] = Fiber::Current();
+        uint64_t scheduler_before = w->stats().scheduler_switches;
+        for (int round = 0; round < 4; ++round) {
+          order += 'A';
+          w->DirectSwitch(ring[1]);
+        }
+        // Three direct switches per round and no scheduler switch in between.
+        CHECK(w->stats().scheduler_switches == scheduler_before);
+        done = true;
+        w->MakeReady(ring[1]);
+        w->MakeReady(ring[2]);
+        finished.Post();
+      },
+      0);
   finished.Wait();
   rt->Shutdown();
   REQUIRE(order == "ABCABCABCABC");
@@ -112,17 +110,19 @@ TEST_CASE("yielding fibers are scheduled round robin", "[unit][fiber]") {
   WaitGroup wg;
   wg.Add(kFibers);
   // Spawned by a root fiber, so that all are queued before the first runs.
-  rt->Spawn([&] {
-    for (int f = 0; f < kFibers; ++f) {
-      Worker::Current()->Spawn([&, f] {
-        for (int r = 0; r < kRounds; ++r) {
-          trace.push_back(f);
-          Worker::Current()->Yield();
+  rt->Spawn(
+      [&] {
+        for (int f = 0; f < kFibers; ++f) {
+          Worker::Current()->Spawn([&, f] {
+            for (int r = 0; r < kRounds; ++r) {
+              trace.push_back(f);
+              Worker::Current()->Yield();
+            }
+            wg.Done();
+          });
         }
-        wg.Done();
-      });
-    }
-  }, 0);
+      },
+      0);
   wg.Wait();
   rt->Shutdown();
   REQUIRE(trace.size() == kFibers * kRounds);
@@ -137,22 +137,26 @@ TEST_CASE("batons wake fibers across workers and from plain threads", "[unit][fi
   std::atomic<int> ping_worker{-1}, pong_worker{-1};
   WaitGroup wg;
   wg.Add(2);
-  rt->Spawn([&] {
-    ping_worker = Worker::Current()->index();
-    for (int i = 0; i < kRoundTrips; ++i) {
-      ping[i].Post();
-      pong[i].Wait();
-    }
-    wg.Done();
-  }, 0);
-  rt->Spawn([&] {
-    pong_worker = Worker::Current()->index();
-    for (int i = 0; i < kRoundTrips; ++i) {
-      ping[i].Wait();
-      pong[i].Post();
-    }
-    wg.Done();
-  }, 1);
+  rt->Spawn(
+      [&] {
+        ping_worker = Worker::Current()->index();
+        for (int i = 0; i < kRoundTrips; ++i) {
+          ping[i].Post();
+          pong[i].Wait();
+        }
+        wg.Done();
+      },
+      0);
+  rt->Spawn(
+      [&] {
+        pong_worker = Worker::Current()->index();
+        for (int i = 0; i < kRoundTrips; ++i) {
+          ping[i].Wait();
+          pong[i].Post();
+        }
+        wg.Done();
+      },
+      1);
   wg.Wait();
   REQUIRE(ping_worker.load() == 0);
   REQUIRE(pong_worker.load() == 1);
@@ -210,12 +214,14 @@ TEST_CASE("sleeping fibers wake after their deadline, in deadline order", "[unit
   wg.Add(4);
   auto t0 = Clock::now();
   for (int d : delays_ms) {
-    rt->Spawn([&, d] {
-      SleepFor(std::chrono::milliseconds(d));
-      if (Clock::now() - t0 < std::chrono::milliseconds(d)) early.fetch_add(1);
-      woke.push_back(d);
-      wg.Done();
-    }, 0);
+    rt->Spawn(
+        [&, d] {
+          SleepFor(std::chrono::milliseconds(d));
+          if (Clock::now() - t0 < std::chrono::milliseconds(d)) early.fetch_add(1);
+          woke.push_back(d);
+          wg.Done();
+        },
+        0);
   }
   wg.Wait();
   rt->Shutdown();
@@ -258,26 +264,32 @@ TEST_CASE("remote wake of a fiber that did not block is not re-queued", "[unit][
   std::atomic<bool> stop{false};
   WaitGroup wg;
   wg.Add(3);
-  rt->Spawn([&] {  // poster on worker 1: posts as soon as a baton is published
-    while (!stop.load()) {
-      if (Baton* b = to_post.exchange(nullptr)) b->Post();
-    }
-    wg.Done();
-  }, 1);
-  rt->Spawn([&] {  // keeps worker 0's run queue non-empty
-    while (!stop.load()) Worker::Current()->Yield();
-    wg.Done();
-  }, 0);
-  rt->Spawn([&] {
-    for (int i = 0; i < kRounds; ++i) {
-      Baton b;
-      to_post.store(&b);
-      b.Wait();
-      Worker::Current()->Yield();
-    }
-    stop = true;
-    wg.Done();
-  }, 0);
+  rt->Spawn(
+      [&] {  // poster on worker 1: posts as soon as a baton is published
+        while (!stop.load()) {
+          if (Baton* b = to_post.exchange(nullptr)) b->Post();
+        }
+        wg.Done();
+      },
+      1);
+  rt->Spawn(
+      [&] {  // keeps worker 0's run queue non-empty
+        while (!stop.load()) Worker::Current()->Yield();
+        wg.Done();
+      },
+      0);
+  rt->Spawn(
+      [&] {
+        for (int i = 0; i < kRounds; ++i) {
+          Baton b;
+          to_post.store(&b);
+          b.Wait();
+          Worker::Current()->Yield();
+        }
+        stop = true;
+        wg.Done();
+      },
+      0);
   wg.Wait();
   rt->Shutdown();
   REQUIRE(rt->worker(0).live_fibers() == 0);

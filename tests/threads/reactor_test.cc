@@ -1,21 +1,24 @@
 // The libaio reactor: O_DIRECT round trips from fibers, errors as Status, sync.
+#include "threads/reactor.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
 
-#include <catch2/catch.hpp>
-
-#include "threads/reactor.h"
+#include "tests/test_util.h"
 #include "threads/runtime.h"
 #include "threads/sync.h"
 
 using namespace sm::threads;
+
+using sm::test::MakeRuntime;
 
 namespace {
 struct AlignedBuffer {
@@ -45,13 +48,6 @@ struct TempFile {
   int fd_;
 };
 
-std::unique_ptr<Runtime> MakeRuntime(unsigned workers) {
-  RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<Runtime> rt;
-  REQUIRE(Runtime::Create(options, &rt).ok());
-  return rt;
-}
 }  // namespace
 
 TEST_CASE("O_DIRECT writes then reads round trip from many fibers", "[unit][reactor]") {
@@ -116,7 +112,8 @@ TEST_CASE("I/O errors and short transfers come back as Status", "[unit][reactor]
 TEST_CASE("misaligned O_DIRECT I/O fails cleanly", "[unit][reactor]") {
   TempFile file;
   int flags = fcntl(file.fd_, F_GETFL);
-  if (!(flags & O_DIRECT)) SUCCEED("filesystem has no O_DIRECT");
+  if (!(flags & O_DIRECT))
+    SUCCEED("filesystem has no O_DIRECT");
   else {
     auto rt = MakeRuntime(1);
     std::string result;

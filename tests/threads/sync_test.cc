@@ -16,15 +16,9 @@
 
 using namespace sm::threads;
 
-namespace {
-std::unique_ptr<Runtime> MakeRuntime(unsigned workers) {
-  RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<Runtime> rt;
-  REQUIRE(Runtime::Create(options, &rt).ok());
-  return rt;
-}
-}  // namespace
+using sm::test::MakeRuntime;
+
+namespace {}  // namespace
 
 TEST_CASE("latch compatibility: S with S, X with nothing", "[unit][latch]") {
   Latch latch;
