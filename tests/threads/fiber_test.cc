@@ -20,7 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 using sm::test::MakeRuntime;
 
-namespace {}  // namespace
 
 TEST_CASE("thousands of fibers are created and finish on two workers", "[unit][fiber]") {
   auto rt = MakeRuntime(2);

@@ -18,7 +18,6 @@ using namespace sm::threads;
 
 using sm::test::MakeRuntime;
 
-namespace {}  // namespace
 
 TEST_CASE("latch compatibility: S with S, X with nothing", "[unit][latch]") {
   Latch latch;
