@@ -19,7 +19,7 @@ using namespace sm::lock;
 using sm::lock::test::EndAll;
 using sm::lock::test::Eventually;
 using sm::lock::test::FiberCall;
-using sm::lock::test::MakeRuntime;
+using sm::test::MakeRuntime;
 
 namespace {
 const LockId kKey = LockId::Key(1, "k");

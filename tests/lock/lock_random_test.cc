@@ -79,7 +79,7 @@ class Harness {
         committed_increments_(config.keys) {}
 
   void Run() {
-    auto rt = sm::lock::test::MakeRuntime(config_.workers);
+    auto rt = sm::test::MakeRuntime(config_.workers);
     const int fibers = static_cast<int>(config_.workers) * config_.fibers_per_worker;
     remaining_ = fibers;
     for (int f = 0; f < fibers; ++f) {

@@ -1,5 +1,5 @@
-// Helpers for the lock manager tests: runtimes, polling for a queue state, and a small
-// "run this on a fiber and wait for it" wrapper.
+// Helpers for the lock manager tests: polling for a queue state, ending transactions with a
+// check that the table is empty, and a small "run this on a fiber and wait for it" wrapper.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -12,18 +12,11 @@
 
 #include "sm/common/status.h"
 #include "sm/lock/lock_manager.h"
+#include "tests/test_util.h"
 #include "threads/baton.h"
 #include "threads/runtime.h"
 
 namespace sm::lock::test {
-
-inline std::unique_ptr<threads::Runtime> MakeRuntime(unsigned workers) {
-  threads::RuntimeOptions options;
-  options.workers = workers;
-  std::unique_ptr<threads::Runtime> rt;
-  REQUIRE(threads::Runtime::Create(options, &rt).ok());
-  return rt;
-}
 
 // Polls `pred` from a plain thread until it holds or `timeout` passes.
 inline bool Eventually(const std::function<bool()>& pred,
