@@ -82,9 +82,13 @@ bool Baton::WaitOnFiber(Clock::time_point deadline, bool timed) {
     };
     worker->ArmTimer(&timer, deadline);
   }
-  while (!waiter.timed_out && state_.load(std::memory_order_acquire) != kPosted) {
+  // Block at least once even if the post already landed: the poster reads the waiter record
+  // after its exchange and only its Wake (or the timer's) says it is done with it. Leaving
+  // earlier would let this frame die under the poster (and its wake reach a fiber that may
+  // have finished).
+  do {
     worker->Block();
-  }
+  } while (!waiter.timed_out && state_.load(std::memory_order_acquire) != kPosted);
   if (timed) worker->CancelTimer(&timer);
   return !waiter.timed_out;
 }

@@ -14,7 +14,9 @@
 //                                         thread: futex)
 //   waiter  --timeout (CAS waiter->0)-->  empty, and WaitUntil returns false
 //   posted  --Reset-->                    empty (only when nobody waits)
-// Post and a timeout race on the same word; exactly one wins, so a waiter is woken once.
+// Post and a timeout race on the same word; exactly one wins, so a waiter is woken once. A
+// fiber waiter always blocks until that wake arrives, because the winner still reads the
+// waiter record after taking the word.
 //
 // Thread/fiber safety: one waiter at a time; Post from any thread, any number of times.
 #pragma once

@@ -20,7 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 using sm::test::MakeRuntime;
 
-
 TEST_CASE("thousands of fibers are created and finish on two workers", "[unit][fiber]") {
   auto rt = MakeRuntime(2);
   std::atomic<int> ran{0};
@@ -292,4 +291,45 @@ TEST_CASE("remote wake of a fiber that did not block is not re-queued", "[unit][
   wg.Wait();
   rt->Shutdown();
   REQUIRE(rt->worker(0).live_fibers() == 0);
+}
+
+// Regression: a fiber waiter that saw the post before blocking returned while the poster was
+// still reading its (stack) waiter record and about to wake it; the late wake then reached
+// a fiber that had finished (use after free in the remote queue). Many short-lived waiters
+// posted from the other worker make the window likely; ASan reported it before the fix.
+TEST_CASE("a posted waiter does not return before the poster is done with it", "[unit][fiber]") {
+  auto rt = MakeRuntime(2);
+  constexpr int kWaiters = 4000;
+  std::atomic<Baton*> slot{nullptr};
+  std::atomic<bool> stop{false};
+  std::atomic<int> done{0};
+  WaitGroup wg;
+  wg.Add(1);
+  rt->Spawn(
+      [&] {
+        while (!stop.load()) {
+          if (Baton* b = slot.exchange(nullptr)) b->Post();
+        }
+        wg.Done();
+      },
+      1);
+  for (int i = 0; i < kWaiters; ++i) {
+    rt->Spawn(
+        [&] {
+          Baton b;
+          Baton* expected = nullptr;
+          while (!slot.compare_exchange_weak(expected, &b)) {
+            expected = nullptr;
+            Worker::Current()->Yield();
+          }
+          b.Wait();
+          done.fetch_add(1);
+        },
+        0);
+  }
+  while (done.load() < kWaiters) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop = true;
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(done.load() == kWaiters);
 }
