@@ -49,6 +49,8 @@ Worker::Worker(int index, size_t stack_bytes, unsigned aio_depth, int pin_cpu)
 Worker::~Worker() {
   Stop();
   Join();
+  // acquire: pairs with the pushers' release; afterwards nobody touches this worker.
+  while (remote_pushers_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   reactor_.reset();
   close(event_fd_);
 }
@@ -325,6 +327,8 @@ void Worker::Wake(Fiber* fiber) {
 }
 
 void Worker::PushRemote(Fiber* fiber) {
+  // seq_cst/acq_rel: ~Worker waits for this count to drop to zero after joining the thread.
+  remote_pushers_.fetch_add(1, std::memory_order_seq_cst);
   Fiber* head = remote_head_.load(std::memory_order_relaxed);
   do {
     fiber->remote_next_ = head;
@@ -332,6 +336,7 @@ void Worker::PushRemote(Fiber* fiber) {
   } while (!remote_head_.compare_exchange_weak(head, fiber, std::memory_order_seq_cst,
                                                std::memory_order_relaxed));
   if (sleeping_.load(std::memory_order_seq_cst)) WakeSleeper();
+  remote_pushers_.fetch_sub(1, std::memory_order_release);
 }
 
 void Worker::WakeSleeper() {

@@ -167,6 +167,9 @@ class Worker {
   WorkerStats stats_;
 
   std::atomic<Fiber*> remote_head_{nullptr};  // Treiber stack of fibers made ready remotely
+  // Threads inside PushRemote: the worker is not destroyed while one may still touch it
+  // (after its push a fiber can run, finish and let the runtime shut down).
+  std::atomic<uint32_t> remote_pushers_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> live_fibers_{0};

@@ -56,7 +56,7 @@ PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
   return *this;
 }
 
-PageId PageHandle::page_id() const { return frame_->page_id; }
+PageId PageHandle::page_id() const { return frame_->page_id.load(std::memory_order_relaxed); }
 char* PageHandle::data() const { return frame_->data; }
 
 void PageHandle::MarkDirty() {
@@ -162,7 +162,7 @@ Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
       ReturnToFreeList(fresh);
       return FixExisting(frame, mode, handle);
     }
-    fresh->page_id = id;
+    fresh->page_id.store(id, std::memory_order_relaxed);
     fresh->loaded.Reset();
     fresh->pin_count.store(1, std::memory_order_relaxed);
     fresh->state.store(FrameState::kLoading, std::memory_order_relaxed);
@@ -207,6 +207,7 @@ Status BufferPool::Load(Frame* frame, PageId id) {
     Partition& part = PartitionOf(id);
     std::lock_guard<threads::SpinLock> guard(part.lock);
     part.map.erase(id.value());
+    frame->load_status.PermitUnchecked();
     frame->load_status = s;
     frame->state.store(FrameState::kFailed, std::memory_order_release);
   }
@@ -219,6 +220,7 @@ void BufferPool::Unpin(Frame* frame) {
   uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
   SM_ASSERT(old > 0);
   if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed) {
+    frame->load_status.PermitUnchecked();  // every waiter got its own copy
     frame->load_status = Status::OK();
     ReturnToFreeList(frame);
   }
@@ -226,7 +228,7 @@ void BufferPool::Unpin(Frame* frame) {
 
 void BufferPool::ReturnToFreeList(Frame* frame) {
   frame->state.store(FrameState::kFree, std::memory_order_relaxed);
-  frame->page_id = PageId::Invalid();
+  frame->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
   std::lock_guard<threads::SpinLock> guard(free_lock_);
   free_frames_.push_back(frame);
 }
@@ -249,7 +251,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
       // handed out a page that is still in use.
       SM_ASSERT(!"allocated page is still cached");
     }
-    frame->page_id = id;
+    frame->page_id.store(id, std::memory_order_relaxed);
     frame->pin_count.store(1, std::memory_order_relaxed);
     frame->state.store(FrameState::kResident, std::memory_order_release);
     part.map.emplace(id.value(), frame);
@@ -272,7 +274,7 @@ Status BufferPool::FreePage(PageId id) {
     auto it = part.map.find(id.value());
     if (it != part.map.end()) {
       frame = it->second;
-      if (frame->pin_count.load(std::memory_order_relaxed) != 0) {
+      if (frame->pin_count.load(std::memory_order_acquire) != 0) {  // as in TryEvict
         return Status::InvalidArgument("page " + std::to_string(id.value()) +
                                        " is fixed and cannot be freed");
       }
@@ -323,24 +325,26 @@ Status BufferPool::ClaimFrame(Frame** out) {
 }
 
 bool BufferPool::TryEvict(Frame* f) {
-  PageId id = f->page_id;
+  PageId id = f->page_id.load(std::memory_order_relaxed);
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
   auto it = part.map.find(id.value());
   if (it == part.map.end() || it->second != f) return false;  // remapped meanwhile
-  if (f->pin_count.load(std::memory_order_relaxed) != 0) return false;
+  // acquire: pairs with the last Unpin's release, so the last user's accesses to the page
+  // happen before the frame is reused.
+  if (f->pin_count.load(std::memory_order_acquire) != 0) return false;
   if (f->dirty.load(std::memory_order_acquire)) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
   part.map.erase(it);
   f->state.store(FrameState::kFree, std::memory_order_relaxed);
-  f->page_id = PageId::Invalid();
+  f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
   evictions_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 bool BufferPool::PinIfResident(Frame* f) {
-  PageId id = f->page_id;
+  PageId id = f->page_id.load(std::memory_order_relaxed);
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
@@ -381,7 +385,7 @@ Status BufferPool::WriteBack(Frame* f) {
     flush = wal_flush_;
   }
   Status s = flush ? flush(page_lsn) : Status::OK();
-  if (s.ok()) s = volume_->WritePage(f->page_id, staging.data);
+  if (s.ok()) s = volume_->WritePage(f->page_id.load(std::memory_order_relaxed), staging.data);
   if (s.ok()) {
     writes_.fetch_add(1, std::memory_order_relaxed);
     return s;
@@ -483,7 +487,7 @@ std::vector<std::pair<PageId, Lsn>> BufferPool::DirtyPages() const {
     const Frame& f = frames_[i];
     if (f.dirty.load(std::memory_order_acquire) &&
         f.state.load(std::memory_order_acquire) == FrameState::kResident) {
-      out.emplace_back(f.page_id, f.rec_lsn);
+      out.emplace_back(f.page_id.load(std::memory_order_relaxed), f.rec_lsn);
     }
   }
   return out;
@@ -495,7 +499,7 @@ bool BufferPool::CheckInvariants() const {
   for (size_t p = 0; p <= partition_mask_; ++p) {
     std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
     for (const auto& [id, frame] : partitions_[p].map) {
-      if (frame->page_id.value() != id) return false;
+      if (frame->page_id.load(std::memory_order_relaxed).value() != id) return false;
       FrameState st = frame->state.load(std::memory_order_relaxed);
       if (st != FrameState::kResident && st != FrameState::kLoading) return false;
       if (&PartitionOf(PageId(id)) != &partitions_[p]) return false;

@@ -86,11 +86,13 @@ struct alignas(64) Frame {
   std::atomic<FrameState> state{FrameState::kFree};
   std::atomic<bool> dirty{false};
   std::atomic<bool> referenced{false};  // clock second-chance bit
-  PageId page_id;                       // changes only under the partition locks
-  Lsn rec_lsn;                          // page LSN when it last became dirty (checkpoints)
-  char* data = nullptr;                 // kPageBytes, aligned for O_DIRECT
-  threads::Event loaded;                // set when a kLoading state ends
-  Status load_status;                   // the failed load's Status, written before `loaded`
+  // Written under the partition lock of the page it names; read without a lock only to find
+  // which partition to lock (then re-checked), hence atomic (relaxed).
+  std::atomic<PageId> page_id{PageId::Invalid()};
+  Lsn rec_lsn;            // page LSN when it last became dirty (checkpoints)
+  char* data = nullptr;   // kPageBytes, aligned for O_DIRECT
+  threads::Event loaded;  // set when a kLoading state ends
+  Status load_status;     // the failed load's Status, written before `loaded`
 };
 
 // A fixed page: pinned and latched until Release() or destruction. Movable, not copyable.

@@ -114,7 +114,8 @@ TEST_CASE("a full team makes the next fibers form a team that runs after it", "[
   wg.Wait();
   rt->Shutdown();
   REQUIRE(trace == std::vector<int>{0, 1, 0, 1, 0, 1, 100, 101, 2, 3, 2, 3, 2, 3, 102, 103});
-  const auto* scan = Row(steps::Stats(), "scan");
+  auto rows = steps::Stats();
+  const auto* scan = Row(rows, "scan");
   REQUIRE(scan != nullptr);
   CHECK(scan->teams == 2);
   CHECK(scan->AverageTeamSize() == 2.0);
@@ -150,7 +151,8 @@ TEST_CASE("a member that waits for a lock or sleeps goes stray and rejoins later
   wg.Wait();
   rt->Shutdown();
   REQUIRE(trace.size() == 12);  // everyone finished both rounds
-  const auto* update = Row(steps::Stats(), "update");
+  auto rows = steps::Stats();
+  const auto* update = Row(rows, "update");
   REQUIRE(update != nullptr);
   CHECK(update->stray[static_cast<int>(threads::WaitReason::kLock)] == 1);
   CHECK(update->stray[static_cast<int>(threads::WaitReason::kSleep)] == 1);
@@ -183,7 +185,8 @@ TEST_CASE("CTX does not switch while an exclusive latch is held", "[unit][steps]
   rt->Shutdown();
   REQUIRE(trace ==
           std::vector<std::string>{"held0", "still0", "held1", "still1", "after0", "after1"});
-  const auto* insert = Row(steps::Stats(), "insert (3)");
+  auto rows = steps::Stats();
+  const auto* insert = Row(rows, "insert (3)");
   REQUIRE(insert != nullptr);
   CHECK(insert->ctx_skipped_latch == 2);
   CHECK(insert->ctx_switches == 2);
