@@ -1,0 +1,230 @@
+// LogManager's flusher: walks the completion slots, writes the filled prefix in 4 KiB blocks,
+// syncs for group commit, rolls segments, and latches the fatal state on an I/O failure.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "log/log_manager.h"
+#include "sm/common/assert.h"
+
+namespace sm::log {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int GroupBucket(size_t waiters) {
+  int bucket = 0;
+  while (waiters > 0 && bucket + 1 < LogStats::kGroupBuckets) {
+    ++bucket;
+    waiters >>= 1;
+  }
+  return bucket;  // 0 -> 0, 1 -> 1, 2-3 -> 2, 4-7 -> 3, ...
+}
+
+}  // namespace
+
+void LogManager::FlusherMain() {
+  for (;;) {
+    // Reset before looking at the requests: a request made after this point posts again, so
+    // the wait below returns at once instead of losing it.
+    wake_.Reset();
+    if (killed_.load(std::memory_order_acquire)) return;
+    bool stopping = stop_.load(std::memory_order_seq_cst);
+    if (!FlushRound(stopping) || stopping) return;
+    auto wake_at = NextWake();
+    if (wake_at == std::chrono::steady_clock::time_point::max()) {
+      wake_.Wait();
+    } else {
+      wake_.WaitUntil(wake_at);
+    }
+  }
+}
+
+std::chrono::steady_clock::time_point LogManager::NextWake() const {
+  int64_t deadline = async_deadline_ns_.load(std::memory_order_seq_cst);
+  if (deadline == 0) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline));
+}
+
+// One round: write what is filled if anyone needs it written, sync if anyone needs it durable.
+// Returns false once the log is fatal.
+bool LogManager::FlushRound(bool stopping) {
+  bool deadline_due = false;
+  int64_t deadline = async_deadline_ns_.load(std::memory_order_seq_cst);
+  if (deadline != 0 && NowNs() >= deadline) {
+    // Before the walk (seq_cst): async commits that saw this deadline armed are published.
+    async_deadline_ns_.store(0, std::memory_order_seq_cst);
+    deadline_due = true;
+  }
+  uint64_t durable = durable_.load(std::memory_order_relaxed);  // only this thread stores it
+  uint64_t written = written_.load(std::memory_order_relaxed);
+  bool sync_due =
+      stopping || deadline_due || durable_request_.load(std::memory_order_seq_cst) > durable;
+  bool write_due = sync_due || write_request_.load(std::memory_order_seq_cst) > written;
+  uint64_t filled = AdvanceFilled();
+  write_due = write_due || filled - written >= eager_write_bytes_;
+  if (write_due && filled > written) {
+    Status s = WriteOut(filled);
+    if (!s.ok()) {
+      SetFatal(s);
+      return false;
+    }
+    written = filled;
+  }
+  if (sync_due && written > durable) {
+    Status s = SyncDirty();
+    if (!s.ok()) {
+      SetFatal(s);
+      return false;
+    }
+    ReleaseDurable(written);
+  }
+  PrepareAhead();
+  return true;
+}
+
+uint64_t LogManager::AdvanceFilled() {
+  uint64_t pos = filled_walk_;
+  uint64_t records = 0;
+  for (;;) {
+    // seq_cst: pairs with Publish (see durable_request_).
+    uint64_t value = slots_[(pos / kRecordAlignment) % slot_count_].load(std::memory_order_seq_cst);
+    uint64_t end = value & ~uint64_t{1};
+    if (end <= pos) break;  // not yet published (a value from an older lap is <= pos)
+    if ((value & 1) == 0) ++records;
+    pos = end;
+  }
+  filled_walk_ = pos;
+  filled_.store(pos, std::memory_order_release);
+  counters_.records.fetch_add(records, std::memory_order_relaxed);
+  return pos;
+}
+
+// Writes [BlockFloor(written), to) and publishes written = to.
+Status LogManager::WriteOut(uint64_t to) {
+  const SegmentGeometry& g = dir_->geometry();
+  uint64_t from = BlockFloor(written_.load(std::memory_order_relaxed));
+  while (from < to) {
+    uint64_t segment_end = g.SegmentEnd(g.SegmentStart(from));
+    uint64_t ring_wrap = from - from % ring_bytes_ + ring_bytes_;
+    uint64_t chunk_end = std::min({to, segment_end, ring_wrap});
+    SM_TRY(WriteChunk(from, chunk_end));
+    from = chunk_end;
+  }
+  // release: our reads of the ring happened before; inserters may now overwrite those bytes.
+  written_.store(to, std::memory_order_release);
+  space_waiters_.WakeUpTo(to);
+  return Status::OK();
+}
+
+// Writes [from, to), which lies in one segment and one lap of the ring; from is block-aligned.
+Status LogManager::WriteChunk(uint64_t from, uint64_t to) {
+  SM_DASSERT(from % kLogBlockBytes == 0);
+  const SegmentGeometry& g = dir_->geometry();
+  uint64_t segment = g.SegmentStart(from);
+  std::shared_ptr<io::File> file;
+  SM_TRY(SegmentForWrite(segment, &file));
+  uint64_t full_end = BlockFloor(to);
+  if (full_end > from) {
+    SM_TRY(file->Write(g.FileOffset(segment, from), ring_.data() + from % ring_bytes_,
+                       full_end - from));
+    counters_.bytes_written.fetch_add(full_end - from, std::memory_order_relaxed);
+    counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (to > full_end) {
+    // The partial last block: only [full_end, to) is published; inserters may be copying into
+    // the rest of it right now, so stage it and write zeros after the end.
+    size_t n = to - full_end;
+    std::memcpy(staging_.data(), ring_.data() + full_end % ring_bytes_, n);
+    std::memset(staging_.data() + n, 0, kLogBlockBytes - n);
+    SM_TRY(file->Write(g.FileOffset(segment, full_end), staging_.data(), kLogBlockBytes));
+    counters_.bytes_written.fetch_add(kLogBlockBytes, std::memory_order_relaxed);
+    counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (std::find(dirty_segments_.begin(), dirty_segments_.end(), file) == dirty_segments_.end()) {
+    dirty_segments_.push_back(std::move(file));
+  }
+  return Status::OK();
+}
+
+Status LogManager::SyncDirty() {
+  for (const std::shared_ptr<io::File>& file : dirty_segments_) SM_TRY(file->Sync());
+  dirty_segments_.clear();
+  counters_.syncs.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void LogManager::ReleaseDurable(uint64_t lsn) {
+  // release: what the waiters read after waking (the durable bytes) is in place.
+  durable_.store(lsn, std::memory_order_release);
+  size_t released = durable_waiters_.WakeUpTo(lsn);
+  counters_.waiters_released.fetch_add(released, std::memory_order_relaxed);
+  counters_.group_histogram[GroupBucket(released)].fetch_add(1, std::memory_order_relaxed);
+  if (released > counters_.max_group.load(std::memory_order_relaxed)) {
+    counters_.max_group.store(released, std::memory_order_relaxed);  // only this thread stores
+  }
+}
+
+Status LogManager::SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::File>* file) {
+  if (current_segment_ != nullptr && segment_start == current_segment_start_) {
+    *file = current_segment_;
+    return Status::OK();
+  }
+  if (next_segment_ != nullptr && segment_start == next_segment_start_) {
+    current_segment_ = std::move(next_segment_);
+  } else {
+    Status s = dir_->GetSegment(segment_start, &current_segment_);
+    if (s.IsNotFound()) {
+      s = dir_->CreateSegment(segment_start, &current_segment_);
+      if (s.ok()) counters_.segments_created.fetch_add(1, std::memory_order_relaxed);
+    }
+    SM_TRY(s);
+  }
+  next_segment_.reset();
+  current_segment_start_ = segment_start;
+  *file = current_segment_;
+  return Status::OK();
+}
+
+// Creates the next segment once the current one is half written, off the commit path.
+void LogManager::PrepareAhead() {
+  if (current_segment_ == nullptr || next_segment_ != nullptr) return;
+  const SegmentGeometry& g = dir_->geometry();
+  uint64_t written = written_.load(std::memory_order_relaxed);
+  if (written - current_segment_start_ < g.data_bytes() / 2) return;
+  uint64_t next = g.SegmentEnd(current_segment_start_);
+  Status s = dir_->GetSegment(next, &next_segment_);
+  if (s.IsNotFound()) {
+    s = dir_->CreateSegment(next, &next_segment_);
+    if (s.ok()) counters_.segments_created.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!s.ok()) {
+    // Not fatal yet: nothing depends on it. The write that needs the segment tries again and
+    // latches the fatal state if it still cannot have it.
+    next_segment_.reset();
+    s.PermitUnchecked();
+    return;
+  }
+  next_segment_start_ = next;
+}
+
+void LogManager::SetFatal(const Status& cause) {
+  cause.PermitUnchecked();  // only the first cause is kept
+  {
+    std::lock_guard<threads::SpinLock> guard(fatal_lock_);
+    if (!fatal_.load(std::memory_order_relaxed)) {
+      fatal_status_ = Status::Fatal("log failed and accepts no more records: " + cause.ToString());
+      fatal_status_.PermitUnchecked();  // a record, handed out as copies by Refuse
+    }
+  }
+  // release: fatal_status_ is set before anyone can see the flag.
+  fatal_.store(true, std::memory_order_release);
+  durable_waiters_.WakeAll();
+  space_waiters_.WakeAll();
+}
+
+}  // namespace sm::log

@@ -1,0 +1,412 @@
+// LogManager: construction, the insert path, commit and flush, reads, checkpoint hint,
+// truncation, close, statistics. The flusher is in log_flusher.cc, Open in log_open.cc.
+#include "log/log_manager.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "sm/common/assert.h"
+
+namespace sm::log {
+namespace {
+
+constexpr char kZeroPadding[kRecordAlignment] = {};
+
+// Raises `target` to at least `value`. seq_cst: see LogManager::durable_request_.
+void FetchMax(std::atomic<uint64_t>& target, uint64_t value) {
+  uint64_t cur = target.load(std::memory_order_seq_cst);
+  while (cur < value && !target.compare_exchange_weak(cur, value, std::memory_order_seq_cst)) {
+  }
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+const char* CommitModeName(CommitMode mode) {
+  switch (mode) {
+    case CommitMode::kDurable:
+      return "durable";
+    case CommitMode::kAsync:
+      return "async";
+    case CommitMode::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+LogManager::LogManager(io::FileSystem* fs, const LogOptions& options,
+                       std::shared_ptr<LogDirectory> dir)
+    : fs_(fs),
+      options_(options),
+      dir_(std::move(dir)),
+      ring_bytes_(options.buffer_bytes),
+      slot_count_(options.buffer_bytes / kRecordAlignment),
+      eager_write_bytes_(options.buffer_bytes / 4),
+      ring_(options.buffer_bytes),
+      slots_(new std::atomic<uint64_t>[slot_count_]),
+      staging_(kLogBlockBytes) {
+  for (uint64_t i = 0; i < slot_count_; ++i) slots_[i].store(0, std::memory_order_relaxed);
+}
+
+LogManager::~LogManager() {
+  if (!closed_.load(std::memory_order_acquire)) Close().PermitUnchecked();
+}
+
+// --- Insert path ------------------------------------------------------------------------------
+
+Status LogManager::Refuse() const {
+  if (fatal_.load(std::memory_order_acquire)) {
+    std::lock_guard<threads::SpinLock> guard(fatal_lock_);
+    return fatal_status_;
+  }
+  return Status::Closed("log is closed");
+}
+
+Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
+  if (fatal_.load(std::memory_order_acquire) || closed_.load(std::memory_order_acquire))
+      [[unlikely]]
+    return Refuse();
+  if (!IsKnownType(static_cast<uint8_t>(record.type)) || (record.flags & ~kFlagsDefined) != 0) {
+    return Status::InvalidArgument("log record: unknown type or flags");
+  }
+  if (record.payload.size() > kMaxPayloadBytes) {
+    return Status::InvalidArgument(
+        "log record payload of " + std::to_string(record.payload.size()) +
+        " bytes exceeds the format's limit of " + std::to_string(kMaxPayloadBytes));
+  }
+  uint32_t payload_crc = PayloadCrc(record.payload);
+  uint64_t length = RecordBytes(record.payload.size());
+  uint64_t start = insert_.fetch_add(length, std::memory_order_relaxed);
+  // A link that does not point backwards would make the record read back as corrupt.
+  SM_ASSERT(record.prev_lsn.value() < start);
+  SM_ASSERT(record.undo_next.value() < start);
+  RecordHeader header;
+  // acquire: the hint must not run ahead of the sync that produced it (log_record.h).
+  EncodeHeader(record, start, durable_.load(std::memory_order_acquire), payload_crc, &header);
+  SM_TRY(CopyIn(start, header, record.payload));
+  *lsn = Lsn(start);
+  if (end_lsn != nullptr) *end_lsn = Lsn(start + length);
+  return Status::OK();
+}
+
+uint64_t LogManager::ReuseLimit() const {
+  // acquire: the flusher's reads of the ring bytes we are about to overwrite happened before
+  // its release store of written_.
+  return BlockFloor(written_.load(std::memory_order_acquire)) + ring_bytes_;
+}
+
+void LogManager::CopyToRing(uint64_t lsn, const char* src, size_t n) {
+  while (n > 0) {
+    uint64_t offset = lsn % ring_bytes_;
+    size_t piece = std::min<uint64_t>(n, ring_bytes_ - offset);
+    std::memcpy(ring_.data() + offset, src, piece);
+    lsn += piece;
+    src += piece;
+    n -= piece;
+  }
+}
+
+// Copies the record image (header, payload, zero padding) into the ring, publishing each piece
+// that fits below the reuse limit.
+Status LogManager::CopyIn(uint64_t start, const RecordHeader& header, std::string_view payload) {
+  const uint64_t end = start + header.length;
+  const uint64_t payload_end = start + kRecordHeaderBytes + payload.size();
+  const char* header_bytes = reinterpret_cast<const char*>(&header);
+  uint64_t pos = start;
+  while (pos < end) {
+    uint64_t limit = ReuseLimit();
+    if (limit <= pos) {
+      SM_TRY(WaitForSpace(pos));
+      continue;
+    }
+    uint64_t piece_end = std::min(end, limit);
+    for (uint64_t p = pos; p < piece_end;) {
+      uint64_t at = p - start;
+      size_t n;
+      if (at < kRecordHeaderBytes) {
+        n = std::min<uint64_t>(kRecordHeaderBytes, piece_end - start) - at;
+        CopyToRing(p, header_bytes + at, n);
+      } else if (p < payload_end) {
+        n = std::min(payload_end, piece_end) - p;
+        CopyToRing(p, payload.data() + (at - kRecordHeaderBytes), n);
+      } else {
+        n = piece_end - p;
+        CopyToRing(p, kZeroPadding, n);
+      }
+      p += n;
+    }
+    Publish(pos, piece_end, piece_end < end);
+    pos = piece_end;
+  }
+  return Status::OK();
+}
+
+void LogManager::Publish(uint64_t from, uint64_t to, bool continued) {
+  SM_DASSERT(to - from <= ring_bytes_);
+  // seq_cst (with the loads below): if the flusher looked at this slot before the store, the
+  // loads here see whatever request made it look, and we wake it (durable_request_).
+  slots_[(from / kRecordAlignment) % slot_count_].store(to | (continued ? 1 : 0),
+                                                        std::memory_order_seq_cst);
+  if (durable_request_.load(std::memory_order_seq_cst) > from ||
+      write_request_.load(std::memory_order_seq_cst) > from ||
+      to - written_.load(std::memory_order_relaxed) >= eager_write_bytes_) {
+    wake_.Post();
+  }
+}
+
+Status LogManager::WaitForSpace(uint64_t pos) {
+  counters_.space_waits.fetch_add(1, std::memory_order_relaxed);
+  // Byte pos may be overwritten once BlockFloor(written) + ring_bytes_ > pos.
+  uint64_t target = BlockCeil(pos + 1 - ring_bytes_);
+  FetchMax(write_request_, target);
+  wake_.Post();
+  space_waiters_.Wait(target, written_, fatal_);
+  if (fatal_.load(std::memory_order_acquire)) return Refuse();
+  return Status::OK();
+}
+
+void LogManager::RequestDurable(uint64_t lsn) {
+  FetchMax(durable_request_, lsn);
+  wake_.Post();
+}
+
+void LogManager::ArmAsyncDeadline() {
+  // seq_cst: a commit that sees a deadline armed relies on the flusher's later exchange (and
+  // walk of the slots) to include its record.
+  if (async_deadline_ns_.load(std::memory_order_seq_cst) != 0) return;
+  int64_t expected = 0;
+  int64_t deadline =
+      NowNs() +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.async_flush_interval).count();
+  if (async_deadline_ns_.compare_exchange_strong(expected, deadline, std::memory_order_seq_cst)) {
+    wake_.Post();  // the flusher may be asleep with no deadline
+  }
+}
+
+// --- Commit and flush ---------------------------------------------------------------------
+
+Status LogManager::Commit(TxnId txn, Lsn prev_lsn, CommitMode mode, Lsn* lsn) {
+  LogRecord record;
+  record.type = RecordType::kTxnCommit;
+  record.txn = txn;
+  record.prev_lsn = prev_lsn;
+  Lsn end;
+  SM_TRY(Insert(record, lsn, &end));
+  counters_.commits[static_cast<int>(mode)].fetch_add(1, std::memory_order_relaxed);
+  switch (mode) {
+    case CommitMode::kDurable:
+      return Flush(end);
+    case CommitMode::kAsync:
+      ArmAsyncDeadline();
+      return Status::OK();
+    case CommitMode::kNone:
+      return Status::OK();
+  }
+  SM_UNREACHABLE();
+}
+
+Status LogManager::Flush(Lsn lsn) {
+  if (lsn.value() > insert_.load(std::memory_order_relaxed)) {
+    return Status::InvalidArgument("Flush past the end of the log");
+  }
+  if (durable_.load(std::memory_order_acquire) >= lsn.value()) return Status::OK();
+  if (fatal_.load(std::memory_order_acquire) || closed_.load(std::memory_order_acquire)) {
+    return Refuse();
+  }
+  RequestDurable(lsn.value());
+  if (durable_waiters_.Wait(lsn.value(), durable_, fatal_)) {
+    counters_.flush_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (durable_.load(std::memory_order_acquire) >= lsn.value()) return Status::OK();
+  return Refuse();
+}
+
+// --- Reads ------------------------------------------------------------------------------------
+
+std::unique_ptr<LogReader> LogManager::NewReader() {
+  auto reader = std::make_unique<LogReader>(dir_);
+  reader->SetEnd(durable_lsn());
+  return reader;
+}
+
+Status LogManager::ReadRecord(Lsn lsn, LogRecordBuf* record) {
+  uint64_t at = lsn.value();
+  if (at < kFirstLsn || at + kRecordHeaderBytes > insert_.load(std::memory_order_relaxed)) {
+    return Status::InvalidArgument("ReadRecord: no record can start at LSN " + std::to_string(at));
+  }
+  SM_TRY(Flush(Lsn(at + kRecordHeaderBytes)));
+  // A small window: a random read should not pull in a megabyte.
+  LogReader reader(dir_, 8 * kLogBlockBytes);
+  LogReader::Probe probe;
+  SM_TRY(reader.ProbeAt(at, &probe));
+  if (probe.length == 0) {
+    return Status::Corruption("log record at LSN " + std::to_string(at) + ": " +
+                              RecordCheckName(probe.check));
+  }
+  SM_TRY(Flush(Lsn(at + probe.length)));
+  reader.SetEnd(durable_lsn());
+  LogRecordView view;
+  SM_TRY(reader.ReadAt(lsn, &view));
+  record->Assign(view);
+  return Status::OK();
+}
+
+// --- Control file: checkpoint hint, truncation ----------------------------------------------
+
+Lsn LogManager::start_lsn() { return Lsn(dir_->control().start_lsn); }
+
+Lsn LogManager::checkpoint_lsn() { return Lsn(dir_->control().checkpoint_lsn); }
+
+Status LogManager::SetCheckpoint(Lsn checkpoint_begin) {
+  uint64_t durable = durable_.load(std::memory_order_acquire);
+  if (checkpoint_begin.value() < kFirstLsn || checkpoint_begin.value() >= durable) {
+    return Status::InvalidArgument("SetCheckpoint: LSN " +
+                                   std::to_string(checkpoint_begin.value()) +
+                                   " is not a durable record");
+  }
+  std::lock_guard<threads::Mutex> guard(control_mu_);
+  ControlBlock control = dir_->control();
+  if (checkpoint_begin.value() < control.start_lsn) {
+    return Status::InvalidArgument("SetCheckpoint: LSN is below the log's start");
+  }
+  control.checkpoint_lsn = checkpoint_begin.value();
+  control.durable_hint = std::max(control.durable_hint, durable);
+  return dir_->WriteControl(control);
+}
+
+Status LogManager::Truncate(Lsn oldest_needed) {
+  uint64_t durable = durable_.load(std::memory_order_acquire);
+  if (oldest_needed.value() > durable) {
+    return Status::InvalidArgument("Truncate: LSN " + std::to_string(oldest_needed.value()) +
+                                   " is not durable yet");
+  }
+  std::lock_guard<threads::Mutex> guard(control_mu_);
+  ControlBlock control = dir_->control();
+  if (oldest_needed.value() <= control.start_lsn) return Status::OK();
+  control.start_lsn = oldest_needed.value();
+  if (control.checkpoint_lsn < control.start_lsn) control.checkpoint_lsn = 0;
+  control.durable_hint = std::max(control.durable_hint, durable);
+  // The control file moves first: a crash between the two never leaves it naming a segment
+  // that is gone.
+  SM_TRY(dir_->WriteControl(control));
+  uint32_t removed = 0;
+  Status s = dir_->RemoveSegmentsBefore(oldest_needed.value(), options_.spare_segments, &removed);
+  counters_.segments_removed.fetch_add(removed, std::memory_order_relaxed);
+  return s;
+}
+
+// --- Close ------------------------------------------------------------------------------------
+
+Status LogManager::Close() {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return Status::OK();
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_.Post();
+  if (flusher_.joinable()) flusher_.join();
+  current_segment_.reset();
+  next_segment_.reset();
+  dirty_segments_.clear();
+  if (!started_) return Status::OK();  // Open failed: leave the files as they were
+  if (fatal_.load(std::memory_order_acquire)) return Refuse();
+  SM_ASSERT(durable_.load(std::memory_order_relaxed) == insert_.load(std::memory_order_relaxed));
+  std::lock_guard<threads::Mutex> guard(control_mu_);
+  ControlBlock control = dir_->control();
+  control.durable_hint = durable_.load(std::memory_order_relaxed);
+  return dir_->WriteControl(control);
+}
+
+void LogManager::TEST_Kill() {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  killed_.store(true, std::memory_order_release);
+  wake_.Post();
+  if (flusher_.joinable()) flusher_.join();
+  started_ = false;  // no control-file update by a later Close
+  SetFatal(Status::Aborted("killed by TEST_Kill"));
+  current_segment_.reset();
+  next_segment_.reset();
+  dirty_segments_.clear();
+}
+
+// --- Inspection -------------------------------------------------------------------------------
+
+Status LogManager::health() const {
+  if (fatal_.load(std::memory_order_acquire)) return Refuse();
+  return Status::OK();
+}
+
+bool LogManager::CheckInvariants() const {
+  uint64_t durable = durable_.load(std::memory_order_acquire);
+  uint64_t written = written_.load(std::memory_order_acquire);
+  uint64_t filled = filled_.load(std::memory_order_acquire);
+  uint64_t insert = insert_.load(std::memory_order_acquire);
+  if (!(open_end_ <= durable && durable <= written && written <= filled && filled <= insert)) {
+    return false;
+  }
+  for (uint64_t x : {durable, written, filled, insert}) {
+    if (x % kRecordAlignment != 0) return false;
+  }
+  return true;
+}
+
+LogStats LogManager::stats() const {
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  LogStats s;
+  s.records = get(counters_.records);
+  s.bytes = insert_.load(std::memory_order_relaxed) - open_end_;
+  s.writes = get(counters_.writes);
+  s.bytes_written = get(counters_.bytes_written);
+  s.syncs = get(counters_.syncs);
+  for (int i = 0; i < kCommitModeCount; ++i) s.commits[i] = get(counters_.commits[i]);
+  s.flush_waits = get(counters_.flush_waits);
+  s.waiters_released = get(counters_.waiters_released);
+  s.max_group = get(counters_.max_group);
+  for (int i = 0; i < LogStats::kGroupBuckets; ++i) {
+    s.group_histogram[i] = get(counters_.group_histogram[i]);
+  }
+  s.space_waits = get(counters_.space_waits);
+  s.segments_created = get(counters_.segments_created);
+  s.segments_removed = get(counters_.segments_removed);
+  return s;
+}
+
+double LogStats::CommitsPerSync() const {
+  uint64_t durable_commits = commits[static_cast<int>(CommitMode::kDurable)];
+  return syncs == 0 ? 0.0 : static_cast<double>(durable_commits) / static_cast<double>(syncs);
+}
+
+std::string LogStats::ToString() const {
+  std::string s = "records=" + std::to_string(records) + " bytes=" + std::to_string(bytes) +
+                  " writes=" + std::to_string(writes) +
+                  " bytes_written=" + std::to_string(bytes_written) +
+                  " syncs=" + std::to_string(syncs);
+  for (int i = 0; i < kCommitModeCount; ++i) {
+    s += std::string(" commits_") + CommitModeName(static_cast<CommitMode>(i)) + "=" +
+         std::to_string(commits[i]);
+  }
+  s += " flush_waits=" + std::to_string(flush_waits) + " max_group=" + std::to_string(max_group) +
+       " space_waits=" + std::to_string(space_waits) +
+       " segments_created=" + std::to_string(segments_created) +
+       " segments_removed=" + std::to_string(segments_removed);
+  return s;
+}
+
+std::string LogOpenReport::ToString() const {
+  return std::string(created ? "created" : "opened") +
+         " segment_bytes=" + std::to_string(segment_bytes) +
+         " segments=" + std::to_string(segments) + " spares=" + std::to_string(spares) +
+         " deleted=" + std::to_string(segments_deleted) +
+         " start=" + std::to_string(start_lsn.value()) +
+         " checkpoint=" + std::to_string(checkpoint_lsn.value()) +
+         " scan_start=" + std::to_string(scan_start_lsn.value()) +
+         " end=" + std::to_string(end_lsn.value()) +
+         " records_scanned=" + std::to_string(records_scanned) +
+         " bytes_scanned=" + std::to_string(bytes_scanned) +
+         " bytes_cut=" + std::to_string(bytes_cut);
+}
+
+}  // namespace sm::log

@@ -1,0 +1,408 @@
+// LogManager: empty logs and reopening, concurrent inserts from many fibers on two workers,
+// group commit, the three commit modes, records larger than the log buffer, segment roll-over,
+// truncation and recycling, checkpoint hints, random reads along undo chains.
+#include "log/log_manager.h"
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/log/log_test_util.h"
+#include "tests/test_util.h"
+#include "threads/sync.h"
+
+using namespace sm;
+using namespace sm::log;
+using sm::logtest::MakePayload;
+using sm::logtest::SmallOptions;
+
+namespace {
+
+std::vector<std::string> ListLogDir(io::FileSystem* fs) {
+  std::vector<std::string> names;
+  REQUIRE(fs->ListDir(logtest::kDir, &names).ok());
+  return names;
+}
+
+size_t CountPrefix(const std::vector<std::string>& names, const std::string& prefix) {
+  return std::count_if(names.begin(), names.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("an empty log opens, closes, and reopens at the same end", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(1);
+  LogOpenReport report;
+  auto log = logtest::OpenLog(&fs, SmallOptions(), &report);
+  REQUIRE(report.created);
+  REQUIRE(report.end_lsn == Lsn(kFirstLsn));
+  REQUIRE(report.records_scanned == 0);
+  REQUIRE(report.segments == 1);
+  REQUIRE(log->end_lsn() == Lsn(kFirstLsn));
+  REQUIRE(log->FlushAll().ok());
+  REQUIRE(log->Close().ok());
+  REQUIRE(log->Insert(logtest::CommentRecord("x"), nullptr).code() == Status::Code::kClosed);
+  for (int i = 0; i < 2; ++i) {
+    log = logtest::OpenLog(&fs, SmallOptions(), &report);
+    REQUIRE_FALSE(report.created);
+    REQUIRE(report.end_lsn == Lsn(kFirstLsn));
+    REQUIRE(report.bytes_cut == 0);
+    REQUIRE(log->Close().ok());
+  }
+  // Without create_if_missing a missing log is NotFound.
+  LogOptions options = SmallOptions();
+  options.create_if_missing = false;
+  std::unique_ptr<LogManager> none;
+  REQUIRE(LogManager::Open(&fs, "/db/other", options, &none).IsNotFound());
+}
+
+TEST_CASE("a log with records reopens twice at the same end", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(2);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  Lsn lsn, end;
+  for (uint32_t i = 0; i < 100; ++i) {
+    std::string p = MakePayload(1, i, i * 7 % 300);
+    REQUIRE(log->Insert(logtest::CommentRecord(p), &lsn, &end).ok());
+  }
+  REQUIRE(log->Close().ok());
+  for (int i = 0; i < 2; ++i) {
+    LogOpenReport report;
+    log = logtest::OpenLog(&fs, SmallOptions(), &report);
+    REQUIRE(report.end_lsn == end);
+    REQUIRE(report.records_scanned == 100u + i);
+    REQUIRE(report.bytes_cut == 0);
+    REQUIRE(log->Insert(logtest::CommentRecord("after reopen"), &lsn, &end).ok());
+    REQUIRE(lsn == report.end_lsn);
+    REQUIRE(log->Close().ok());
+  }
+  REQUIRE(logtest::ReadAll(&fs, Lsn(kFirstLsn)).size() == 102);
+}
+
+TEST_CASE("many fibers on two workers insert concurrently; each record is there once",
+          "[random][log]") {
+  const uint64_t seed = sm::test::TestSeed("log concurrent insert");
+  io::FaultInjectionFileSystem fs(seed);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  auto rt = sm::test::MakeRuntime(2);
+  constexpr uint32_t kFibers = 24, kRecords = 150;
+  std::vector<std::vector<Lsn>> lsns(kFibers);
+  std::vector<std::vector<size_t>> sizes(kFibers);
+  std::atomic<int> failures{0};
+  threads::WaitGroup wg;
+  wg.Add(kFibers);
+  for (uint32_t f = 0; f < kFibers; ++f) {
+    rt->Spawn([&, f] {
+      std::mt19937_64 rng(seed + f);
+      for (uint32_t i = 0; i < kRecords; ++i) {
+        size_t bytes = 8 + rng() % (rng() % 8 == 0 ? 3000 : 120);  // some span ring blocks
+        std::string p = MakePayload(f, i, bytes);
+        Lsn lsn;
+        if (!log->Insert(logtest::CommentRecord(p, TxnId(f + 1)), &lsn).ok()) failures++;
+        lsns[f].push_back(lsn);
+        sizes[f].push_back(bytes);
+        if (rng() % 16 == 0) threads::Worker::Current()->Yield();
+      }
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(failures.load() == 0);
+  REQUIRE(log->FlushAll().ok());
+  REQUIRE(log->CheckInvariants());
+  LogStats stats = log->stats();
+  REQUIRE(stats.records == kFibers * kRecords);
+  REQUIRE(log->Close().ok());
+
+  auto records = logtest::ReadAll(&fs, Lsn(kFirstLsn));
+  REQUIRE(records.size() == kFibers * kRecords);
+  std::map<Lsn, std::pair<uint32_t, uint32_t>> expected;  // lsn -> (fiber, seq)
+  for (uint32_t f = 0; f < kFibers; ++f) {
+    for (uint32_t i = 0; i < kRecords; ++i) {
+      if (i > 0) REQUIRE(lsns[f][i - 1] < lsns[f][i]);  // a fiber's own records in order
+      REQUIRE(expected.emplace(lsns[f][i], std::make_pair(f, i)).second);
+    }
+  }
+  Lsn last;
+  for (const LogRecordBuf& rec : records) {
+    const LogRecordView& v = rec.view();
+    REQUIRE(last < v.lsn);
+    last = v.lsn;
+    auto it = expected.find(v.lsn);
+    REQUIRE(it != expected.end());
+    auto [f, i] = it->second;
+    REQUIRE(v.txn == TxnId(f + 1));
+    uint32_t got[2] = {};
+    if (v.payload.size() >= 8) std::memcpy(got, v.payload.data(), 8);
+    INFO("lsn " << v.lsn.value() << " expected (" << f << "," << i << ") size " << sizes[f][i]
+                << " found (" << got[0] << "," << got[1] << ") size " << v.payload.size());
+    REQUIRE(v.payload == MakePayload(f, i, sizes[f][i]));
+    expected.erase(it);
+  }
+  REQUIRE(expected.empty());
+  REQUIRE(stats.segments_created >= 2);  // rolled over into new segments
+}
+
+TEST_CASE("group commit: many committers share few syncs", "[unit][log]") {
+  io::FaultInjectionFileSystem base(3);
+  logtest::SlowSyncFileSystem fs(&base, std::chrono::microseconds(2000));
+  LogOptions options = SmallOptions();
+  options.buffer_bytes = 256 * 1024;
+  auto log = logtest::OpenLog(&fs, options);
+  auto rt = sm::test::MakeRuntime(2);
+  constexpr int kFibers = 64, kCommits = 10;
+  std::atomic<int> not_durable{0}, failures{0};
+  threads::WaitGroup wg;
+  wg.Add(kFibers);
+  for (int f = 0; f < kFibers; ++f) {
+    rt->Spawn([&, f] {
+      Lsn prev;
+      for (int i = 0; i < kCommits; ++i) {
+        std::string p = MakePayload(f, i, 40);
+        Lsn lsn, commit;
+        if (!log->Insert(logtest::CommentRecord(p, TxnId(f + 1), prev), &lsn).ok()) failures++;
+        if (!log->Commit(TxnId(f + 1), lsn, CommitMode::kDurable, &commit).ok()) failures++;
+        if (log->durable_lsn() <= commit) not_durable++;
+        prev = commit;
+      }
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(failures.load() == 0);
+  REQUIRE(not_durable.load() == 0);
+  LogStats stats = log->stats();
+  INFO(stats.ToString());
+  REQUIRE(stats.commits[static_cast<int>(CommitMode::kDurable)] == kFibers * kCommits);
+  // One sync per commit would be 640; with 64 committers waiting together it is far fewer.
+  REQUIRE(stats.syncs * 4 <= uint64_t{kFibers * kCommits});
+  REQUIRE(stats.max_group >= 8);
+  REQUIRE(stats.CommitsPerSync() >= 4.0);
+  REQUIRE(log->Close().ok());
+}
+
+TEST_CASE("commit modes: durable waits, async is synced within its bound, none promises nothing",
+          "[unit][log]") {
+  io::FaultInjectionFileSystem fs(4);
+  LogOptions options = SmallOptions();
+  options.async_flush_interval = std::chrono::milliseconds(20);
+  auto log = logtest::OpenLog(&fs, options);
+  Lsn commit;
+  REQUIRE(log->Commit(TxnId(1), Lsn::Invalid(), CommitMode::kDurable, &commit).ok());
+  REQUIRE(log->durable_lsn() > commit);
+
+  // none: nothing asks for a sync, so the record stays volatile.
+  REQUIRE(log->Commit(TxnId(2), Lsn::Invalid(), CommitMode::kNone, &commit).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(log->durable_lsn() <= commit);
+  uint64_t syncs_before = log->stats().syncs;
+
+  // async: returns at once, durable within the interval (plus scheduling slack).
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(log->Commit(TxnId(3), Lsn::Invalid(), CommitMode::kAsync, &commit).ok());
+  while (log->durable_lsn() <= commit &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(log->durable_lsn() > commit);
+  REQUIRE(took >= std::chrono::milliseconds(15));   // it waited for the deadline...
+  REQUIRE(took < std::chrono::milliseconds(1000));  // ...and no longer than needed
+  REQUIRE(log->stats().syncs == syncs_before + 1);  // the none commit rode along
+
+  // The default mode comes from the options.
+  options.commit_mode = CommitMode::kNone;
+  REQUIRE(log->Close().ok());
+  log = logtest::OpenLog(&fs, options);
+  REQUIRE(log->Commit(TxnId(4), Lsn::Invalid(), &commit).ok());
+  LogStats stats = log->stats();
+  REQUIRE(stats.commits[static_cast<int>(CommitMode::kNone)] == 1);
+  REQUIRE(log->Close().ok());
+}
+
+TEST_CASE("a record larger than the log buffer is streamed through it", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(5);
+  auto log = logtest::OpenLog(&fs, SmallOptions());  // 16 KiB buffer, 60 KiB segments
+  auto rt = sm::test::MakeRuntime(2);
+  const std::string big = MakePayload(99, 0, 200 * 1024);  // spans 4 segments
+  Lsn big_lsn;
+  std::atomic<int> failures{0};
+  std::vector<Lsn> small(400);
+  threads::WaitGroup wg;
+  wg.Add(3);
+  rt->Spawn(
+      [&] {
+        if (!log->Insert(logtest::CommentRecord(big, TxnId(99)), &big_lsn).ok()) failures++;
+        wg.Done();
+      },
+      0);
+  for (int f = 0; f < 2; ++f) {
+    rt->Spawn(
+        [&, f] {
+          for (int i = f; i < 400; i += 2) {
+            std::string p = MakePayload(f, i, 50);
+            if (!log->Insert(logtest::CommentRecord(p, TxnId(f + 1)), &small[i]).ok()) failures++;
+          }
+          wg.Done();
+        },
+        f);
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(failures.load() == 0);
+  REQUIRE(log->stats().space_waits > 0);
+  LogRecordBuf buf;
+  REQUIRE(log->ReadRecord(big_lsn, &buf).ok());
+  REQUIRE(buf.view().payload == big);
+  REQUIRE(log->Close().ok());
+  auto records = logtest::ReadAll(&fs, Lsn(kFirstLsn));
+  REQUIRE(records.size() == 401);
+  size_t bigs = 0;
+  for (const LogRecordBuf& r : records) {
+    if (r.view().lsn == big_lsn) {
+      REQUIRE(r.view().payload == big);
+      ++bigs;
+    }
+  }
+  REQUIRE(bigs == 1);
+}
+
+TEST_CASE("segments roll over, truncation retires them, spares are reused", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(6);
+  LogOptions options = SmallOptions();
+  options.spare_segments = 2;
+  auto log = logtest::OpenLog(&fs, options);
+  const uint64_t data_bytes = log->geometry().data_bytes();
+  std::vector<Lsn> lsns;
+  Lsn end;
+  for (uint32_t i = 0; i < 600; ++i) {  // ~600 * 520 bytes: 5+ segments
+    std::string p = MakePayload(1, i, 450);
+    lsns.emplace_back();
+    REQUIRE(log->Insert(logtest::CommentRecord(p), &lsns.back(), &end).ok());
+  }
+  REQUIRE(log->FlushAll().ok());
+  auto names = ListLogDir(&fs);
+  size_t segments = CountPrefix(names, "log.0");
+  REQUIRE(segments >= 5);
+  REQUIRE(std::count(names.begin(), names.end(), SegmentFileName(kFirstLsn)) == 1);
+
+  // Keep from record 400 on: every segment that ends at or before it goes.
+  Lsn keep = lsns[400];
+  REQUIRE(log->Truncate(keep).ok());
+  REQUIRE(log->start_lsn() == keep);
+  names = ListLogDir(&fs);
+  uint64_t retired = (keep.value() - kFirstLsn) / data_bytes;
+  REQUIRE(CountPrefix(names, "log.0") == segments - retired);
+  REQUIRE(CountPrefix(names, "spare.") == std::min<uint64_t>(retired, 2));
+  REQUIRE(log->stats().segments_removed == retired);
+  REQUIRE(log->Truncate(Lsn(end.value() + 4096)).IsInvalidArgument());  // not durable
+
+  // New segments take the spares: their stale records must never be read as records.
+  for (uint32_t i = 600; i < 900; ++i) {
+    std::string p = MakePayload(1, i, 450);
+    lsns.emplace_back();
+    REQUIRE(log->Insert(logtest::CommentRecord(p), &lsns.back(), &end).ok());
+  }
+  REQUIRE(log->Close().ok());
+  names = ListLogDir(&fs);
+  REQUIRE(CountPrefix(names, "spare.") == 0);  // ~2.6 segments more: both spares taken
+
+  LogOpenReport report;
+  log = logtest::OpenLog(&fs, options, &report);
+  REQUIRE(report.start_lsn == keep);
+  REQUIRE(report.scan_start_lsn == keep);
+  REQUIRE(report.end_lsn == end);
+  REQUIRE(report.records_scanned == 500);
+  REQUIRE(log->Close().ok());
+  auto records = logtest::ReadAll(&fs, keep);
+  REQUIRE(records.size() == 500);
+  for (uint32_t i = 0; i < 500; ++i) {
+    REQUIRE(records[i].view().lsn == lsns[400 + i]);
+    REQUIRE(records[i].view().payload == MakePayload(1, 400 + i, 450));
+  }
+}
+
+TEST_CASE("the checkpoint hint is where open starts scanning", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(7);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  Lsn lsn, checkpoint, end;
+  for (int i = 0; i < 50; ++i) REQUIRE(log->Insert(logtest::CommentRecord("before"), &lsn).ok());
+  LogRecord begin;
+  begin.type = RecordType::kCheckpointBegin;
+  REQUIRE(log->Insert(begin, &checkpoint).ok());
+  LogRecord finish;
+  finish.type = RecordType::kCheckpointEnd;
+  finish.payload = "tables";
+  REQUIRE(log->Insert(finish, &lsn, &end).ok());
+  REQUIRE(log->SetCheckpoint(checkpoint).IsInvalidArgument());  // not durable yet
+  REQUIRE(log->Flush(end).ok());
+  REQUIRE(log->SetCheckpoint(checkpoint).ok());
+  for (int i = 0; i < 10; ++i) REQUIRE(log->Insert(logtest::CommentRecord("after"), &lsn).ok());
+  REQUIRE(log->Close().ok());
+  LogOpenReport report;
+  log = logtest::OpenLog(&fs, SmallOptions(), &report);
+  REQUIRE(report.checkpoint_lsn == checkpoint);
+  REQUIRE(report.scan_start_lsn == checkpoint);
+  REQUIRE(report.records_scanned == 12);
+  REQUIRE(log->checkpoint_lsn() == checkpoint);
+  REQUIRE(log->Close().ok());
+}
+
+TEST_CASE("undo chains are read back record by record, durable or not", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(8);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  auto rt = sm::test::MakeRuntime(2);
+  constexpr int kTxns = 8, kOps = 60;
+  std::atomic<int> mismatches{0};
+  threads::WaitGroup wg;
+  wg.Add(kTxns);
+  for (int t = 0; t < kTxns; ++t) {
+    rt->Spawn([&, t] {
+      std::vector<Lsn> chain;
+      Lsn prev;
+      for (int i = 0; i < kOps; ++i) {
+        std::string p = MakePayload(t, i, 30 + i);
+        LogRecord r = logtest::CommentRecord(p, TxnId(t + 1), prev);
+        r.type = RecordType::kPageUndoRedo;
+        r.page = PageId(i + 1);
+        if (!log->Insert(r, &prev).ok()) mismatches++;
+        chain.push_back(prev);
+      }
+      // Roll back: follow prev_lsn from the last record (much of it not yet durable).
+      Lsn at = prev;
+      for (int i = kOps - 1; i >= 0; --i) {
+        LogRecordBuf buf;
+        if (!log->ReadRecord(at, &buf).ok() || buf.view().payload != MakePayload(t, i, 30 + i) ||
+            buf.view().txn != TxnId(t + 1)) {
+          mismatches++;
+          break;
+        }
+        at = buf.view().prev_lsn;
+      }
+      if (at.valid()) mismatches++;
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(mismatches.load() == 0);
+  // A bounded reader of the live log stops at the durable LSN.
+  auto reader = log->NewReader();
+  REQUIRE(reader->end() == log->durable_lsn());
+  LogRecordView view;
+  size_t n = 0;
+  Status s;
+  while ((s = reader->Next(&view)).ok()) ++n;
+  REQUIRE(s.IsNotFound());
+  REQUIRE(n > 0);
+  REQUIRE(log->Close().ok());
+}
