@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "log/crc32c.h"
+#include "sm/common/crc32c.h"
 #include "log/log_record.h"
 
 namespace sm::log {

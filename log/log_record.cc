@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "log/crc32c.h"
+#include "sm/common/crc32c.h"
 #include "sm/common/assert.h"
 
 namespace sm::log {

@@ -8,7 +8,7 @@
 // in the log stream, see log_format.h):
 //
 //   off size field
-//     0   4  crc            CRC32C (log/crc32c.h) of bytes [64, length) followed by [4, 64):
+//     0   4  crc            CRC32C (sm/common/crc32c.h) of bytes [64, length) followed by [4, 64):
 //                           the payload (with padding) first, so it can be summed before the
 //                           record's LSN is known, then the rest of the header
 //     4   4  length         total bytes: 64 + payload_bytes rounded up to 8; the next record

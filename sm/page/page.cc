@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "sm/page/crc32c.h"
+#include "sm/common/crc32c.h"
 
 namespace sm {
 namespace {

@@ -4,7 +4,7 @@
 // Owns: the page size, the page type and format-version registry, and the header layout.
 //
 // Byte format of the header (offset 0 of every page, little-endian):
-//   +0   u32  checksum        CRC32C (sm/page/crc32c.h) of bytes [4, kPageBytes)
+//   +0   u32  checksum        CRC32C (sm/common/crc32c.h) of bytes [4, kPageBytes)
 //   +4   u16  format_version  kPageFormatVersion when written
 //   +6   u16  type            PageType
 //   +8   u64  page_id         the page's own id: a page written to the wrong place is caught

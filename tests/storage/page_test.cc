@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "sm/io/aligned_buffer.h"
-#include "sm/page/crc32c.h"
+#include "sm/common/crc32c.h"
 #include "sm/page/page.h"
 #include "tests/test_util.h"
 

@@ -1,4 +1,5 @@
-// CRC32C (Castagnoli, polynomial 0x1EDC6F41, reflected 0x82F63B78): the page checksum.
+// CRC32C (Castagnoli, polynomial 0x1EDC6F41, reflected 0x82F63B78): the checksum of pages
+// and log records.
 //
 // Owns: the dispatch between the SSE4.2 crc32 instruction and a portable slicing-by-8 table
 // implementation. The choice is made once per process (__builtin_cpu_supports("sse4.2")).

@@ -1,5 +1,5 @@
 // CRC32C: SSE4.2 crc32 instruction when the CPU has it, slicing-by-8 tables otherwise.
-#include "sm/page/crc32c.h"
+#include "sm/common/crc32c.h"
 
 #include <array>
 #include <cstring>
