@@ -15,6 +15,7 @@
 #include "log/log_manager.h"
 #include "log/log_reader.h"
 #include "sm/io/fault_file.h"
+#include "tests/forwarding_fs.h"
 
 namespace sm::logtest {
 using namespace ::sm::log;  // test helper header: the log types unqualified
@@ -89,51 +90,30 @@ inline std::vector<LogRecordBuf> ReadAll(io::FileSystem* fs, Lsn from, Status* s
 }
 
 // Forwards to another FileSystem; every File's Sync sleeps first (like a real disk's flush).
-class SlowSyncFileSystem final : public io::FileSystem {
+class SlowSyncFileSystem final : public test::ForwardingFileSystem {
  public:
   SlowSyncFileSystem(io::FileSystem* base, std::chrono::microseconds delay)
-      : base_(base), delay_(delay) {}
+      : ForwardingFileSystem(base), delay_(delay) {}
 
-  Status Open(const std::string& path, const io::OpenOptions& options,
-              std::unique_ptr<io::File>* file) override {
-    std::unique_ptr<io::File> inner;
-    SM_TRY(base_->Open(path, options, &inner));
-    *file = std::make_unique<SlowFile>(std::move(inner), delay_);
-    return Status::OK();
+ protected:
+  std::unique_ptr<io::File> WrapFile(std::unique_ptr<io::File> inner) override {
+    return std::make_unique<SlowFile>(std::move(inner), delay_);
   }
-  Status Exists(const std::string& p, bool* e) override { return base_->Exists(p, e); }
-  Status Delete(const std::string& p) override { return base_->Delete(p); }
-  Status Rename(const std::string& f, const std::string& t) override { return base_->Rename(f, t); }
-  Status CreateDir(const std::string& p) override { return base_->CreateDir(p); }
-  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
-    return base_->ListDir(p, n);
-  }
-  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
 
  private:
-  class SlowFile final : public io::File {
+  class SlowFile final : public test::ForwardingFile {
    public:
     SlowFile(std::unique_ptr<io::File> inner, std::chrono::microseconds delay)
-        : inner_(std::move(inner)), delay_(delay) {}
-    Status Read(uint64_t o, void* b, size_t n) override { return inner_->Read(o, b, n); }
-    Status ReadUpTo(uint64_t o, void* b, size_t n, size_t* g) override {
-      return inner_->ReadUpTo(o, b, n, g);
-    }
-    Status Write(uint64_t o, const void* b, size_t n) override { return inner_->Write(o, b, n); }
+        : ForwardingFile(std::move(inner)), delay_(delay) {}
     Status Sync() override {
       std::this_thread::sleep_for(delay_);
-      return inner_->Sync();
+      return ForwardingFile::Sync();
     }
-    Status Size(uint64_t* b) override { return inner_->Size(b); }
-    Status Resize(uint64_t b) override { return inner_->Resize(b); }
-    const std::string& path() const override { return inner_->path(); }
 
    private:
-    std::unique_ptr<io::File> inner_;
     std::chrono::microseconds delay_;
   };
 
-  io::FileSystem* base_;
   std::chrono::microseconds delay_;
 };
 

@@ -19,6 +19,7 @@
 #include "sm/io/file.h"
 #include "sm/page/page.h"
 #include "sm/space/volume.h"
+#include "tests/forwarding_fs.h"
 #include "tests/test_util.h"
 #include "threads/baton.h"
 #include "threads/runtime.h"
@@ -38,56 +39,33 @@ constexpr size_t kPayloadOffset = kPageHeaderBytes;
 
 // Wraps a FileSystem so that page reads take `delay` (the reading fiber sleeps) and may
 // fail: how the tests make several fibers overlap on one read.
-class SlowReadFileSystem final : public io::FileSystem {
+class SlowReadFileSystem final : public test::ForwardingFileSystem {
  public:
-  explicit SlowReadFileSystem(io::FileSystem* base) : base_(base) {}
+  explicit SlowReadFileSystem(io::FileSystem* base) : ForwardingFileSystem(base) {}
   std::chrono::milliseconds delay{0};
   std::atomic<bool> fail_reads{false};
   std::atomic<int> reads{0};
 
-  Status Open(const std::string& path, const io::OpenOptions& options,
-              std::unique_ptr<io::File>* file) override {
-    std::unique_ptr<io::File> inner;
-    SM_TRY(base_->Open(path, options, &inner));
-    *file = std::make_unique<SlowFile>(this, std::move(inner));
-    return Status::OK();
+ protected:
+  std::unique_ptr<io::File> WrapFile(std::unique_ptr<io::File> inner) override {
+    return std::make_unique<SlowFile>(this, std::move(inner));
   }
-  Status Exists(const std::string& p, bool* e) override { return base_->Exists(p, e); }
-  Status Delete(const std::string& p) override { return base_->Delete(p); }
-  Status Rename(const std::string& f, const std::string& t) override { return base_->Rename(f, t); }
-  Status CreateDir(const std::string& p) override { return base_->CreateDir(p); }
-  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
-    return base_->ListDir(p, n);
-  }
-  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
 
  private:
-  class SlowFile final : public io::File {
+  class SlowFile final : public test::ForwardingFile {
    public:
     SlowFile(SlowReadFileSystem* fs, std::unique_ptr<io::File> inner)
-        : fs_(fs), inner_(std::move(inner)) {}
+        : ForwardingFile(std::move(inner)), fs_(fs) {}
     Status Read(uint64_t off, void* buf, size_t len) override {
       fs_->reads.fetch_add(1);
       if (fs_->delay.count() > 0) threads::SleepFor(fs_->delay);
       if (fs_->fail_reads.load()) return Status::IOError("injected read failure");
-      return inner_->Read(off, buf, len);
+      return ForwardingFile::Read(off, buf, len);
     }
-    Status ReadUpTo(uint64_t off, void* buf, size_t len, size_t* got) override {
-      return inner_->ReadUpTo(off, buf, len, got);
-    }
-    Status Write(uint64_t off, const void* buf, size_t len) override {
-      return inner_->Write(off, buf, len);
-    }
-    Status Sync() override { return inner_->Sync(); }
-    Status Size(uint64_t* bytes) override { return inner_->Size(bytes); }
-    Status Resize(uint64_t bytes) override { return inner_->Resize(bytes); }
-    const std::string& path() const override { return inner_->path(); }
 
    private:
     SlowReadFileSystem* fs_;
-    std::unique_ptr<io::File> inner_;
   };
-  io::FileSystem* base_;
 };
 
 std::unique_ptr<space::Volume> MakeVolume(io::FileSystem* fs, const std::string& path) {

@@ -1,0 +1,60 @@
+// ForwardingFileSystem and ForwardingFile: pass every call through to another FileSystem, so
+// that a test can override just the call it wants to slow down or fail.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sm/io/file.h"
+
+namespace sm::test {
+
+class ForwardingFile : public io::File {
+ public:
+  explicit ForwardingFile(std::unique_ptr<io::File> inner) : inner_(std::move(inner)) {}
+  Status Read(uint64_t off, void* buf, size_t len) override { return inner_->Read(off, buf, len); }
+  Status ReadUpTo(uint64_t off, void* buf, size_t len, size_t* got) override {
+    return inner_->ReadUpTo(off, buf, len, got);
+  }
+  Status Write(uint64_t off, const void* buf, size_t len) override {
+    return inner_->Write(off, buf, len);
+  }
+  Status Sync() override { return inner_->Sync(); }
+  Status Size(uint64_t* bytes) override { return inner_->Size(bytes); }
+  Status Resize(uint64_t bytes) override { return inner_->Resize(bytes); }
+  const std::string& path() const override { return inner_->path(); }
+
+ private:
+  std::unique_ptr<io::File> inner_;
+};
+
+class ForwardingFileSystem : public io::FileSystem {
+ public:
+  explicit ForwardingFileSystem(io::FileSystem* base) : base_(base) {}
+  Status Open(const std::string& path, const io::OpenOptions& options,
+              std::unique_ptr<io::File>* file) override {
+    std::unique_ptr<io::File> inner;
+    SM_TRY(base_->Open(path, options, &inner));
+    *file = WrapFile(std::move(inner));
+    return Status::OK();
+  }
+  Status Exists(const std::string& p, bool* e) override { return base_->Exists(p, e); }
+  Status Delete(const std::string& p) override { return base_->Delete(p); }
+  Status Rename(const std::string& f, const std::string& t) override { return base_->Rename(f, t); }
+  Status CreateDir(const std::string& p) override { return base_->CreateDir(p); }
+  Status ListDir(const std::string& p, std::vector<std::string>* n) override {
+    return base_->ListDir(p, n);
+  }
+  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+
+ protected:
+  // Wraps each opened file; the default returns it unchanged.
+  virtual std::unique_ptr<io::File> WrapFile(std::unique_ptr<io::File> inner) { return inner; }
+
+ private:
+  io::FileSystem* base_;
+};
+
+}  // namespace sm::test
