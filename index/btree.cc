@@ -1,0 +1,471 @@
+// BTree: creation, descents, the point operations and key locks (protocol in btree.h).
+#include "index/btree.h"
+
+#include <string>
+#include <utility>
+
+#include "index/btree_internal.h"
+#include "sm/common/assert.h"
+#include "sm/page/page.h"
+
+namespace sm::index {
+
+SM_DEFINE_CTX_SITE(kCtxDescendInner, "btree.descend.inner");
+SM_DEFINE_CTX_SITE(kCtxLeafSearch, "btree.leaf.search");
+SM_DEFINE_CTX_SITE(kCtxLeafCopyOut, "btree.leaf.copy_out");
+SM_DEFINE_CTX_SITE(kCtxInsertLeaf, "btree.insert.leaf");
+SM_DEFINE_CTX_SITE(kCtxUpdateLeaf, "btree.update.leaf");
+SM_DEFINE_CTX_SITE(kCtxDeleteLeaf, "btree.delete.leaf");
+SM_DEFINE_CTX_SITE(kCtxSplit, "btree.split");
+SM_DEFINE_CTX_SITE(kCtxCursorSeek, "btree.cursor.seek");
+SM_DEFINE_CTX_SITE(kCtxCursorNext, "btree.cursor.next");
+
+namespace {
+
+using buffer::PageHandle;
+using threads::LatchMode;
+
+// x_level of a pessimistic descent that latches every level exclusively.
+constexpr uint16_t kAllLevels = UINT16_MAX;
+
+// The logger of trees opened without one. Stateless, so one instance serves every tree.
+BtreeLogger g_null_logger;
+
+std::string PageName(PageId id) { return "page " + std::to_string(id.value()); }
+
+}  // namespace
+
+const char* KeyLockPurposeName(KeyLockPurpose purpose) {
+  switch (purpose) {
+    case KeyLockPurpose::kWrite:
+      return "write";
+    case KeyLockPurpose::kInsertNext:
+      return "insert-next";
+    case KeyLockPurpose::kDeleteNext:
+      return "delete-next";
+    case KeyLockPurpose::kRead:
+      return "read";
+    case KeyLockPurpose::kReadNext:
+      return "read-next";
+  }
+  return "?";
+}
+
+// ---- creation --------------------------------------------------------------------------------
+
+BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger)
+    : pool_(pool),
+      root_id_(root),
+      unique_(unique),
+      logger_(logger != nullptr ? logger : &g_null_logger),
+      logs_(logger != nullptr) {}
+
+Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, PageId* root_page_id,
+                     std::unique_ptr<BTree>* tree) {
+  if (pool == nullptr) return Status::InvalidArgument("BTree::Create needs a buffer pool");
+  PageHandle root;
+  SM_TRY(pool->FixNew(PageType::kBtreeLeaf, &root));
+  PageId id = root.page_id();
+  auto flags =
+      static_cast<uint16_t>(kNodeRoot | kNodeHighInfinite | (options.unique ? 0 : kNodeNonUnique));
+  Node::Format(root.data(), 0, flags, id, "", "");
+  tree->reset(new BTree(pool, id, options.unique, options.logger));
+  (*tree)->Stamp(root, (*tree)->logger_->LogFormatRoot(**tree, root));
+  *root_page_id = id;
+  return Status::OK();
+}
+
+Status BTree::Open(buffer::BufferPool* pool, PageId root_page_id, const BtreeOptions& options,
+                   std::unique_ptr<BTree>* tree) {
+  if (pool == nullptr) return Status::InvalidArgument("BTree::Open needs a buffer pool");
+  PageHandle root;
+  SM_TRY(pool->Fix(root_page_id, LatchMode::kShared, &root));
+  PageType type = PageTypeOf(root.data());
+  std::string not_root = PageName(root_page_id) + " is not the root of a B-tree";
+  if (type != PageType::kBtreeLeaf && type != PageType::kBtreeInner) {
+    return Status::InvalidArgument(not_root + " (page type " + PageTypeName(type) + ")");
+  }
+  const BtreeNodeHeader& header = Node(root.data()).header();
+  if (header.format_version != kBtreeNodeFormatVersion) {
+    return Status::InvalidArgument(not_root + " of this format version");
+  }
+  if ((header.flags & kNodeRoot) == 0 || header.tree_root != root_page_id.value()) {
+    return Status::InvalidArgument(not_root);
+  }
+  bool unique = (header.flags & kNodeNonUnique) == 0;
+  tree->reset(new BTree(pool, root_page_id, unique, options.logger));
+  return Status::OK();
+}
+
+Status BTree::CheckKey(std::string_view key) {
+  if (key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument("key of " + std::to_string(key.size()) +
+                                   " bytes exceeds kMaxKeyBytes (" + std::to_string(kMaxKeyBytes) +
+                                   ")");
+  }
+  return Status::OK();
+}
+
+Status BTree::CheckRecord(std::string_view key, std::string_view value) {
+  SM_TRY(CheckKey(key));
+  size_t bytes = LeafRecordBytes(key.size(), value.size());
+  if (bytes > kMaxLeafRecordBytes) {
+    return Status::InvalidArgument(
+        "record of " + std::to_string(bytes) + " bytes (key + value + " +
+        std::to_string(kLeafRecordOverheadBytes) + ") exceeds SlottedPage::kMaxRecordBytes (" +
+        std::to_string(kMaxLeafRecordBytes) + "); there are no overflow pages");
+  }
+  return Status::OK();
+}
+
+BtreeCounters BTree::counters() const {
+  BtreeCounters c;
+  c.pessimistic_descents = pessimistic_descents_.load(std::memory_order_relaxed);
+  c.root_exclusive_descents = root_exclusive_descents_.load(std::memory_order_relaxed);
+  c.leaf_splits = leaf_splits_.load(std::memory_order_relaxed);
+  c.inner_splits = inner_splits_.load(std::memory_order_relaxed);
+  c.root_grows = root_grows_.load(std::memory_order_relaxed);
+  c.lock_waits = lock_waits_.load(std::memory_order_relaxed);
+  return c;
+}
+
+void BTree::Stamp(PageHandle& page, Lsn lsn) {
+  SM_DASSERT(page.mode() == LatchMode::kExclusive);
+  if (!lsn.valid()) return;
+  // The logger hands out increasing LSNs (log/ asserts that on append); a page never goes back.
+  SM_DASSERT(PageLsn(page.data()) <= lsn);
+  SetPageLsn(page.data(), lsn);
+}
+
+// ---- descents ----------------------------------------------------------------------------------
+
+Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle) const {
+  SM_TRY(pool_->Fix(id, mode, handle));
+  const BtreeNodeHeader& header = Node(handle->data()).header();
+  if (header.tree_root != root_id_.value() ||
+      PageTypeOf(handle->data()) != NodePageType(header.level) ||
+      header.format_version != kBtreeNodeFormatVersion) {
+    handle->Release();
+    return Status::Corruption(PageName(id) + " is not a node of the B-tree rooted at " +
+                              PageName(root_id_));
+  }
+  return Status::OK();
+}
+
+Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode leaf_mode,
+                            threads::CtxSite* leaf_site, PageHandle* leaf) const {
+  PageHandle node;
+  for (;;) {
+    SM_TRY(FixNode(root_id_, LatchMode::kShared, &node));
+    if (!Node(node.data()).is_leaf() || leaf_mode == LatchMode::kShared) break;
+    // A root leaf to be latched exclusively: it may grow between the two fixes.
+    node.Release();
+    if (leaf_site != nullptr) SM_CTX(*leaf_site);
+    SM_TRY(FixNode(root_id_, LatchMode::kExclusive, &node));
+    if (Node(node.data()).is_leaf()) {
+      *leaf = std::move(node);
+      return Status::OK();
+    }
+    node.Release();
+  }
+  for (;;) {
+    Node n(node.data());
+    uint16_t level = n.level();
+    if (level == 0) {
+      *leaf = std::move(node);
+      return Status::OK();
+    }
+    SM_CTX(kCtxDescendInner);
+    PageId child_id = n.ChildAt(n.ChildIndex(target, mode));
+    if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
+    PageHandle child;
+    SM_TRY(FixNode(child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
+    if (Node(child.data()).level() != level - 1) {
+      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
+                                PageName(node.page_id()));
+    }
+    node = std::move(child);  // latch coupling: the child is latched before the parent is freed
+  }
+}
+
+Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
+                                 Path* path) {
+  path->clear();
+  path->reserve(8);
+  PageHandle node;  // the last node above the exclusive zone, latched shared
+  SM_TRY(FixNode(root_id_, LatchMode::kShared, &node));
+  if (Node(node.data()).level() <= x_level) {
+    node.Release();  // the root itself is in the exclusive zone (it may grow meanwhile: fine)
+    SM_TRY(FixNode(root_id_, LatchMode::kExclusive, &node));
+    path->push_back(std::move(node));
+  }
+  for (;;) {
+    const PageHandle& parent = path->empty() ? node : path->back();
+    Node p(parent.data());
+    if (p.is_leaf()) return Status::OK();
+    auto level = static_cast<uint16_t>(p.level() - 1);
+    PageId child_id = p.ChildAt(p.ChildIndex(key, SearchMode::kCovering));
+    PageHandle child;
+    SM_TRY(
+        FixNode(child_id, level <= x_level ? LatchMode::kExclusive : LatchMode::kShared, &child));
+    Node c(child.data());
+    if (c.level() != level) {
+      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
+                                PageName(parent.page_id()));
+    }
+    if (level > x_level) {
+      node = std::move(child);  // shared coupling above the exclusive zone
+      continue;
+    }
+    node.Release();
+    // Safe: no split below can reach the ancestors, so they are released (protocol 3).
+    bool safe = c.is_leaf() ? c.CanTake(leaf_record_bytes) : c.FreeBytes() >= kMaxInnerNeed;
+    if (safe) path->clear();
+    path->push_back(std::move(child));
+  }
+}
+
+// ---- point operations --------------------------------------------------------------------------
+
+Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx) const {
+  SM_TRY(CheckKey(key));
+  for (;;) {
+    LockWait wait;
+    {
+      PageHandle leaf;
+      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      SM_CTX(kCtxLeafSearch);
+      Node node(leaf.data());
+      uint16_t index = node.LowerBound(key);
+      bool found = index < node.count() && node.KeyAt(index) == key;
+      // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
+      SM_TRY(TryLockAt(ctx, leaf, index, found ? KeyLockPurpose::kRead : KeyLockPurpose::kReadNext,
+                       &wait));
+      if (!wait.pending) {
+        if (!found) return Status::NotFound();
+        SM_CTX(kCtxLeafCopyOut);
+        value->assign(node.ValueAt(index));
+        return Status::OK();
+      }
+    }
+    SM_TRY(WaitForLock(ctx, wait));
+  }
+}
+
+Status BTree::Insert(std::string_view key, std::string_view value, const OpContext& ctx) {
+  return Write(WriteOp::kInsert, key, value, ctx);
+}
+
+Status BTree::Update(std::string_view key, std::string_view value, const OpContext& ctx) {
+  return Write(WriteOp::kUpdate, key, value, ctx);
+}
+
+Status BTree::Upsert(std::string_view key, std::string_view value, const OpContext& ctx) {
+  return Write(WriteOp::kUpsert, key, value, ctx);
+}
+
+Status BTree::Delete(std::string_view key, const OpContext& ctx) {
+  return Write(WriteOp::kDelete, key, {}, ctx);
+}
+
+Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
+                    const OpContext& ctx) {
+  SM_TRY(op == WriteOp::kDelete ? CheckKey(key) : CheckRecord(key, value));
+  if (ctx.locks != nullptr) {
+    SM_TRY(ctx.locks->LockKey(KeyLockRequest{key, false, KeyLockPurpose::kWrite}));
+  }
+  threads::CtxSite* site = op == WriteOp::kInsert   ? &kCtxInsertLeaf
+                           : op == WriteOp::kDelete ? &kCtxDeleteLeaf
+                                                    : &kCtxUpdateLeaf;
+  // 0: optimistic; then the highest level latched exclusively (1: the leaf's parent; then all).
+  uint16_t x_level = 0;
+  for (;;) {
+    Retry retry = Retry::kNone;
+    LockWait wait;
+    Status s;
+    if (x_level == 0) {
+      PageHandle leaf;
+      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
+      s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait);
+    } else {
+      SM_CTX(kCtxSplit);
+      pessimistic_descents_.fetch_add(1, std::memory_order_relaxed);
+      if (x_level == kAllLevels) root_exclusive_descents_.fetch_add(1, std::memory_order_relaxed);
+      Path path;
+      SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
+      s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait);
+    }
+    // Every latch is released here.
+    if (retry == Retry::kNone || !s.ok()) return s;
+    if (retry == Retry::kLockWait) {
+      SM_TRY(WaitForLock(ctx, wait));
+    } else {
+      x_level = x_level == 0 ? 1 : kAllLevels;
+    }
+  }
+}
+
+Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
+                          const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
+                          LockWait* wait) {
+  Node node(leaf->data());
+  uint16_t index = node.LowerBound(key);
+  bool found = index < node.count() && node.KeyAt(index) == key;
+  if (found && op == WriteOp::kInsert) return Status::Duplicate("key already present");
+  if (!found && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) {
+    SM_TRY(TryLockAt(ctx, *leaf, index, KeyLockPurpose::kReadNext, wait));
+    if (wait->pending) *retry = Retry::kLockWait;
+    return wait->pending ? Status::OK() : Status::NotFound();
+  }
+  if (!found) {
+    SM_TRY(TryLockAt(ctx, *leaf, index, KeyLockPurpose::kInsertNext, wait));
+  } else if (op == WriteOp::kDelete) {
+    SM_TRY(
+        TryLockAt(ctx, *leaf, static_cast<uint16_t>(index + 1), KeyLockPurpose::kDeleteNext, wait));
+  }
+  if (wait->pending) {
+    *retry = Retry::kLockWait;
+    return Status::OK();
+  }
+  if (op == WriteOp::kDelete) return ApplyDelete(*leaf, index, key, ctx);
+
+  size_t bytes = LeafRecordBytes(key.size(), value.size());
+  size_t old_bytes = found ? node.RawRecord(index).size() : 0;
+  bool fits =
+      found ? (bytes <= old_bytes || bytes - old_bytes <= node.FreeBytes()) : node.CanTake(bytes);
+  if (!fits) {
+    if (path == nullptr) {
+      *retry = Retry::kPessimistic;
+      return Status::OK();
+    }
+    bool escalate = false;
+    SM_TRY(SplitPath(path, PendingEntry{key, bytes, index, found}, &escalate));
+    if (escalate) {
+      *retry = Retry::kPessimistic;
+      return Status::OK();
+    }
+    leaf = &path->back();  // the half that takes the record; the path may have reallocated
+    index = Node(leaf->data()).LowerBound(key);
+  }
+  return found ? ApplyUpdate(*leaf, index, key, value, ctx)
+               : ApplyInsert(*leaf, index, key, value, ctx);
+}
+
+Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key,
+                          std::string_view value, const OpContext& ctx) {
+  Node node(leaf.data());
+  SM_TRY(node.InsertLeafRecord(index, key, value));  // the caller made room
+  node.BumpVersion();
+  leaf.MarkDirty();
+  if (!logs_) return Status::OK();
+  Lsn lsn;
+  Status s = logger_->LogInsert(ctx.txn, *this, leaf, index, key, value, &lsn);
+  if (!s.ok()) {  // nothing unlogged stays on the page (btree_hooks.h, logging 1)
+    node.EraseRecord(index);
+    node.BumpVersion();
+    return s;
+  }
+  Stamp(leaf, lsn);
+  return Status::OK();
+}
+
+Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key,
+                          std::string_view value, const OpContext& ctx) {
+  Node node(leaf.data());
+  if (!logs_) {
+    SM_TRY(node.UpdateLeafValue(index, value));
+    node.BumpVersion();
+    leaf.MarkDirty();
+    return Status::OK();
+  }
+  std::string old_value(node.ValueAt(index));  // the before-image, for undo
+  SM_TRY(node.UpdateLeafValue(index, value));
+  node.BumpVersion();
+  leaf.MarkDirty();
+  Lsn lsn;
+  Status s = logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, value, &lsn);
+  if (!s.ok()) {
+    // The old record fitted before and an update counts its own bytes as free.
+    SM_ASSERT(node.UpdateLeafValue(index, old_value).ok());
+    node.BumpVersion();
+    return s;
+  }
+  Stamp(leaf, lsn);
+  return Status::OK();
+}
+
+Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key,
+                          const OpContext& ctx) {
+  Node node(leaf.data());
+  std::string old_value;
+  if (logs_) old_value.assign(node.ValueAt(index));
+  node.EraseRecord(index);
+  node.BumpVersion();
+  leaf.MarkDirty();
+  if (!logs_) return Status::OK();
+  Lsn lsn;
+  Status s = logger_->LogDelete(ctx.txn, *this, leaf, index, key, old_value, &lsn);
+  if (!s.ok()) {
+    // The erase freed exactly the space the record takes again.
+    SM_ASSERT(node.InsertLeafRecord(index, key, old_value).ok());
+    node.BumpVersion();
+    return s;
+  }
+  Stamp(leaf, lsn);
+  return Status::OK();
+}
+
+// ---- key locks ---------------------------------------------------------------------------------
+
+Status BTree::TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const {
+  Status s = ctx.locks->TryLockKey(request);
+  if (s.code() != Status::Code::kBusy) return s;
+  wait->pending = true;
+  wait->key.assign(request.key);
+  wait->end_of_index = request.end_of_index;
+  wait->purpose = request.purpose;
+  return Status::OK();
+}
+
+Status BTree::TryLockAt(const OpContext& ctx, PageHandle& leaf, uint16_t index,
+                        KeyLockPurpose purpose, LockWait* wait) const {
+  if (ctx.locks == nullptr) return Status::OK();
+  Node node(leaf.data());
+  if (index < node.count()) {
+    return TryLock(ctx, KeyLockRequest{node.KeyAt(index), false, purpose}, wait);
+  }
+  std::string next;
+  bool end_of_index = false;
+  SM_TRY(KeyAfterLeaf(leaf, &next, &end_of_index));
+  return TryLock(ctx, KeyLockRequest{next, end_of_index, purpose}, wait);
+}
+
+Status BTree::WaitForLock(const OpContext& ctx, const LockWait& wait) const {
+  SM_DASSERT(wait.pending);
+  lock_waits_.fetch_add(1, std::memory_order_relaxed);
+  return ctx.locks->LockKey(wait.request());
+}
+
+Status BTree::KeyAfterLeaf(const PageHandle& leaf, std::string* key, bool* end_of_index) const {
+  PageId next = Node(leaf.data()).right_sibling();
+  PageHandle sibling;
+  while (next.valid()) {
+    // Rightwards while holding `leaf` (and at most one sibling): protocol 5.
+    PageHandle h;
+    SM_TRY(FixNode(next, LatchMode::kShared, &h));
+    Node n(h.data());
+    if (n.level() != 0) return Status::Corruption(PageName(next) + ": leaf sibling not a leaf");
+    if (n.count() > 0) {
+      key->assign(n.KeyAt(0));
+      *end_of_index = false;
+      return Status::OK();
+    }
+    next = n.right_sibling();
+    sibling = std::move(h);
+  }
+  key->clear();
+  *end_of_index = true;
+  return Status::OK();
+}
+
+}  // namespace sm::index

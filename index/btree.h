@@ -1,0 +1,340 @@
+// BTree: a B+-tree of variable-length keys and values over buffer-pool pages, and Cursor, its
+// bidirectional range scan.
+//
+// Owns: the tree protocol above the node format (index/btree_node.h): descent, the record
+// operations, structure changes, cursors and the invariant checker. Source files by concern:
+//   btree.cc         Create/Open, descents, Lookup, Insert/Update/Upsert/Delete, key locks
+//   btree_split.cc   structure changes: split planning, root growth, node split, separator post
+//   btree_cursor.cc  Cursor
+//   btree_verify.cc  Verify and Stats
+//
+// Keys and values. Keys are byte strings ordered by memcmp (a proper prefix first); the empty key
+// is allowed. A key is at most kMaxKeyBytes (1024) bytes and key + value + 2 at most
+// SlottedPage::kMaxRecordBytes (1976): larger is InvalidArgument naming the limit. There are no
+// overflow pages. Index kinds: every tree stores unique keys (Insert of a present key is
+// Duplicate). A non-unique (secondary) index is built by the caller appending the primary key to
+// the secondary key (KeyEncoder::AppendEncoded), which makes every entry unique while keeping all
+// entries of one secondary key adjacent; a prefix scan [s, PrefixSuccessor(s)) finds them.
+// BtreeOptions::unique records which kind the tree is (in the root) for the catalog's benefit;
+// the tree itself behaves the same.
+//
+// Root. The root page id never changes (catalogs store it): when the root is full it grows by
+// copying its contents into a new child and becoming an inner node one level up (GrowRoot), after
+// which the child splits like any node.
+//
+// Deletes: free-at-empty is not done. A leaf emptied by deletes stays linked in the tree and is
+// reused by later inserts into its key range; nodes never merge and pages are never freed, so the
+// tree's height never shrinks. Verify accepts empty leaves (Stats counts them).
+//
+// Concurrency protocol (latches are the buffer pool's frame latches, fiber-aware):
+//   1. Readers latch-couple down with shared latches: the child is latched before the parent is
+//      released. Lookups and cursors hold one leaf (plus, when stepping right, its right sibling).
+//   2. Writers first descend optimistically the same way, latching only the leaf exclusively. If
+//      the change fits in the leaf it is done there: no ancestor is latched exclusively.
+//   3. Otherwise they release everything and descend again pessimistically: first with shared
+//      latches down to level 1 and exclusive ones on the leaf's parent and the leaf; if the split
+//      would have to reach above the parent, once more with exclusive latches from the root.
+//      Exclusively latched ancestors are released whenever the node just latched is safe (a leaf
+//      that takes the change, an inner node that takes any separator). The retained nodes are
+//      exactly those a split cascade changes; the cascade is planned read-only, its pages
+//      allocated, and then executed top-down (btree_split.cc). So the root is latched
+//      exclusively only when a level-1 node splits. Restarts are loops, never unwinding.
+//   4. Hence a node's key range changes only while its parent (for the root: itself) is latched
+//      exclusively, and a reader coupling from the parent always lands on the node covering its
+//      key: no right moves are needed during descent. Right-sibling (B-link) pointers serve range
+//      scans and next-key lookups.
+//   5. Latch order is (level descending, then key ascending): every acquisition goes down from a
+//      latched parent or right from a latched sibling, so latching cannot deadlock. Backward
+//      scans never latch leftwards: they re-descend for the key below a leaf's low fence.
+//   6. No latch is held while a fiber waits for a key lock (btree_hooks.h); a buffer-pool read
+//      may suspend a fiber that holds latches on the path above it, as latch coupling implies.
+//   7. CTX points (threads/ctx_point.h) sit where the fiber holds only shared latches or none:
+//      "btree.descend.inner" (per inner level visited), "btree.leaf.search", "btree.leaf.copy_out",
+//      "btree.insert.leaf", "btree.update.leaf", "btree.delete.leaf" (before the leaf is latched
+//      exclusively), "btree.split" (before a pessimistic descent), "btree.cursor.seek",
+//      "btree.cursor.next".
+//
+// Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
+// threads. A Cursor belongs to one fiber or thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "index/btree_hooks.h"
+#include "index/btree_node.h"
+#include "sm/buffer/buffer_pool.h"
+#include "sm/common/ids.h"
+#include "sm/common/status.h"
+#include "threads/ctx_point.h"
+
+namespace sm::index {
+
+struct BtreeOptions {
+  // Create: whether the tree is a unique index (see the file comment); Open reads it from the
+  // root and ignores this field.
+  bool unique = true;
+  // Null: the default BtreeLogger, which logs nothing. Must outlive the tree.
+  BtreeLogger* logger = nullptr;
+};
+
+struct BtreeStats {
+  uint32_t height = 0;                    // levels, leaves included (1 for a root leaf)
+  std::vector<uint64_t> pages_per_level;  // index 0: leaves
+  uint64_t records = 0;                   // leaf records
+  uint64_t empty_leaves = 0;
+  uint64_t key_bytes = 0;  // leaf keys
+  uint64_t value_bytes = 0;
+  uint64_t free_bytes = 0;  // FreeBytes summed over all nodes
+  uint64_t pages() const {
+    uint64_t n = 0;
+    for (uint64_t p : pages_per_level) n += p;
+    return n;
+  }
+};
+
+struct VerifyOptions {
+  // If valid: every page LSN must be <= this (e.g. the log's end). Invalid: not checked.
+  Lsn max_page_lsn = Lsn::Invalid();
+};
+
+// Event counts since Open (relaxed counters; for tests and statistics).
+struct BtreeCounters {
+  uint64_t pessimistic_descents = 0;     // writes that restarted to split (either stage)
+  uint64_t root_exclusive_descents = 0;  // of those, with exclusive latches from the root
+  uint64_t leaf_splits = 0;
+  uint64_t inner_splits = 0;
+  uint64_t root_grows = 0;
+  uint64_t lock_waits = 0;  // TryLockKey said Busy: latches dropped, LockKey waited
+};
+
+class Cursor;
+
+// Types private to the btree*.cc files (defined in btree_internal.h and btree_verify.cc).
+namespace btree_internal {
+struct LockWait;
+struct PendingEntry;
+struct SplitPlan;
+struct LevelSplit;
+struct VerifyState;
+}  // namespace btree_internal
+
+class BTree {
+ public:
+  // Allocates and formats an empty root leaf; *root_page_id receives its id.
+  [[nodiscard]] static Status Create(buffer::BufferPool* pool, const BtreeOptions& options,
+                                     PageId* root_page_id, std::unique_ptr<BTree>* tree);
+  // Opens the tree rooted at root_page_id: InvalidArgument if that page is not a B-tree root.
+  [[nodiscard]] static Status Open(buffer::BufferPool* pool, PageId root_page_id,
+                                   const BtreeOptions& options, std::unique_ptr<BTree>* tree);
+
+  BTree(const BTree&) = delete;
+  BTree& operator=(const BTree&) = delete;
+
+  PageId root_page_id() const { return root_id_; }
+  bool unique() const { return unique_; }
+
+  // NotFound if absent; *value receives a copy.
+  [[nodiscard]] Status Lookup(std::string_view key, std::string* value,
+                              const OpContext& ctx = {}) const;
+  // Duplicate if the key is present.
+  [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
+                              const OpContext& ctx = {});
+  // NotFound if absent.
+  [[nodiscard]] Status Update(std::string_view key, std::string_view value,
+                              const OpContext& ctx = {});
+  // Inserts or replaces.
+  [[nodiscard]] Status Upsert(std::string_view key, std::string_view value,
+                              const OpContext& ctx = {});
+  // NotFound if absent.
+  [[nodiscard]] Status Delete(std::string_view key, const OpContext& ctx = {});
+
+  // Checks every invariant of btree_node.h over the whole tree, holding the root latch shared
+  // throughout (so no structure change runs meanwhile; leaf updates may). Corruption names the
+  // page and the reason. Fills *stats if given.
+  [[nodiscard]] Status Verify(BtreeStats* stats = nullptr, const VerifyOptions& options = {}) const;
+  // The Stats part of Verify (it runs the same walk).
+  [[nodiscard]] Status GetStats(BtreeStats* stats) const { return Verify(stats); }
+  BtreeCounters counters() const;
+
+  // InvalidArgument (naming the limit) if key or key + value exceed the limits.
+  [[nodiscard]] static Status CheckKey(std::string_view key);
+  [[nodiscard]] static Status CheckRecord(std::string_view key, std::string_view value);
+
+ private:
+  friend class Cursor;
+  enum class WriteOp : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
+  using LockWait = btree_internal::LockWait;
+  using PendingEntry = btree_internal::PendingEntry;
+  using SplitPlan = btree_internal::SplitPlan;
+  using LevelSplit = btree_internal::LevelSplit;
+  using VerifyState = btree_internal::VerifyState;
+  // Exclusively latched nodes of a pessimistic descent, top (a safe node or the root) first.
+  using Path = std::vector<buffer::PageHandle>;
+
+  BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger);
+
+  // --- descent (btree.cc) ---
+  // Fixes a node of this tree: Corruption if the page is not one.
+  Status FixNode(PageId id, threads::LatchMode mode, buffer::PageHandle* handle) const;
+  // Latch-couples from the root to the leaf for `target` (inner nodes shared, the leaf in
+  // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
+  Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
+                       threads::CtxSite* leaf_site, buffer::PageHandle* leaf) const;
+  // Descent that latches the nodes at levels <= x_level exclusively (those above shared, with
+  // coupling) and retains the unsafe suffix of the exclusive part (protocol 3).
+  Status DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
+                            Path* path);
+
+  // --- record operations (btree.cc) ---
+  Status Write(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx);
+  // One attempt at the leaf. *retry says what to do instead of finishing: latch more levels
+  // exclusively (the leaf must split but the retained path cannot absorb the split) or wait
+  // for a lock.
+  enum class Retry : uint8_t { kNone, kPessimistic, kLockWait };
+  Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
+                     buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait);
+  Status ApplyInsert(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
+                     std::string_view value, const OpContext& ctx);
+  Status ApplyUpdate(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
+                     std::string_view value, const OpContext& ctx);
+  Status ApplyDelete(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
+                     const OpContext& ctx);
+  void Stamp(buffer::PageHandle& page, Lsn lsn);
+
+  // --- key locks (btree.cc) ---
+  // Asks the hook for the key at `index` of the latched leaf (or the first key after the leaf,
+  // found by stepping right, or end of index). Granted or no hook: OK, wait untouched. Would
+  // wait: OK with *wait filled. Other errors are returned.
+  Status TryLockAt(const OpContext& ctx, buffer::PageHandle& leaf, uint16_t index,
+                   KeyLockPurpose purpose, LockWait* wait) const;
+  Status TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const;
+  // With no latch held: waits for the lock TryLock could not grant.
+  Status WaitForLock(const OpContext& ctx, const LockWait& wait) const;
+  // The first key after the records of `leaf` (right siblings, skipping empty leaves).
+  Status KeyAfterLeaf(const buffer::PageHandle& leaf, std::string* key, bool* end_of_index) const;
+
+  // --- structure changes (btree_split.cc) ---
+  // path->back() cannot take `pending`. Splits the retained path as needed (growing the root if
+  // it is full) and leaves in path->back() the leaf half that takes it. *escalate (nothing
+  // changed): the split would reach above path->front(), which is not the root.
+  Status SplitPath(Path* path, const PendingEntry& pending, bool* escalate);
+  Status PlanPath(const Path& path, const PendingEntry& pending, std::vector<LevelSplit>* plans,
+                  bool* grow_root, bool* escalate) const;
+  // Plans a split of `node` that leaves both halves able to take `pending`. Corruption if no
+  // split point works, which the capacity static_asserts of btree_node.h rule out for a
+  // well-formed node.
+  static Status PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
+                          SplitPlan* plan);
+  // Fixes `count` new pages, all or none (a failure frees those already taken).
+  Status AllocatePages(size_t count, std::vector<buffer::PageHandle>* pages);
+  void FreeUnusedPages(std::vector<buffer::PageHandle>* pages);
+  void GrowRoot(buffer::PageHandle& root, buffer::PageHandle& child);
+  void SplitNode(buffer::PageHandle& node, const SplitPlan& plan, buffer::PageHandle& right);
+  void PostSeparator(buffer::PageHandle& parent, std::string_view separator, PageId child);
+
+  // --- verify (btree_verify.cc) ---
+  Status VerifyNode(VerifyState& state, buffer::PageHandle& handle, uint32_t expected_level,
+                    std::string_view low, const std::string* high) const;
+  Status VerifyRecords(VerifyState& state, const buffer::PageHandle& handle, std::string_view low,
+                       const std::string* high) const;
+  Status VerifyChildren(VerifyState& state, buffer::PageHandle& handle) const;
+  static Status VerifyLevels(const VerifyState& state);
+
+  buffer::BufferPool* const pool_;
+  const PageId root_id_;
+  const bool unique_;
+  BtreeLogger* const logger_;
+  const bool logs_;  // a logger was given: record operations keep before-images for it
+
+  // Relaxed: statistics only.
+  mutable std::atomic<uint64_t> pessimistic_descents_{0};
+  mutable std::atomic<uint64_t> root_exclusive_descents_{0};
+  mutable std::atomic<uint64_t> leaf_splits_{0};
+  mutable std::atomic<uint64_t> inner_splits_{0};
+  mutable std::atomic<uint64_t> root_grows_{0};
+  mutable std::atomic<uint64_t> lock_waits_{0};
+};
+
+// A bound of a scan range: none, or a key with inclusive/exclusive.
+struct ScanBound {
+  std::string key;
+  bool inclusive = true;
+  bool bounded = false;
+  static ScanBound None() { return ScanBound{}; }
+  static ScanBound Inclusive(std::string_view key) {
+    return ScanBound{std::string(key), true, true};
+  }
+  static ScanBound Exclusive(std::string_view key) {
+    return ScanBound{std::string(key), false, true};
+  }
+};
+
+struct ScanRange {
+  ScanBound lower;
+  ScanBound upper;
+};
+
+// A bidirectional cursor over the keys of a range. It holds no latch between calls: it keeps a
+// copy of the current key and value, and the leaf's page id, version and record index. The next
+// call re-fixes that leaf and, if the leaf's version is unchanged, steps from the remembered
+// index; if the leaf changed but still covers the key, it searches the leaf for the key; else it
+// descends from the root for the key. So a concurrent change never invalidates a cursor: it
+// continues after (Next) or before (Prev) its current key in the tree as it is then.
+//
+// Seek* and Next/Prev return a Status (I/O error, corruption, a lock error) and leave the
+// cursor invalid when they fail or run out of range; Next/Prev on an invalid cursor is
+// InvalidArgument.
+class Cursor {
+ public:
+  explicit Cursor(const BTree* tree, ScanRange range = {}, OpContext ctx = {});
+
+  [[nodiscard]] Status SeekToFirst();                      // first key of the range
+  [[nodiscard]] Status SeekToLast();                       // last key of the range
+  [[nodiscard]] Status Seek(std::string_view key);         // first key >= key in the range
+  [[nodiscard]] Status SeekForPrev(std::string_view key);  // last key <= key in the range
+  [[nodiscard]] Status Next();
+  [[nodiscard]] Status Prev();
+
+  bool Valid() const { return valid_; }
+  std::string_view key() const { return key_; }
+  std::string_view value() const { return value_; }
+
+ private:
+  // Positions on the first key after (or at, if inclusive) target, within the range.
+  Status Forward(std::string_view target, bool inclusive, bool hinted);
+  // Positions on the last key before (or at, if inclusive) target; to_end: the last key.
+  Status Backward(std::string_view target, bool inclusive, bool to_end, bool hinted);
+  // Next/Prev from the current key (target, exclusive): fixes the remembered leaf and sets
+  // *index to the first record after (forward) or the last before the target, if the leaf is
+  // still a leaf of this tree that covers it; else *positioned = false and nothing is held.
+  Status FromHint(std::string_view target, bool forward, buffer::PageHandle* leaf, int* index,
+                  bool* positioned) const;
+  // Takes a kReadNext lock on the first key after (at, if inclusive) target (or end of index).
+  Status LockKeyAfter(std::string_view target, bool inclusive, bool to_end);
+  // Locks the key at (leaf, index) for reading and, once granted, takes the record (Take);
+  // if the lock would wait, *wait is filled and the cursor is unchanged.
+  Status LockAndTake(const buffer::PageHandle& leaf, uint16_t index,
+                     btree_internal::LockWait* wait);
+  // Copies the record at (leaf, index) into the cursor.
+  void Take(const buffer::PageHandle& leaf, uint16_t index);
+  bool AboveUpper(std::string_view key) const;
+  bool BelowLower(std::string_view key) const;
+
+  const BTree* tree_;
+  ScanRange range_;
+  OpContext ctx_;
+  bool valid_ = false;
+  std::string key_;
+  std::string value_;
+  std::string target_;  // scratch: the key a step starts from
+  PageId leaf_id_;
+  uint64_t leaf_version_ = 0;
+  uint16_t index_ = 0;
+};
+
+}  // namespace sm::index

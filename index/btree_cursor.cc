@@ -1,0 +1,239 @@
+// Cursor: bidirectional range scans over a BTree (contract in btree.h).
+//
+// Owns: positioning (Forward, Backward), the revalidation of a remembered position, and the key
+// locks a scan takes (btree_hooks.h: kRead for every key returned, kReadNext for the first key
+// after the range).
+//
+// Moving forward steps right along leaves with latch coupling. Moving backward never latches
+// leftwards (B-tree protocol 5): when the keys before a position lie in an earlier leaf, the
+// cursor descends again for the largest key below the current leaf's low fence
+// (SearchMode::kBefore). Low fences strictly decrease along that walk, so it ends, at the
+// latest in the leftmost leaf (low fence "").
+#include <string>
+#include <utility>
+
+#include "index/btree.h"
+#include "index/btree_internal.h"
+#include "sm/common/assert.h"
+
+namespace sm::index {
+
+using btree_internal::LockWait;
+using buffer::PageHandle;
+using threads::LatchMode;
+
+Cursor::Cursor(const BTree* tree, ScanRange range, OpContext ctx)
+    : tree_(tree), range_(std::move(range)), ctx_(ctx) {
+  SM_ASSERT(tree != nullptr);
+}
+
+bool Cursor::AboveUpper(std::string_view key) const {
+  const ScanBound& upper = range_.upper;
+  if (!upper.bounded) return false;
+  return upper.inclusive ? key > upper.key : key >= upper.key;
+}
+
+bool Cursor::BelowLower(std::string_view key) const {
+  const ScanBound& lower = range_.lower;
+  if (!lower.bounded) return false;
+  return lower.inclusive ? key < lower.key : key <= lower.key;
+}
+
+Status Cursor::SeekToFirst() {
+  SM_CTX(kCtxCursorSeek);
+  const ScanBound& lower = range_.lower;
+  target_ = lower.bounded ? lower.key : std::string();
+  return Forward(target_, lower.bounded ? lower.inclusive : true, false);
+}
+
+Status Cursor::SeekToLast() {
+  SM_CTX(kCtxCursorSeek);
+  const ScanBound& upper = range_.upper;
+  valid_ = false;
+  // The gap between the last key of the range and the first key after it is observed empty.
+  if (ctx_.locks != nullptr) SM_TRY(LockKeyAfter(upper.key, !upper.inclusive, !upper.bounded));
+  target_ = upper.key;
+  return Backward(target_, upper.inclusive, !upper.bounded, false);
+}
+
+Status Cursor::Seek(std::string_view key) {
+  if (BelowLower(key)) return SeekToFirst();
+  SM_CTX(kCtxCursorSeek);
+  target_.assign(key);
+  return Forward(target_, true, false);
+}
+
+Status Cursor::SeekForPrev(std::string_view key) {
+  if (AboveUpper(key)) return SeekToLast();
+  SM_CTX(kCtxCursorSeek);
+  valid_ = false;
+  target_.assign(key);
+  if (ctx_.locks != nullptr) SM_TRY(LockKeyAfter(target_, false, false));
+  return Backward(target_, true, false, false);
+}
+
+Status Cursor::Next() {
+  SM_CTX(kCtxCursorNext);
+  if (!valid_) return Status::InvalidArgument("Cursor::Next on a cursor that is not positioned");
+  target_.assign(key_);
+  return Forward(target_, false, true);
+}
+
+Status Cursor::Prev() {
+  SM_CTX(kCtxCursorNext);
+  if (!valid_) return Status::InvalidArgument("Cursor::Prev on a cursor that is not positioned");
+  target_.assign(key_);
+  return Backward(target_, false, false, true);
+}
+
+Status Cursor::FromHint(std::string_view target, bool forward, PageHandle* leaf, int* index,
+                        bool* positioned) const {
+  *positioned = false;
+  if (!leaf_id_.valid()) return Status::OK();
+  SM_TRY(tree_->pool_->Fix(leaf_id_, LatchMode::kShared, leaf));
+  // A stale id is not corruption: the page may have become the root's inner node (root growth).
+  Node n(leaf->data());
+  const BtreeNodeHeader& header = n.header();
+  bool usable = PageTypeOf(leaf->data()) == PageType::kBtreeLeaf &&
+                header.tree_root == tree_->root_id_.value() && header.level == 0 &&
+                header.format_version == kBtreeNodeFormatVersion;
+  SearchMode mode = forward ? SearchMode::kCovering : SearchMode::kBefore;
+  if (usable && n.version() == leaf_version_) {
+    *index = forward ? index_ + 1 : index_ - 1;  // unchanged: target is still at index_
+  } else if (usable && n.Covers(target, mode)) {
+    *index = forward ? n.UpperBound(target) : n.LowerBound(target) - 1;
+  } else {
+    leaf->Release();
+    return Status::OK();
+  }
+  *positioned = true;
+  return Status::OK();
+}
+
+void Cursor::Take(const PageHandle& leaf, uint16_t index) {
+  SM_CTX(kCtxLeafCopyOut);
+  Node node(leaf.data());
+  key_.assign(node.KeyAt(index));
+  value_.assign(node.ValueAt(index));
+  leaf_id_ = leaf.page_id();
+  leaf_version_ = node.version();
+  index_ = index;
+  valid_ = true;
+}
+
+Status Cursor::LockAndTake(const PageHandle& leaf, uint16_t index, LockWait* wait) {
+  if (ctx_.locks != nullptr) {
+    KeyLockRequest request{Node(leaf.data()).KeyAt(index), false, KeyLockPurpose::kRead};
+    SM_TRY(tree_->TryLock(ctx_, request, wait));
+    if (wait->pending) return Status::OK();
+  }
+  Take(leaf, index);
+  return Status::OK();
+}
+
+Status Cursor::Forward(std::string_view target, bool inclusive, bool hinted) {
+  valid_ = false;
+  for (;;) {
+    LockWait wait;
+    {
+      PageHandle leaf;
+      int index = 0;
+      bool positioned = false;
+      if (hinted) SM_TRY(FromHint(target, true, &leaf, &index, &positioned));
+      if (!positioned) {
+        SM_TRY(tree_->DescendToLeaf(target, SearchMode::kCovering, LatchMode::kShared, nullptr,
+                                    &leaf));
+        SM_CTX(kCtxLeafSearch);
+        Node n(leaf.data());
+        index = inclusive ? n.LowerBound(target) : n.UpperBound(target);
+      }
+      // Past the leaf's end: step right with latch coupling, skipping empty leaves.
+      while (index >= Node(leaf.data()).count() && Node(leaf.data()).right_sibling().valid()) {
+        PageHandle next;
+        SM_TRY(tree_->FixNode(Node(leaf.data()).right_sibling(), LatchMode::kShared, &next));
+        if (!Node(next.data()).is_leaf()) {
+          return Status::Corruption("page " + std::to_string(next.page_id().value()) +
+                                    ": right sibling of a leaf is not a leaf");
+        }
+        leaf = std::move(next);
+        index = 0;
+      }
+      Node n(leaf.data());
+      bool at_end = index >= n.count();
+      auto at = static_cast<uint16_t>(index);
+      if (at_end || AboveUpper(n.KeyAt(at))) {
+        // Out of range: lock the first key after it (or end of index), then stop.
+        if (ctx_.locks != nullptr) {
+          std::string_view next = at_end ? std::string_view() : n.KeyAt(at);
+          SM_TRY(
+              tree_->TryLock(ctx_, KeyLockRequest{next, at_end, KeyLockPurpose::kReadNext}, &wait));
+        }
+        if (!wait.pending) return Status::OK();
+      } else {
+        SM_TRY(LockAndTake(leaf, at, &wait));
+        if (!wait.pending) return Status::OK();
+      }
+    }
+    SM_TRY(tree_->WaitForLock(ctx_, wait));
+    hinted = false;
+  }
+}
+
+Status Cursor::Backward(std::string_view target, bool inclusive, bool to_end, bool hinted) {
+  valid_ = false;
+  SearchMode mode = to_end      ? SearchMode::kRightmost
+                    : inclusive ? SearchMode::kCovering
+                                : SearchMode::kBefore;
+  for (;;) {
+    LockWait wait;
+    {
+      PageHandle leaf;
+      int index = -1;  // the candidate record; -1: none in this leaf
+      bool positioned = false;
+      if (hinted) SM_TRY(FromHint(target, false, &leaf, &index, &positioned));
+      if (!positioned) {
+        SM_TRY(tree_->DescendToLeaf(target, mode, LatchMode::kShared, nullptr, &leaf));
+        SM_CTX(kCtxLeafSearch);
+        Node n(leaf.data());
+        index = to_end      ? n.count() - 1
+                : inclusive ? n.UpperBound(target) - 1
+                            : n.LowerBound(target) - 1;
+      }
+      // Before the leaf's start: descend again for the keys below its low fence.
+      while (index < 0 && !Node(leaf.data()).low_fence().empty()) {
+        std::string low(Node(leaf.data()).low_fence());
+        leaf.Release();
+        SM_TRY(tree_->DescendToLeaf(low, SearchMode::kBefore, LatchMode::kShared, nullptr, &leaf));
+        index = Node(leaf.data()).LowerBound(low) - 1;
+      }
+      Node n(leaf.data());
+      // Below the range or the index: nothing to lock (the gap up to the lowest key returned
+      // is covered by that key's lock; an empty range by SeekToLast's lock).
+      if (index < 0 || BelowLower(n.KeyAt(static_cast<uint16_t>(index)))) return Status::OK();
+      SM_TRY(LockAndTake(leaf, static_cast<uint16_t>(index), &wait));
+      if (!wait.pending) return Status::OK();
+    }
+    SM_TRY(tree_->WaitForLock(ctx_, wait));
+    hinted = false;
+  }
+}
+
+Status Cursor::LockKeyAfter(std::string_view target, bool inclusive, bool to_end) {
+  for (;;) {
+    LockWait wait;
+    if (to_end) {
+      SM_TRY(tree_->TryLock(ctx_, KeyLockRequest{{}, true, KeyLockPurpose::kReadNext}, &wait));
+    } else {
+      PageHandle leaf;
+      SM_TRY(
+          tree_->DescendToLeaf(target, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      Node n(leaf.data());
+      uint16_t index = inclusive ? n.LowerBound(target) : n.UpperBound(target);
+      SM_TRY(tree_->TryLockAt(ctx_, leaf, index, KeyLockPurpose::kReadNext, &wait));
+    }
+    if (!wait.pending) return Status::OK();
+    SM_TRY(tree_->WaitForLock(ctx_, wait));
+  }
+}
+
+}  // namespace sm::index

@@ -1,0 +1,68 @@
+// B-tree internals shared by the btree*.cc files: the CTX sites, the lock-wait record, and the
+// split planning types. Not for use outside index/btree*.cc.
+//
+// Owns: the names of the B-tree's CTX sites (stable: placement files refer to them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "index/btree.h"
+#include "index/btree_node.h"
+#include "threads/ctx_point.h"
+
+namespace sm::index {
+
+// Defined in btree.cc (names in btree.h, protocol 7).
+extern threads::CtxSite kCtxDescendInner;  // "btree.descend.inner"
+extern threads::CtxSite kCtxLeafSearch;    // "btree.leaf.search"
+extern threads::CtxSite kCtxLeafCopyOut;   // "btree.leaf.copy_out"
+extern threads::CtxSite kCtxInsertLeaf;    // "btree.insert.leaf"
+extern threads::CtxSite kCtxUpdateLeaf;    // "btree.update.leaf"
+extern threads::CtxSite kCtxDeleteLeaf;    // "btree.delete.leaf"
+extern threads::CtxSite kCtxSplit;         // "btree.split"
+extern threads::CtxSite kCtxCursorSeek;    // "btree.cursor.seek"
+extern threads::CtxSite kCtxCursorNext;    // "btree.cursor.next"
+
+namespace btree_internal {
+
+// A lock request TryLockKey could not grant, copied out of the page so that the latches can be
+// released before waiting.
+struct LockWait {
+  bool pending = false;
+  std::string key;
+  bool end_of_index = false;
+  KeyLockPurpose purpose = KeyLockPurpose::kRead;
+  KeyLockRequest request() const { return KeyLockRequest{key, end_of_index, purpose}; }
+};
+
+// An entry a node must take but cannot: a leaf record (insert, or an update that replaces record
+// `index`) or a separator for an inner node (always inserted).
+struct PendingEntry {
+  std::string_view key;
+  size_t record_bytes = 0;  // as stored: LeafRecordBytes / InnerRecordBytes
+  uint16_t index = 0;       // record index it goes to (insert) or replaces (update)
+  bool replaces = false;
+};
+
+// How one node splits, in terms of its existing records (the pending entry is not on the page).
+struct SplitPlan {
+  // Leaf: records [move_from, count) move to the new right node. Inner: record move_from is
+  // promoted (its key becomes the separator, its child the right node's leftmost child) and
+  // records (move_from, count) move.
+  uint16_t move_from = 0;
+  bool promote = false;
+  std::string separator;       // the new high fence of the node and low fence of the right node
+  bool pending_right = false;  // the pending entry belongs in the right node
+};
+
+// The plan for one retained node of a pessimistic path (path index `depth`).
+struct LevelSplit {
+  size_t depth = 0;
+  SplitPlan plan;
+};
+
+}  // namespace btree_internal
+}  // namespace sm::index

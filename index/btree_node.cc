@@ -1,0 +1,182 @@
+// B+-tree node: formatting, record encoding and in-node search (format in btree_node.h).
+#include "index/btree_node.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "sm/common/assert.h"
+
+namespace sm::index {
+
+static_assert(std::endian::native == std::endian::little, "node fields are stored in host order");
+
+void Node::Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
+                  std::string_view low_fence, std::string_view high_fence) {
+  SM_ASSERT((flags & ~kNodeKnownFlags) == 0);
+  SM_ASSERT(low_fence.size() <= kMaxKeyBytes);
+  SM_ASSERT(high_fence.size() <= kMaxKeyBytes);
+  HeaderOf(page)->type = static_cast<uint16_t>(NodePageType(level));
+  auto* header = reinterpret_cast<BtreeNodeHeader*>(page + kPageHeaderBytes);
+  uint64_t version = header->version;  // a reformatted node keeps counting (cursor checks)
+  *header = BtreeNodeHeader{};
+  header->level = level;
+  header->flags = flags;
+  header->format_version = kBtreeNodeFormatVersion;
+  header->tree_root = tree_root.value();
+  header->version = version + 1;
+  SlottedPage slots(page, kNodeAreaOffset);
+  slots.Init();
+  // An empty node has room for two maximal fences (static_asserts in btree_node.h).
+  SM_ASSERT(slots.Insert(kLowFenceSlot, low_fence).ok());
+  SM_ASSERT(slots.Insert(kHighFenceSlot, high_fence).ok());
+}
+
+std::string_view Node::ValueAt(uint16_t i) const {
+  SM_DASSERT(is_leaf());
+  SM_DASSERT(i < count());
+  std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
+  uint16_t key_bytes;
+  std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+  size_t offset = kLeafRecordOverheadBytes + key_bytes;
+  SM_DASSERT(offset <= rec.size());
+  return {rec.data() + offset, rec.size() - offset};
+}
+
+PageId Node::ChildAt(uint16_t i) const {
+  SM_DASSERT(!is_leaf());
+  if (i == 0) return leftmost_child();
+  SM_DASSERT(i <= count());
+  std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i - 1));
+  uint64_t child;
+  std::memcpy(&child, rec.data() + rec.size() - kInnerRecordOverheadBytes, sizeof(child));
+  return PageId(child);
+}
+
+uint16_t Node::LowerBound(std::string_view key) const {
+  uint16_t lo = 0;
+  uint16_t hi = count();
+  while (lo < hi) {
+    uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
+    if (CompareKeys(KeyAt(mid), key) < 0) {
+      lo = static_cast<uint16_t>(mid + 1);
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+uint16_t Node::UpperBound(std::string_view key) const {
+  uint16_t lo = 0;
+  uint16_t hi = count();
+  while (lo < hi) {
+    uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
+    if (CompareKeys(KeyAt(mid), key) <= 0) {
+      lo = static_cast<uint16_t>(mid + 1);
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+uint16_t Node::ChildIndex(std::string_view target, SearchMode mode) const {
+  switch (mode) {
+    case SearchMode::kCovering:
+      return UpperBound(target);  // c_i with s_i <= target < s_{i+1}
+    case SearchMode::kBefore:
+      return LowerBound(target);  // c_i with s_i < target <= s_{i+1}
+    case SearchMode::kRightmost:
+      return count();
+  }
+  SM_UNREACHABLE();
+}
+
+bool Node::Covers(std::string_view target, SearchMode mode) const {
+  switch (mode) {
+    case SearchMode::kCovering:
+      return low_fence() <= target && (high_infinite() || target < high_fence());
+    case SearchMode::kBefore:
+      return low_fence() < target && (high_infinite() || target <= high_fence());
+    case SearchMode::kRightmost:
+      return high_infinite();
+  }
+  SM_UNREACHABLE();
+}
+
+Status Node::InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value) {
+  SM_DASSERT(is_leaf());
+  SM_DASSERT(key.size() <= kMaxKeyBytes);
+  size_t bytes = LeafRecordBytes(key.size(), value.size());
+  if (!CanTake(bytes)) return Status::NoSpace("leaf full");
+  // Built on the stack: the record is at most kMaxRecordBytes.
+  char record[SlottedPage::kMaxRecordBytes];
+  SM_ASSERT(bytes <= sizeof(record));
+  auto key_bytes = static_cast<uint16_t>(key.size());
+  std::memcpy(record, &key_bytes, sizeof(key_bytes));
+  if (!key.empty()) std::memcpy(record + kLeafRecordOverheadBytes, key.data(), key.size());
+  if (!value.empty()) {
+    std::memcpy(record + kLeafRecordOverheadBytes + key.size(), value.data(), value.size());
+  }
+  return InsertRaw(i, std::string_view(record, bytes));
+}
+
+Status Node::UpdateLeafValue(uint16_t i, std::string_view value) {
+  SM_DASSERT(is_leaf());
+  std::string_view key = KeyAt(i);
+  size_t bytes = LeafRecordBytes(key.size(), value.size());
+  if (bytes > SlottedPage::kMaxRecordBytes) return Status::InvalidArgument("record too long");
+  char record[SlottedPage::kMaxRecordBytes];
+  auto key_bytes = static_cast<uint16_t>(key.size());
+  std::memcpy(record, &key_bytes, sizeof(key_bytes));
+  // The key (and the value, if the caller passed one from this page) may live in this page;
+  // memmove-free because `record` is a separate buffer.
+  if (!key.empty()) std::memcpy(record + kLeafRecordOverheadBytes, key.data(), key.size());
+  if (!value.empty()) {
+    std::memcpy(record + kLeafRecordOverheadBytes + key.size(), value.data(), value.size());
+  }
+  Status s = slots_.Update(static_cast<uint16_t>(kFirstRecordSlot + i),
+                           std::span<const char>(record, bytes));
+  if (s.code() == Status::Code::kNoSpace) return Status::NoSpace("leaf full");
+  return s;
+}
+
+Status Node::InsertInnerRecord(uint16_t i, std::string_view key, PageId child) {
+  SM_DASSERT(!is_leaf());
+  SM_DASSERT(key.size() <= kMaxKeyBytes);
+  size_t bytes = InnerRecordBytes(key.size());
+  if (!CanTake(bytes)) return Status::NoSpace("inner node full");
+  char record[kMaxInnerRecordBytes];
+  if (!key.empty()) std::memcpy(record, key.data(), key.size());
+  uint64_t child_id = child.value();
+  std::memcpy(record + key.size(), &child_id, sizeof(child_id));
+  return InsertRaw(i, std::string_view(record, bytes));
+}
+
+Status Node::InsertRaw(uint16_t i, std::string_view record) {
+  SM_DASSERT(i <= count());
+  return slots_.Insert(static_cast<uint16_t>(kFirstRecordSlot + i),
+                       std::span<const char>(record.data(), record.size()));
+}
+
+Status Node::SetHighFence(std::string_view high_fence) {
+  SM_DASSERT(high_fence.size() <= kMaxKeyBytes);
+  SM_TRY(
+      slots_.Update(kHighFenceSlot, std::span<const char>(high_fence.data(), high_fence.size())));
+  mutable_header().flags = static_cast<uint16_t>(flags() & ~kNodeHighInfinite);
+  return Status::OK();
+}
+
+std::string ShortestSeparator(std::string_view left, std::string_view right) {
+  SM_DASSERT(left < right);
+  size_t common = 0;
+  size_t limit = std::min(left.size(), right.size());
+  while (common < limit && left[common] == right[common]) ++common;
+  // right[0..common] is > left (it either extends left or differs upward at `common`) and is a
+  // prefix of right, so <= right.
+  SM_DASSERT(common < right.size());
+  return std::string(right.substr(0, common + 1));
+}
+
+}  // namespace sm::index

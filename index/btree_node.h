@@ -1,0 +1,287 @@
+// B+-tree node: the byte format of B-tree leaf and inner pages and the operations inside one
+// node (search, record encoding, insert/erase, fences).
+//
+// Owns: the node header that follows the common 48-byte page header, the meaning of the slotted
+// records of a node, the key and record size limits, and the capacity arithmetic that lets every
+// full node split into two nodes that each take the pending entry (static_asserts below).
+// It does not latch: a Node is a view over a page buffer whose frame latch the caller holds
+// (shared for the const accessors, exclusive for the mutators).
+//
+// Byte format (little-endian; offsets from the start of the page):
+//   +0   PageHeader (sm/page/page.h): type kBtreeLeaf (level 0) or kBtreeInner (level > 0),
+//        page LSN.
+//   +48  u16 level            0 for leaves; a parent is one level above its children
+//   +50  u16 flags            kNodeHighInfinite | kNodeRoot | kNodeNonUnique (see NodeFlag)
+//   +52  u16 format_version   kBtreeNodeFormatVersion
+//   +54  u16 reserved         zero
+//   +56  u64 tree_root        page id of the root of the tree the node belongs to; lets a
+//                             cursor (and a verify tool) tell a node of this tree from a stale id
+//   +64  u64 right_sibling    the next node to the right on the same level (B-link), 0 for the
+//                             rightmost node
+//   +72  u64 leftmost_child   inner nodes: the child left of the first separator; leaves: 0
+//   +80  u64 version          modification counter, bumped under the exclusive latch by every
+//                             change of the node; cursors compare it to revalidate a remembered
+//                             position. Not logged (no cursor survives a restart).
+//   +88  SlottedPage area (sm/page/slotted_page.h), area_offset = kNodeAreaOffset:
+//          slot 0            low fence key: the inclusive lower bound of the node's key range
+//          slot 1            high fence key: the exclusive upper bound; an empty record when
+//                            kNodeHighInfinite is set (the rightmost node of its level)
+//          slot 2 + i        record i, in strictly increasing key order:
+//            leaf:   u16 key_bytes | key | value          (value = the rest of the record)
+//            inner:  separator key | u64 child page id    (key = all but the last 8 bytes)
+//
+// Keys are byte strings compared with memcmp, a proper prefix sorting first. The empty key is a
+// valid key. The low fence "" means "no lower bound": since "" is the smallest key and a
+// separator is always greater than some key, only the leftmost node of a level has low fence "".
+//
+// Key ranges: a node covers [low fence, high fence). In an inner node with separators
+// s_1 < ... < s_n and children c_0 (leftmost), c_1..c_n, child c_i covers [s_i, s_{i+1}) with
+// s_0 = low fence and s_{n+1} = high fence, and its fences are exactly those two keys.
+//
+// Invariants (checked by BTree::Verify):
+//   1. Page type is kBtreeLeaf iff level == 0; format_version is current; reserved is zero;
+//      tree_root is the page id of the tree's root.
+//   2. Slots 0 and 1 exist; every record parses; keys are strictly increasing; every key k
+//      satisfies low <= k < high (and for separators low < k).
+//   3. A child's level is its parent's minus one; its fences equal its separator interval.
+//   4. Along a level, right_sibling links the nodes in key order and the high fence of each
+//      equals the low fence of the next; the last has no sibling and an infinite high fence.
+//   5. Only the root carries kNodeRoot (and kNodeNonUnique, the tree's kind).
+//   6. Keys are at most kMaxKeyBytes; a leaf record is at most SlottedPage::kMaxRecordBytes.
+//
+// Thread/fiber safety: none of its own; see "Owns".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "sm/common/assert.h"
+#include "sm/common/ids.h"
+#include "sm/common/status.h"
+#include "sm/page/page.h"
+#include "sm/page/slotted_page.h"
+
+namespace sm::index {
+
+inline constexpr uint16_t kBtreeNodeFormatVersion = 1;
+
+// Keys longer than this are InvalidArgument. A quarter of a page would be the most a leaf could
+// hold, but separators of that size would leave inner nodes with too few entries to split; 1 KiB
+// keeps the split arithmetic below comfortable and is far above any key this engine builds.
+inline constexpr size_t kMaxKeyBytes = 1024;
+inline constexpr size_t kLeafRecordOverheadBytes = 2;   // the u16 key length
+inline constexpr size_t kInnerRecordOverheadBytes = 8;  // the u64 child page id
+// A leaf record (key + value + 2) may be at most SlottedPage::kMaxRecordBytes: no overflow
+// pages, so key + value <= 1974 bytes.
+inline constexpr size_t kMaxLeafRecordBytes = SlottedPage::kMaxRecordBytes;
+inline constexpr size_t kMaxInnerRecordBytes = kMaxKeyBytes + kInnerRecordOverheadBytes;
+
+enum NodeFlag : uint16_t {
+  kNodeHighInfinite = 1 << 0,  // no upper bound: the rightmost node of its level
+  kNodeRoot = 1 << 1,          // the tree's root (its page id never changes)
+  kNodeNonUnique = 1 << 2,     // root only: the tree was created as a non-unique index
+};
+inline constexpr uint16_t kNodeKnownFlags = kNodeHighInfinite | kNodeRoot | kNodeNonUnique;
+
+struct BtreeNodeHeader {  // at offset kPageHeaderBytes
+  uint16_t level;
+  uint16_t flags;
+  uint16_t format_version;
+  uint16_t reserved;
+  uint64_t tree_root;
+  uint64_t right_sibling;
+  uint64_t leftmost_child;
+  uint64_t version;
+};
+static_assert(sizeof(BtreeNodeHeader) == 40);
+static_assert(offsetof(BtreeNodeHeader, level) == 0);
+static_assert(offsetof(BtreeNodeHeader, flags) == 2);
+static_assert(offsetof(BtreeNodeHeader, format_version) == 4);
+static_assert(offsetof(BtreeNodeHeader, reserved) == 6);
+static_assert(offsetof(BtreeNodeHeader, tree_root) == 8);
+static_assert(offsetof(BtreeNodeHeader, right_sibling) == 16);
+static_assert(offsetof(BtreeNodeHeader, leftmost_child) == 24);
+static_assert(offsetof(BtreeNodeHeader, version) == 32);
+
+inline constexpr uint16_t kNodeAreaOffset = kPageHeaderBytes + sizeof(BtreeNodeHeader);
+static_assert(kNodeAreaOffset == 88);
+static_assert(kNodeAreaOffset <= SlottedPage::kMaxAreaOffset);
+inline constexpr uint16_t kLowFenceSlot = 0;
+inline constexpr uint16_t kHighFenceSlot = 1;
+inline constexpr uint16_t kFirstRecordSlot = 2;
+
+// Capacity arithmetic. "Need" is what an entry takes from the slotted area (record + slot).
+// A node's records, fences and slots share kNodeRecordAreaBytes.
+inline constexpr size_t kNodeRecordAreaBytes =
+    kPageBytes - kNodeAreaOffset - SlottedPage::kAreaHeaderBytes;
+inline constexpr size_t kMaxFenceNeed = SlottedPage::SpaceNeeded(kMaxKeyBytes);
+inline constexpr size_t kMaxLeafNeed = SlottedPage::SpaceNeeded(kMaxLeafRecordBytes);
+inline constexpr size_t kMaxInnerNeed = SlottedPage::SpaceNeeded(kMaxInnerRecordBytes);
+static_assert(kMaxInnerRecordBytes <= SlottedPage::kMaxRecordBytes);
+// Why a split always succeeds (btree_split.cc, PlanSplit). A node that overflows held at most
+// kNodeRecordAreaBytes and receives one more entry; each half gets its own two fences of at most
+// kMaxFenceNeed. Choosing the split point by bytes, the halves can be balanced to within one
+// entry (two for inner nodes, where the pending separator may not be the promoted one), so it is
+// enough that two fences and two (inner: four) maximal entries fit in one node with room left.
+static_assert(2 * kMaxFenceNeed + 2 * kMaxLeafNeed <= kNodeRecordAreaBytes);
+static_assert(2 * kMaxFenceNeed + 4 * kMaxInnerNeed <= kNodeRecordAreaBytes);
+// An empty node always takes one maximal entry between its fences.
+static_assert(2 * kMaxFenceNeed + kMaxLeafNeed <= kNodeRecordAreaBytes);
+
+// Which leaf a descent looks for (see BTree::DescendToLeaf).
+enum class SearchMode : uint8_t {
+  kCovering,   // the node whose [low, high) contains the target
+  kBefore,     // the node whose (low, high] contains the target: it holds the keys just below it
+  kRightmost,  // the rightmost node (target ignored)
+};
+
+// A view over the node stored in a page buffer. Cheap to construct; holds no state besides the
+// buffer pointer. See the file comment for who may call what.
+class Node {
+ public:
+  explicit Node(char* page) : page_(page), slots_(page, kNodeAreaOffset) {}
+
+  // Formats `page` (whose common header is already initialized) as an empty node.
+  static void Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
+                     std::string_view low_fence, std::string_view high_fence);
+
+  const BtreeNodeHeader& header() const {
+    return *reinterpret_cast<const BtreeNodeHeader*>(page_ + kPageHeaderBytes);
+  }
+  BtreeNodeHeader& mutable_header() {
+    return *reinterpret_cast<BtreeNodeHeader*>(page_ + kPageHeaderBytes);
+  }
+  char* page() const { return page_; }
+  SlottedPage& slots() { return slots_; }
+  const SlottedPage& slots() const { return slots_; }
+
+  uint16_t level() const { return header().level; }
+  bool is_leaf() const { return header().level == 0; }
+  uint16_t flags() const { return header().flags; }
+  bool is_root() const { return (header().flags & kNodeRoot) != 0; }
+  bool high_infinite() const { return (header().flags & kNodeHighInfinite) != 0; }
+  PageId right_sibling() const { return PageId(header().right_sibling); }
+  PageId leftmost_child() const { return PageId(header().leftmost_child); }
+  uint64_t version() const { return header().version; }
+  void BumpVersion() { ++mutable_header().version; }
+
+  // Records, not counting the two fence slots.
+  uint16_t count() const { return static_cast<uint16_t>(slots_.slot_count() - kFirstRecordSlot); }
+  std::string_view low_fence() const { return View(slots_.Get(kLowFenceSlot)); }
+  std::string_view high_fence() const { return View(slots_.Get(kHighFenceSlot)); }
+
+  // Key of record i (< count()). Valid until the node changes.
+  std::string_view KeyAt(uint16_t i) const {
+    SM_DASSERT(i < count());
+    std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
+    if (is_leaf()) {
+      uint16_t key_bytes;
+      std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+      SM_DASSERT(size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size());
+      return rec.substr(kLeafRecordOverheadBytes, key_bytes);
+    }
+    SM_DASSERT(rec.size() >= kInnerRecordOverheadBytes);
+    return rec.substr(0, rec.size() - kInnerRecordOverheadBytes);
+  }
+  // Leaf: value of record i.
+  std::string_view ValueAt(uint16_t i) const;
+  // Inner: child c_i for i in [0, count()]; c_0 is the leftmost child, c_i (i > 0) belongs to
+  // separator i - 1.
+  PageId ChildAt(uint16_t i) const;
+
+  // First record index with key >= key / key > key (count() if none).
+  uint16_t LowerBound(std::string_view key) const;
+  uint16_t UpperBound(std::string_view key) const;
+  // Inner: the index i of the child c_i to follow for `target` in `mode`.
+  uint16_t ChildIndex(std::string_view target, SearchMode mode) const;
+  // Whether the node's key range is the one a descent for `target` in `mode` looks for.
+  bool Covers(std::string_view target, SearchMode mode) const;
+
+  // Bytes free for entries (record + slot) once compacted.
+  size_t FreeBytes() const { return slots_.FreeBytes(); }
+  bool CanTake(size_t record_bytes) const {
+    return SlottedPage::SpaceNeeded(record_bytes) <= slots_.FreeBytes();
+  }
+
+  // Mutators (exclusive latch). They do not bump the version; the caller does, once per change.
+  // Insert: NoSpace if the record does not fit (node unchanged).
+  [[nodiscard]] Status InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value);
+  [[nodiscard]] Status UpdateLeafValue(uint16_t i, std::string_view value);
+  [[nodiscard]] Status InsertInnerRecord(uint16_t i, std::string_view key, PageId child);
+  // Inserts raw record bytes as record i (used to move records between nodes).
+  [[nodiscard]] Status InsertRaw(uint16_t i, std::string_view record);
+  std::string_view RawRecord(uint16_t i) const {
+    return View(slots_.Get(static_cast<uint16_t>(kFirstRecordSlot + i)));
+  }
+  // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
+  // out (A+8 + 4 * slot: u16 offset, u16 length): the inner loop of every search, which
+  // SlottedPage::Get would slow down with an always-on bounds check and a header reload per
+  // probe. The caller knows slot < slot_count.
+  std::string_view SlotBytes(uint16_t slot) const {
+    const char* entry = page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
+                        size_t{slot} * SlottedPage::kSlotBytes;
+    uint16_t offset;
+    uint16_t length;
+    std::memcpy(&offset, entry, sizeof(offset));
+    std::memcpy(&length, entry + sizeof(offset), sizeof(length));
+    SM_DASSERT(size_t{offset} + length <= kPageBytes);
+    return {page_ + offset, length};
+  }
+  void EraseRecord(uint16_t i) { slots_.Erase(static_cast<uint16_t>(kFirstRecordSlot + i)); }
+  // Replaces the high fence (and clears kNodeHighInfinite). NoSpace if it does not fit.
+  [[nodiscard]] Status SetHighFence(std::string_view high_fence);
+
+ private:
+  static std::string_view View(std::span<const char> bytes) { return {bytes.data(), bytes.size()}; }
+
+  char* page_;
+  SlottedPage slots_;
+};
+
+// memcmp order (a proper prefix first), as std::string_view::compare, but with the first bytes
+// compared as big-endian words inline: most keys (encoded integers) differ there, and a call to
+// memcmp costs more than the whole comparison of two 8-byte keys.
+inline int CompareKeys(std::string_view a, std::string_view b) {
+  size_t n = a.size() < b.size() ? a.size() : b.size();
+  if (n > 32) {
+    int c = std::memcmp(a.data(), b.data(), n);
+    if (c != 0) return c;
+  } else {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t x;
+      uint64_t y;
+      std::memcpy(&x, a.data() + i, 8);
+      std::memcpy(&y, b.data() + i, 8);
+      if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+    }
+    for (; i < n; ++i) {
+      auto x = static_cast<uint8_t>(a[i]);
+      auto y = static_cast<uint8_t>(b[i]);
+      if (x != y) return x < y ? -1 : 1;
+    }
+  }
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
+
+// Record sizes as stored in the slotted area.
+inline constexpr size_t LeafRecordBytes(size_t key_bytes, size_t value_bytes) {
+  return kLeafRecordOverheadBytes + key_bytes + value_bytes;
+}
+inline constexpr size_t InnerRecordBytes(size_t key_bytes) {
+  return key_bytes + kInnerRecordOverheadBytes;
+}
+
+// The shortest key s with left < s <= right (left < right): a prefix of right. Used as the
+// separator of a leaf split, so inner nodes hold short keys (suffix truncation).
+std::string ShortestSeparator(std::string_view left, std::string_view right);
+
+// Page type for a node of `level`.
+inline PageType NodePageType(uint16_t level) {
+  return level == 0 ? PageType::kBtreeLeaf : PageType::kBtreeInner;
+}
+
+}  // namespace sm::index

@@ -1,0 +1,292 @@
+// B-tree structure changes: split planning, root growth, node split and separator posting.
+//
+// Owns: how a full node splits (the split point, the separator, which half takes the pending
+// entry) and the order in which a cascade of splits along a pessimistic path is carried out.
+//
+// A cascade (SplitPath) runs in three phases:
+//   1. PlanPath, read-only, bottom-up: plan the leaf's split; if the parent cannot take the
+//      separator, plan the parent's split with that separator as its pending entry; and so on
+//      up to a node that takes it, or the root, which then has to grow. Nothing can fail later
+//      for lack of space: each plan guarantees that both halves take the pending entry. If the
+//      top of the retained path must split but is not the root (a descent that latched only the
+//      bottom levels exclusively), SplitPath changes nothing and asks the caller to escalate.
+//   2. AllocatePages: one new page per split (and one for root growth), all before anything
+//      changes, so that a full volume or pool (NoSpace, Busy) leaves the tree untouched.
+//   3. Execution, top-down, bracketed by BtreeLogger::Begin/EndStructureChange: GrowRoot if
+//      planned, then for each planned node from the top: SplitNode, then PostSeparator into its
+//      (already split) parent, then continue with the half that takes the pending entry.
+// After every step the tree is well formed (a split node's separator is posted before anything
+// below it changes), which is what makes each step a self-contained redo-only log record.
+//
+// The three steps are separate functions that cannot fail once called:
+//   GrowRoot       the root's node header and records are copied byte for byte into a new page
+//                  (same area offset, so the slotted area stays valid); the root is reformatted
+//                  as an empty inner node one level up whose leftmost child is that page.
+//   SplitNode      the records from the split point move to a new right sibling; the node's
+//                  high fence becomes the separator and its right link the new page.
+//   PostSeparator  (separator, new right page) goes into the parent right after the split
+//                  node's own entry.
+//
+// Split point (PlanSplit): among the points whose halves both fit with their fences, the most
+// balanced by bytes, except for an append at the right end of the rightmost node of a level
+// (ascending inserts), where the rightmost point comes first so the left node stays full.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "index/btree.h"
+#include "index/btree_internal.h"
+#include "sm/common/assert.h"
+
+namespace sm::index {
+
+namespace {
+
+using btree_internal::PendingEntry;
+using buffer::PageHandle;
+
+// The node's records with the pending entry in place, as the planner sees them ("virtual"
+// indexes); the page itself is not changed.
+class VirtualEntries {
+ public:
+  VirtualEntries(const Node& node, const PendingEntry& pending)
+      : node_(node),
+        pending_(pending),
+        size_(static_cast<uint16_t>(node.count() + (pending.replaces ? 0 : 1))) {}
+
+  uint16_t size() const { return size_; }
+  bool IsPending(uint16_t v) const { return v == pending_.index; }
+  // The existing record that virtual entry v is (v not pending, or pending and replacing).
+  uint16_t Existing(uint16_t v) const {
+    return (!pending_.replaces && v > pending_.index) ? static_cast<uint16_t>(v - 1) : v;
+  }
+  std::string_view Key(uint16_t v) const {
+    return IsPending(v) ? pending_.key : node_.KeyAt(Existing(v));
+  }
+  size_t Need(uint16_t v) const {
+    size_t bytes = IsPending(v) ? pending_.record_bytes : node_.RawRecord(Existing(v)).size();
+    return SlottedPage::SpaceNeeded(bytes);
+  }
+
+ private:
+  const Node& node_;
+  const PendingEntry& pending_;
+  uint16_t size_;
+};
+
+// A split point: leaf, the first virtual entry of the right half; inner, the promoted entry.
+struct Candidate {
+  uint16_t point;
+  size_t left_bytes;
+  size_t right_bytes;
+};
+
+std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, bool append) {
+  uint16_t m = v.size();
+  std::vector<size_t> prefix(m + 1, 0);
+  for (uint16_t i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + v.Need(i);
+  std::vector<Candidate> out;
+  if (leaf) {
+    for (uint16_t k = 1; k < m; ++k) out.push_back({k, prefix[k], prefix[m] - prefix[k]});
+  } else {
+    // The pending separator is never promoted: it is inserted into a half after the split.
+    for (uint16_t p = 0; p < m; ++p) {
+      if (!v.IsPending(p)) out.push_back({p, prefix[p], prefix[m] - prefix[p + 1]});
+    }
+  }
+  auto imbalance = [](const Candidate& c) {
+    return c.left_bytes > c.right_bytes ? c.left_bytes - c.right_bytes
+                                        : c.right_bytes - c.left_bytes;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
+    return append ? a.point > b.point : imbalance(a) < imbalance(b);
+  });
+  return out;
+}
+
+}  // namespace
+
+Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
+                        SplitPlan* plan) {
+  SM_DASSERT(!pending.replaces || node.is_leaf());
+  VirtualEntries v(node, pending);
+  bool leaf = node.is_leaf();
+  bool append = !pending.replaces && pending.index == node.count() && node.high_infinite();
+  size_t low_need = SlottedPage::SpaceNeeded(node.low_fence().size());
+  size_t high_need = SlottedPage::SpaceNeeded(node.high_fence().size());
+  for (const Candidate& c : Candidates(v, leaf, append)) {
+    std::string separator =
+        leaf ? ShortestSeparator(v.Key(c.point - 1), v.Key(c.point)) : std::string(v.Key(c.point));
+    size_t separator_need = SlottedPage::SpaceNeeded(separator.size());
+    if (low_need + separator_need + c.left_bytes > kNodeRecordAreaBytes) continue;
+    if (separator_need + high_need + c.right_bytes > kNodeRecordAreaBytes) continue;
+    plan->separator = std::move(separator);
+    plan->promote = !leaf;
+    if (leaf) {
+      // Existing records at virtual index >= point move right.
+      bool pending_inserted_left = !pending.replaces && pending.index < c.point;
+      plan->move_from = pending_inserted_left ? static_cast<uint16_t>(c.point - 1) : c.point;
+      plan->pending_right = pending.index >= c.point;
+    } else {
+      plan->move_from = v.Existing(c.point);
+      plan->pending_right = pending.index > c.point;
+    }
+    return Status::OK();
+  }
+  return Status::Corruption("page " + std::to_string(page_id.value()) +
+                            ": no split point leaves both halves within a page");
+}
+
+Status BTree::PlanPath(const Path& path, const PendingEntry& leaf_pending,
+                       std::vector<LevelSplit>* plans, bool* grow_root, bool* escalate) const {
+  // Reserved so that no element moves: each level's pending key views the separator planned
+  // one level below.
+  plans->reserve(path.size());
+  *grow_root = false;
+  *escalate = false;
+  PendingEntry pending = leaf_pending;
+  for (size_t depth = path.size() - 1;; --depth) {
+    Node node(path[depth].data());
+    plans->push_back(LevelSplit{depth, {}});
+    SM_TRY(PlanSplit(node, path[depth].page_id(), pending, &plans->back().plan));
+    std::string_view separator = plans->back().plan.separator;
+    if (depth == 0) {
+      // The top of the path splits: the root grows; any other node needs its parent, which
+      // this descent did not latch exclusively.
+      *(node.is_root() ? grow_root : escalate) = true;
+      return Status::OK();
+    }
+    Node parent(path[depth - 1].data());
+    size_t bytes = InnerRecordBytes(separator.size());
+    if (parent.CanTake(bytes)) return Status::OK();
+    pending = PendingEntry{separator, bytes, parent.UpperBound(separator), false};
+  }
+}
+
+Status BTree::AllocatePages(size_t count, std::vector<PageHandle>* pages) {
+  pages->reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    PageHandle page;
+    Status s = pool_->FixNew(PageType::kBtreeLeaf, &page);  // reformatted when used
+    if (!s.ok()) {
+      FreeUnusedPages(pages);
+      return s;
+    }
+    pages->push_back(std::move(page));
+  }
+  return Status::OK();
+}
+
+void BTree::FreeUnusedPages(std::vector<PageHandle>* pages) {
+  for (PageHandle& page : *pages) {
+    PageId id = page.page_id();
+    page.Release();
+    // Never linked into the tree: freeing at once is safe. A failure leaks the page.
+    pool_->FreePage(id).PermitUnchecked();
+  }
+  pages->clear();
+}
+
+Status BTree::SplitPath(Path* path, const PendingEntry& pending, bool* escalate) {
+  std::vector<LevelSplit> plans;
+  bool grow_root = false;
+  SM_TRY(PlanPath(*path, pending, &plans, &grow_root, escalate));
+  if (*escalate) return Status::OK();
+  std::vector<PageHandle> pages;
+  SM_TRY(AllocatePages(plans.size() + (grow_root ? 1 : 0), &pages));
+  Status begun = logger_->BeginStructureChange(*this);
+  if (!begun.ok()) {
+    FreeUnusedPages(&pages);
+    return begun;
+  }
+  size_t next_page = 0;
+  size_t shift = 0;  // root growth inserts the root's new child at path index 1
+  if (grow_root) {
+    GrowRoot((*path)[0], pages[next_page]);
+    path->insert(path->begin() + 1, std::move(pages[next_page++]));
+    shift = 1;
+  }
+  for (auto it = plans.rbegin(); it != plans.rend(); ++it) {  // top-down
+    size_t depth = it->depth + shift;
+    SM_ASSERT(depth >= 1);
+    PageHandle& right = pages[next_page++];
+    SplitNode((*path)[depth], it->plan, right);
+    PostSeparator((*path)[depth - 1], it->plan.separator, right.page_id());
+    if (it->plan.pending_right) {
+      (*path)[depth] = std::move(right);
+    } else {
+      right.Release();
+    }
+  }
+  logger_->EndStructureChange(*this);
+  return Status::OK();
+}
+
+void BTree::GrowRoot(PageHandle& root, PageHandle& child) {
+  Node r(root.data());
+  uint16_t level = r.level();
+  uint16_t kind = r.flags() & kNodeNonUnique;
+  HeaderOf(child.data())->type = HeaderOf(root.data())->type;
+  std::memcpy(child.data() + kPageHeaderBytes, root.data() + kPageHeaderBytes,
+              kPageBytes - kPageHeaderBytes);
+  Node c(child.data());
+  c.mutable_header().flags = static_cast<uint16_t>(c.flags() & ~(kNodeRoot | kNodeNonUnique));
+  c.BumpVersion();
+  Node::Format(root.data(), static_cast<uint16_t>(level + 1),
+               static_cast<uint16_t>(kNodeRoot | kNodeHighInfinite | kind), root_id_, "", "");
+  r.mutable_header().leftmost_child = child.page_id().value();
+  root.MarkDirty();
+  child.MarkDirty();
+  Lsn lsn = logger_->LogGrowRoot(*this, root, child);
+  Stamp(root, lsn);
+  Stamp(child, lsn);
+  root_grows_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& right_page) {
+  Node node(node_page.data());
+  uint16_t count = node.count();
+  SM_ASSERT(plan.move_from <= count);
+  Node::Format(right_page.data(), node.level(),
+               static_cast<uint16_t>(node.flags() & kNodeHighInfinite), root_id_, plan.separator,
+               node.high_fence());
+  Node right(right_page.data());
+  right.mutable_header().right_sibling = node.header().right_sibling;
+  uint16_t first_moved = plan.move_from;
+  if (plan.promote) {
+    SM_ASSERT(plan.move_from < count);
+    right.mutable_header().leftmost_child =
+        node.ChildAt(static_cast<uint16_t>(plan.move_from + 1)).value();
+    ++first_moved;
+  }
+  // The plan guarantees both halves fit (PlanSplit), so these cannot fail.
+  for (uint16_t i = first_moved; i < count; ++i) {
+    SM_ASSERT(right.InsertRaw(static_cast<uint16_t>(i - first_moved), node.RawRecord(i)).ok());
+  }
+  for (uint16_t i = count; i > plan.move_from; --i) {
+    node.EraseRecord(static_cast<uint16_t>(i - 1));  // from the end: no slot shifting
+  }
+  SM_ASSERT(node.SetHighFence(plan.separator).ok());
+  node.mutable_header().right_sibling = right_page.page_id().value();
+  node.BumpVersion();
+  node_page.MarkDirty();
+  right_page.MarkDirty();
+  Lsn lsn = logger_->LogSplit(*this, node_page, right_page, plan.separator);
+  Stamp(node_page, lsn);
+  Stamp(right_page, lsn);
+  (node.is_leaf() ? leaf_splits_ : inner_splits_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator, PageId child) {
+  Node parent(parent_page.data());
+  uint16_t index = parent.UpperBound(separator);
+  SM_DASSERT(index == 0 || parent.KeyAt(static_cast<uint16_t>(index - 1)) < separator);
+  SM_ASSERT(parent.InsertInnerRecord(index, separator, child).ok());  // planned to fit
+  parent.BumpVersion();
+  parent_page.MarkDirty();
+  Stamp(parent_page, logger_->LogPostSeparator(*this, parent_page, index, separator, child));
+}
+
+}  // namespace sm::index

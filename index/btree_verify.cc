@@ -1,0 +1,210 @@
+// BTree::Verify: the whole-tree invariant check (invariants 1-6 of btree_node.h) and Stats.
+//
+// Owns: the walk and its bookkeeping. The walk is a depth-first descent from the root with
+// shared latches on the whole current path; the root stays latched throughout, and since every
+// structure change starts by latching the root exclusively (btree.h, protocol 3), none can run
+// meanwhile: the structure seen is one consistent state. Leaves may still change in place.
+//
+// Depth-first order visits every level left to right, so the sibling chain of each level is
+// checked against the previous node seen on that level (LevelLink): right link and fence
+// continuity; at the end every level must end in a node without a right sibling and with an
+// infinite high fence.
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "index/btree.h"
+#include "index/btree_internal.h"
+#include "sm/common/assert.h"
+
+namespace sm::index {
+
+namespace btree_internal {
+
+// The last node the walk saw on one level.
+struct LevelLink {
+  bool seen = false;
+  PageId page;
+  PageId right;
+  bool high_infinite = false;
+  std::string high;
+};
+
+struct VerifyState {
+  explicit VerifyState(const VerifyOptions& opts) : options(opts) {}
+  const VerifyOptions& options;
+  BtreeStats stats;
+  std::vector<LevelLink> levels;         // index: level
+  std::unordered_set<uint64_t> visited;  // page ids: a node reachable twice is corruption
+};
+
+}  // namespace btree_internal
+
+namespace {
+
+using buffer::PageHandle;
+using threads::LatchMode;
+
+Status Fail(PageId page, const std::string& why) {
+  return Status::Corruption("page " + std::to_string(page.value()) + ": " + why);
+}
+
+// Parses record i of a node without trusting it (KeyAt only DASSERTs).
+Status ParseRecord(const Node& node, PageId page, uint16_t i, std::string_view* key,
+                   size_t* value_bytes) {
+  std::string_view rec = node.RawRecord(i);
+  std::string where = "record " + std::to_string(i);
+  if (node.is_leaf()) {
+    if (rec.size() < kLeafRecordOverheadBytes) return Fail(page, where + " shorter than 2 bytes");
+    uint16_t key_bytes;
+    std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+    if (key_bytes > rec.size() - kLeafRecordOverheadBytes) {
+      return Fail(page, where + ": key length beyond the record");
+    }
+    *key = rec.substr(kLeafRecordOverheadBytes, key_bytes);
+    *value_bytes = rec.size() - kLeafRecordOverheadBytes - key_bytes;
+  } else {
+    if (rec.size() < kInnerRecordOverheadBytes) return Fail(page, where + " lacks a child id");
+    *key = rec.substr(0, rec.size() - kInnerRecordOverheadBytes);
+    *value_bytes = 0;
+    if (!node.ChildAt(static_cast<uint16_t>(i + 1)).valid()) {
+      return Fail(page, where + ": child page id 0");
+    }
+  }
+  if (key->size() > kMaxKeyBytes) return Fail(page, where + ": key over kMaxKeyBytes");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status BTree::Verify(BtreeStats* stats, const VerifyOptions& options) const {
+  VerifyState state(options);
+  PageHandle root;
+  SM_TRY(FixNode(root_id_, LatchMode::kShared, &root));
+  Node node(root.data());
+  if (!node.is_root()) return Fail(root_id_, "the root lacks the root flag");
+  uint32_t height = node.level() + 1u;
+  state.levels.resize(height);
+  state.stats.height = height;
+  state.stats.pages_per_level.assign(height, 0);
+  state.visited.insert(root_id_.value());
+  SM_TRY(VerifyNode(state, root, node.level(), "", nullptr));
+  SM_TRY(VerifyLevels(state));
+  if (stats != nullptr) *stats = std::move(state.stats);
+  return Status::OK();
+}
+
+Status BTree::VerifyNode(VerifyState& state, PageHandle& handle, uint32_t expected_level,
+                         std::string_view low, const std::string* high) const {
+  Node node(handle.data());
+  PageId id = handle.page_id();
+  const BtreeNodeHeader& header = node.header();
+  if (header.level != expected_level) {
+    return Fail(id, "level " + std::to_string(header.level) + ", expected " +
+                        std::to_string(expected_level));
+  }
+  if (header.reserved != 0) return Fail(id, "reserved header field is not zero");
+  if ((header.flags & ~kNodeKnownFlags) != 0) return Fail(id, "unknown flags");
+  if (node.is_root() != (id == root_id_)) return Fail(id, "root flag on a non-root or missing");
+  bool non_unique = (header.flags & kNodeNonUnique) != 0;
+  if (non_unique && (id != root_id_ || unique_)) return Fail(id, "stray non-unique flag");
+  if (node.is_leaf() != !node.leftmost_child().valid()) {
+    return Fail(id, node.is_leaf() ? "leaf with a child" : "inner node without leftmost child");
+  }
+  if (state.options.max_page_lsn.valid() && PageLsn(handle.data()) > state.options.max_page_lsn) {
+    return Fail(id, "page LSN beyond the end of the log");
+  }
+  if (!node.slots().CheckInvariants()) return Fail(id, "slotted area invariants violated");
+  if (node.slots().slot_count() < kFirstRecordSlot) return Fail(id, "fence slots missing");
+  if (node.low_fence() != low) return Fail(id, "low fence differs from the parent's separator");
+  if (high == nullptr) {
+    if (!node.high_infinite() || !node.high_fence().empty()) {
+      return Fail(id, "rightmost node without an infinite high fence");
+    }
+  } else if (node.high_infinite() || node.high_fence() != *high) {
+    return Fail(id, "high fence differs from the parent's separator");
+  }
+  btree_internal::LevelLink& link = state.levels[expected_level];
+  if (link.seen) {
+    if (link.right != id) {
+      return Fail(link.page, "right sibling is page " + std::to_string(link.right.value()) +
+                                 ", not the next node of its level, page " +
+                                 std::to_string(id.value()));
+    }
+    if (link.high_infinite || link.high != low) {
+      return Fail(id, "low fence is not the left sibling's high fence");
+    }
+  }
+  link = {true, id, node.right_sibling(), node.high_infinite(), std::string(node.high_fence())};
+  SM_TRY(VerifyRecords(state, handle, low, high));
+  state.stats.pages_per_level[expected_level]++;
+  state.stats.free_bytes += node.FreeBytes();
+  if (node.is_leaf()) return Status::OK();
+  return VerifyChildren(state, handle);
+}
+
+Status BTree::VerifyRecords(VerifyState& state, const PageHandle& handle, std::string_view low,
+                            const std::string* high) const {
+  Node node(handle.data());
+  PageId id = handle.page_id();
+  std::string_view previous;
+  for (uint16_t i = 0; i < node.count(); ++i) {
+    std::string_view key;
+    size_t value_bytes = 0;
+    SM_TRY(ParseRecord(node, id, i, &key, &value_bytes));
+    std::string where = "record " + std::to_string(i);
+    if (i > 0 && !(previous < key)) return Fail(id, where + ": keys out of order");
+    // A separator equal to the low fence would give its left child an empty range.
+    if (node.is_leaf() ? key < low : key <= low) return Fail(id, where + ": below the low fence");
+    if (high != nullptr && key >= *high) return Fail(id, where + ": at or above the high fence");
+    previous = key;
+    if (node.is_leaf()) {
+      state.stats.key_bytes += key.size();
+      state.stats.value_bytes += value_bytes;
+    }
+  }
+  if (node.is_leaf()) {
+    state.stats.records += node.count();
+    if (node.count() == 0) state.stats.empty_leaves++;
+  }
+  return Status::OK();
+}
+
+Status BTree::VerifyChildren(VerifyState& state, PageHandle& handle) const {
+  Node node(handle.data());
+  PageId id = handle.page_id();
+  for (uint16_t i = 0; i <= node.count(); ++i) {
+    PageId child_id = node.ChildAt(i);
+    if (!state.visited.insert(child_id.value()).second) {
+      return Fail(id, "child page " + std::to_string(child_id.value()) + " is reachable twice");
+    }
+    // Child i covers [s_i, s_{i+1}) with s_0 = low fence, s_{n+1} = high fence.
+    std::string low(i == 0 ? node.low_fence() : node.KeyAt(static_cast<uint16_t>(i - 1)));
+    std::string high;
+    const std::string* high_ptr = &high;
+    if (i < node.count()) {
+      high.assign(node.KeyAt(i));
+    } else if (node.high_infinite()) {
+      high_ptr = nullptr;
+    } else {
+      high.assign(node.high_fence());
+    }
+    PageHandle child;
+    SM_TRY(FixNode(child_id, LatchMode::kShared, &child));
+    SM_TRY(VerifyNode(state, child, node.level() - 1u, low, high_ptr));
+  }
+  return Status::OK();
+}
+
+Status BTree::VerifyLevels(const VerifyState& state) {
+  for (size_t level = 0; level < state.levels.size(); ++level) {
+    const btree_internal::LevelLink& link = state.levels[level];
+    if (!link.seen) return Status::Corruption("level " + std::to_string(level) + " is empty");
+    if (link.right.valid()) return Fail(link.page, "last node of its level has a right sibling");
+    if (!link.high_infinite) return Fail(link.page, "last node of its level has a high fence");
+  }
+  return Status::OK();
+}
+
+}  // namespace sm::index

@@ -1,0 +1,338 @@
+// The B-tree's seams for logging and key-range locking (index/btree_hooks.h): which hook is
+// called when, with which keys, that returned LSNs are stamped on the pages, that a failed log
+// call leaves nothing on the page, that a failed structure-change start leaves the tree as it
+// was, and that a lock the hook cannot grant at once is waited for with no latch held.
+#include "index/btree_hooks.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "index/btree.h"
+#include "tests/index/btree_test_util.h"
+
+using namespace sm;
+using index::BTree;
+using index::Cursor;
+using index::KeyLockPurpose;
+using index::KeyLockRequest;
+using index::ScanBound;
+using index::ScanRange;
+using sm::test::Key64;
+using sm::test::Model;
+using sm::test::RequireSameAsModel;
+using sm::test::RequireVerified;
+using sm::test::TreeEnv;
+
+namespace {
+
+// Records every call as a line of text and hands out increasing LSNs.
+class RecordingLogger : public index::BtreeLogger {
+ public:
+  std::vector<std::string> events;
+  uint64_t next_lsn = 100;
+  Lsn last;
+  bool fail_record_ops = false;
+  bool fail_begin = false;
+
+  Status LogInsert(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
+                   std::string_view, Lsn* lsn) override {
+    return Record("insert " + std::string(key), lsn);
+  }
+  Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
+                   std::string_view old_value, std::string_view new_value, Lsn* lsn) override {
+    return Record(
+        "update " + std::string(key) + " " + std::string(old_value) + "->" + std::string(new_value),
+        lsn);
+  }
+  Status LogDelete(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
+                   std::string_view old_value, Lsn* lsn) override {
+    return Record("delete " + std::string(key) + " " + std::string(old_value), lsn);
+  }
+  Status BeginStructureChange(const BTree&) override {
+    if (fail_begin) return Status::LogFull("no reservation");
+    events.push_back("begin");
+    return Status::OK();
+  }
+  void EndStructureChange(const BTree&) override { events.push_back("end"); }
+  Lsn LogFormatRoot(const BTree&, buffer::PageHandle&) override { return Next("format"); }
+  Lsn LogGrowRoot(const BTree&, buffer::PageHandle&, buffer::PageHandle&) override {
+    return Next("grow");
+  }
+  Lsn LogSplit(const BTree&, buffer::PageHandle&, buffer::PageHandle&, std::string_view) override {
+    return Next("split");
+  }
+  Lsn LogPostSeparator(const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
+                       PageId) override {
+    return Next("post");
+  }
+
+ private:
+  Lsn Next(const std::string& event) {
+    events.push_back(event);
+    last = Lsn(next_lsn++);
+    return last;
+  }
+  Status Record(const std::string& event, Lsn* lsn) {
+    if (fail_record_ops) return Status::LogFull("log full");
+    *lsn = Next(event);
+    return Status::OK();
+  }
+};
+
+std::string Printable(std::string_view key) {
+  std::string out;
+  for (char c : key) out += std::to_string(static_cast<uint8_t>(c)) + ".";
+  return out;
+}
+
+// Records lock requests as "try|wait purpose key"; can say Busy once for chosen keys, or fail.
+class RecordingLocks : public index::KeyLockHook {
+ public:
+  std::vector<std::string> calls;
+  std::set<std::string> busy_once;  // keys (as given) whose next TryLockKey says Busy
+  Status fail = Status::OK();
+  std::function<void()> while_waiting;
+
+  Status TryLockKey(const KeyLockRequest& request) override {
+    calls.push_back("try " + Describe(request));
+    if (!fail.ok()) return fail;
+    if (!request.end_of_index && busy_once.erase(std::string(request.key)) != 0) {
+      return Status::Busy();
+    }
+    return Status::OK();
+  }
+  Status LockKey(const KeyLockRequest& request) override {
+    calls.push_back("wait " + Describe(request));
+    if (while_waiting && request.purpose != KeyLockPurpose::kWrite) while_waiting();
+    return Status::OK();
+  }
+  // The calls other than the kWrite locks, which every modification takes first.
+  std::vector<std::string> NonWrite() const {
+    std::vector<std::string> out;
+    for (const std::string& c : calls) {
+      if (c.find(" write ") == std::string::npos) out.push_back(c);
+    }
+    return out;
+  }
+
+  static std::string Describe(const KeyLockRequest& r) {
+    return std::string(index::KeyLockPurposeName(r.purpose)) + " " +
+           (r.end_of_index ? std::string("EOI") : Printable(r.key));
+  }
+};
+
+std::string K(uint64_t n) { return Printable(Key64(n)); }
+
+}  // namespace
+
+TEST_CASE("btree hooks: record operations are logged and their LSNs stamped",
+          "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(32, index::BtreeOptions{true, &logger});
+  REQUIRE(logger.events == std::vector<std::string>{"format"});
+  REQUIRE(env.tree->Insert("k", "v1").ok());
+  REQUIRE(env.tree->Update("k", "v2").ok());
+  REQUIRE(env.tree->Upsert("k", "v3").ok());
+  REQUIRE(env.tree->Upsert("j", "w").ok());
+  REQUIRE(env.tree->Delete("k").ok());
+  REQUIRE(env.tree->Delete("k").IsNotFound());
+  REQUIRE(logger.events == std::vector<std::string>{"format", "insert k", "update k v1->v2",
+                                                    "update k v2->v3", "insert j", "delete k v3"});
+  buffer::PageHandle root;
+  REQUIRE(env.pool->Fix(env.root, threads::LatchMode::kShared, &root).ok());
+  REQUIRE(PageLsn(root.data()) == logger.last);
+}
+
+TEST_CASE("btree hooks: a failed log call leaves the page as it was", "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(32, index::BtreeOptions{true, &logger});
+  REQUIRE(env.tree->Insert("a", "1").ok());
+  logger.fail_record_ops = true;
+  REQUIRE(env.tree->Insert("b", "2").code() == Status::Code::kLogFull);
+  REQUIRE(env.tree->Update("a", "longer value").code() == Status::Code::kLogFull);
+  REQUIRE(env.tree->Delete("a").code() == Status::Code::kLogFull);
+  RequireSameAsModel(*env.tree, Model{{"a", "1"}});
+}
+
+TEST_CASE("btree hooks: structure changes are bracketed and the record op follows",
+          "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(64, index::BtreeOptions{true, &logger});
+  uint64_t n = 0;
+  while (env.tree->counters().root_grows == 0) {
+    REQUIRE(env.tree->Insert(Key64(n++), std::string(100, 'v')).ok());
+  }
+  // The insert that filled the root leaf: root growth, the split of the new child, the
+  // separator into the root, all in one structure change; then the insert itself.
+  std::vector<std::string> tail(logger.events.end() - 6, logger.events.end());
+  REQUIRE(tail == std::vector<std::string>{"begin", "grow", "split", "post", "end",
+                                           "insert " + Key64(n - 1)});
+  buffer::PageHandle root;
+  REQUIRE(env.pool->Fix(env.root, threads::LatchMode::kShared, &root).ok());
+  REQUIRE(PageLsn(root.data()) == Lsn(logger.last.value() - 1));  // stamped by "post"
+  root.Release();
+  index::VerifyOptions options;
+  options.max_page_lsn = logger.last;
+  REQUIRE(env.tree->Verify(nullptr, options).ok());
+  options.max_page_lsn = Lsn(100);
+  REQUIRE(env.tree->Verify(nullptr, options).IsCorruption());
+}
+
+TEST_CASE("btree hooks: a structure change that cannot begin changes nothing",
+          "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(64, index::BtreeOptions{true, &logger});
+  Model model;
+  uint64_t n = 0;
+  for (; n < 3000; ++n) {
+    REQUIRE(env.tree->Insert(Key64(n), std::string(100, 'v')).ok());
+    model[Key64(n)] = std::string(100, 'v');
+  }
+  index::BtreeStats before;
+  RequireVerified(*env.tree, &before);
+  uint64_t allocated = env.volume->allocated_pages();
+  logger.fail_begin = true;
+  int refused = 0;
+  for (; refused == 0; ++n) {
+    Status s = env.tree->Insert(Key64(n), std::string(100, 'v'));
+    if (s.ok()) {
+      model[Key64(n)] = std::string(100, 'v');
+    } else {
+      REQUIRE(s.code() == Status::Code::kLogFull);
+      ++refused;
+    }
+  }
+  index::BtreeStats after;
+  RequireVerified(*env.tree, &after);
+  REQUIRE(after.pages() == before.pages());
+  REQUIRE(env.volume->allocated_pages() == allocated);  // the pre-allocated pages were freed
+  RequireSameAsModel(*env.tree, model);
+  logger.fail_begin = false;
+  REQUIRE(env.tree->Insert(Key64(n), "now it splits").ok());
+  RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  for (uint64_t n : {10, 20, 30}) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  RecordingLocks locks;
+  index::OpContext ctx{nullptr, &locks};
+  std::string value;
+  REQUIRE(env.tree->Insert(Key64(15), "v", ctx).ok());
+  REQUIRE(env.tree->Insert(Key64(35), "v", ctx).ok());
+  REQUIRE(env.tree->Delete(Key64(20), ctx).ok());
+  REQUIRE(env.tree->Delete(Key64(35), ctx).ok());
+  REQUIRE(env.tree->Lookup(Key64(30), &value, ctx).ok());
+  REQUIRE(env.tree->Lookup(Key64(25), &value, ctx).IsNotFound());
+  REQUIRE(env.tree->Update(Key64(26), "v", ctx).IsNotFound());
+  REQUIRE(env.tree->Insert(Key64(10), "v", ctx).IsDuplicate());
+  REQUIRE(locks.calls == std::vector<std::string>{"wait write " + K(15), "try insert-next " + K(20),
+                                                  "wait write " + K(35), "try insert-next EOI",
+                                                  "wait write " + K(20), "try delete-next " + K(30),
+                                                  "wait write " + K(35), "try delete-next EOI",
+                                                  "try read " + K(30), "try read-next " + K(30),
+                                                  "wait write " + K(26), "try read-next " + K(30),
+                                                  "wait write " + K(10)});
+  REQUIRE(env.tree->counters().lock_waits == 0);
+}
+
+TEST_CASE("btree hooks: the next key is found across leaves, past empty ones",
+          "[unit][btree][hooks]") {
+  TreeEnv env(64);
+  for (uint64_t n = 0; n <= 4000; n += 2) REQUIRE(env.tree->Insert(Key64(n), "value").ok());
+  for (uint64_t n = 1002; n < 3000; n += 2) REQUIRE(env.tree->Delete(Key64(n)).ok());
+  index::BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.empty_leaves > 0);
+  RecordingLocks locks;
+  index::OpContext ctx{nullptr, &locks};
+  REQUIRE(env.tree->Insert(Key64(1001), "v", ctx).ok());
+  REQUIRE(locks.NonWrite() == std::vector<std::string>{"try insert-next " + K(3000)});
+}
+
+TEST_CASE("btree hooks: scans lock every key returned and the key after the range",
+          "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  for (uint64_t n = 10; n <= 50; n += 10) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  RecordingLocks locks;
+  index::OpContext ctx{nullptr, &locks};
+  auto scan = [&](ScanRange range, bool forward) {
+    locks.calls.clear();
+    Cursor cursor(env.tree.get(), range, ctx);
+    REQUIRE((forward ? cursor.SeekToFirst() : cursor.SeekToLast()).ok());
+    while (cursor.Valid()) REQUIRE((forward ? cursor.Next() : cursor.Prev()).ok());
+    return locks.calls;
+  };
+  ScanRange closed{ScanBound::Inclusive(Key64(20)), ScanBound::Inclusive(Key64(40))};
+  ScanRange half_open{ScanBound::Exclusive(Key64(10)), ScanBound::Exclusive(Key64(40))};
+  ScanRange to_end{ScanBound::Inclusive(Key64(35)), ScanBound::None()};
+  REQUIRE(scan(closed, true) == std::vector<std::string>{"try read " + K(20), "try read " + K(30),
+                                                         "try read " + K(40),
+                                                         "try read-next " + K(50)});
+  REQUIRE(scan(half_open, true) == std::vector<std::string>{"try read " + K(20),
+                                                            "try read " + K(30),
+                                                            "try read-next " + K(40)});
+  REQUIRE(scan(to_end, true) ==
+          std::vector<std::string>{"try read " + K(40), "try read " + K(50), "try read-next EOI"});
+  REQUIRE(scan(closed, false) == std::vector<std::string>{"try read-next " + K(50),
+                                                          "try read " + K(40), "try read " + K(30),
+                                                          "try read " + K(20)});
+  REQUIRE(scan(to_end, false) ==
+          std::vector<std::string>{"try read-next EOI", "try read " + K(50), "try read " + K(40)});
+}
+
+TEST_CASE("btree hooks: a lock that would wait is waited for with no latch held",
+          "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  for (uint64_t n = 10; n <= 50; n += 10) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  RecordingLocks locks;
+  index::OpContext ctx{nullptr, &locks};
+  // While "waiting", other operations on the same leaf must get through: the latches are free.
+  int waits = 0;
+  locks.while_waiting = [&] {
+    ++waits;
+    std::string value;
+    REQUIRE(env.tree->Lookup(Key64(20), &value).ok());
+    REQUIRE(env.tree->Upsert(Key64(99), "w").ok());
+  };
+  locks.busy_once = {Key64(20)};
+  REQUIRE(env.tree->Insert(Key64(15), "v", ctx).ok());
+  REQUIRE(locks.NonWrite() == std::vector<std::string>{"try insert-next " + K(20),
+                                                       "wait insert-next " + K(20),
+                                                       "try insert-next " + K(20)});
+  locks.calls.clear();
+  locks.busy_once = {Key64(30)};
+  Cursor cursor(env.tree.get(),
+                ScanRange{ScanBound::Inclusive(Key64(20)), ScanBound::Inclusive(Key64(40))}, ctx);
+  std::vector<std::string> seen;
+  REQUIRE(cursor.SeekToFirst().ok());
+  while (cursor.Valid()) {
+    seen.emplace_back(cursor.key());
+    REQUIRE(cursor.Next().ok());
+  }
+  REQUIRE(seen == std::vector<std::string>{Key64(20), Key64(30), Key64(40)});
+  REQUIRE(waits == 2);
+  REQUIRE(env.tree->counters().lock_waits == 2);
+  RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hooks: a lock error ends the operation and changes nothing",
+          "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  REQUIRE(env.tree->Insert(Key64(1), "v").ok());
+  RecordingLocks locks;
+  locks.fail = Status::Deadlock("victim");
+  index::OpContext ctx{nullptr, &locks};
+  REQUIRE(env.tree->Insert(Key64(2), "v", ctx).IsDeadlock());
+  REQUIRE(env.tree->Delete(Key64(1), ctx).IsDeadlock());
+  std::string value;
+  REQUIRE(env.tree->Lookup(Key64(1), &value, ctx).IsDeadlock());
+  Cursor cursor(env.tree.get(), {}, ctx);
+  REQUIRE(cursor.SeekToFirst().IsDeadlock());
+  REQUIRE(!cursor.Valid());
+  RequireSameAsModel(*env.tree, Model{{Key64(1), "v"}});
+}

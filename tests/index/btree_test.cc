@@ -1,0 +1,255 @@
+// B-tree unit tests: empty tree, one leaf, splits to height >= 3, root growth keeping the root
+// id, duplicates and absent keys, update/upsert, delete to empty and reinsert, size limits,
+// Open, non-unique flag, sequential fill.
+#include "index/btree.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/index/btree_test_util.h"
+
+using namespace sm;
+using index::BTree;
+using index::BtreeStats;
+using index::Cursor;
+using sm::test::Key64;
+using sm::test::Model;
+using sm::test::RequireSameAsModel;
+using sm::test::RequireVerified;
+using sm::test::TreeEnv;
+using sm::test::ValueFor;
+
+TEST_CASE("btree: an empty tree", "[unit][btree]") {
+  TreeEnv env(16);
+  std::string value;
+  REQUIRE(env.tree->Lookup("a", &value).IsNotFound());
+  REQUIRE(env.tree->Lookup("", &value).IsNotFound());
+  REQUIRE(env.tree->Delete("a").IsNotFound());
+  REQUIRE(env.tree->Update("a", "x").IsNotFound());
+  Cursor cursor(env.tree.get());
+  REQUIRE(cursor.SeekToFirst().ok());
+  REQUIRE(!cursor.Valid());
+  REQUIRE(cursor.SeekToLast().ok());
+  REQUIRE(!cursor.Valid());
+  REQUIRE(cursor.Next().IsInvalidArgument());
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height == 1);
+  REQUIRE(stats.records == 0);
+  REQUIRE(stats.empty_leaves == 1);
+  REQUIRE(env.tree->root_page_id() == env.root);
+}
+
+TEST_CASE("btree: a single leaf, duplicates, absent keys and the empty key", "[unit][btree]") {
+  TreeEnv env(16);
+  Model model;
+  for (std::string key : {"m", "a", "z", "ab", "", "b\0c", "zz"}) {
+    REQUIRE(env.tree->Insert(key, "v" + key).ok());
+    model[key] = "v" + key;
+  }
+  REQUIRE(env.tree->Insert("a", "other").IsDuplicate());
+  REQUIRE(env.tree->Insert("", "other").IsDuplicate());
+  std::string value;
+  REQUIRE(env.tree->Lookup("a", &value).ok());
+  REQUIRE(value == "va");
+  REQUIRE(env.tree->Lookup("", &value).ok());
+  REQUIRE(value == "v");
+  REQUIRE(env.tree->Lookup("aa", &value).IsNotFound());
+  REQUIRE(env.tree->Lookup("zzz", &value).IsNotFound());
+  REQUIRE(env.tree->Delete("q").IsNotFound());
+  RequireSameAsModel(*env.tree, model);
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height == 1);
+}
+
+TEST_CASE("btree: large keys split to height >= 3 in a small pool; the root id stays",
+          "[unit][btree]") {
+  TreeEnv env(24);  // far fewer frames than pages: every descent may read
+  Model model;
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> order(600);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (uint64_t n : order) {
+    // ~1000-byte keys that differ only at the end, so that separators (shortest prefixes)
+    // stay long and inner nodes hold few of them.
+    std::string key = std::string(1000, static_cast<char>('a' + n % 3)) + Key64(n);
+    std::string value = ValueFor(n, 0, 200);
+    REQUIRE(env.tree->Insert(key, value).ok());
+    model[key] = value;
+  }
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height >= 3);
+  REQUIRE(env.tree->root_page_id() == env.root);
+  REQUIRE(env.tree->counters().root_grows == stats.height - 1);
+  REQUIRE(env.tree->counters().inner_splits > 0);
+  // Splits of level-1 nodes escalate to exclusive latches from the root; leaf splits do not.
+  REQUIRE(env.tree->counters().root_exclusive_descents > 0);
+  REQUIRE(env.tree->counters().root_exclusive_descents < env.tree->counters().pessimistic_descents);
+  REQUIRE(env.pool->stats().evictions > 0);
+  RequireSameAsModel(*env.tree, model);
+  // A second handle over the same root sees the same tree.
+  std::unique_ptr<BTree> reopened;
+  REQUIRE(BTree::Open(env.pool.get(), env.root, {}, &reopened).ok());
+  RequireSameAsModel(*reopened, model);
+}
+
+TEST_CASE("btree: the root splits in place", "[unit][btree]") {
+  TreeEnv env(64);
+  uint64_t n = 0;
+  while (env.tree->counters().root_grows == 0) {
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0, 100)).ok());
+    ++n;
+  }
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height == 2);
+  REQUIRE(stats.pages_per_level[1] == 1);
+  REQUIRE(stats.pages_per_level[0] == 2);
+  REQUIRE(env.tree->root_page_id() == env.root);
+  std::string value;
+  for (uint64_t i = 0; i < n; ++i) {
+    REQUIRE(env.tree->Lookup(Key64(i), &value).ok());
+    REQUIRE(value == ValueFor(i, 0, 100));
+  }
+}
+
+TEST_CASE("btree: update and upsert, including values that grow into splits", "[unit][btree]") {
+  TreeEnv env(64);
+  Model model;
+  for (uint64_t n = 0; n < 400; ++n) {
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0, 10)).ok());
+    model[Key64(n)] = ValueFor(n, 0, 10);
+  }
+  REQUIRE(env.tree->Update(Key64(1000), "x").IsNotFound());
+  // Grow every value far beyond what the leaves had room for: updates must split.
+  for (uint64_t n = 0; n < 400; n += 1) {
+    std::string value = ValueFor(n, 1, 300 + n % 500);
+    REQUIRE(env.tree->Update(Key64(n), value).ok());
+    model[Key64(n)] = value;
+  }
+  REQUIRE(env.tree->counters().leaf_splits > 10);
+  for (uint64_t n = 0; n < 400; n += 3) {  // and shrink some
+    REQUIRE(env.tree->Update(Key64(n), "s").ok());
+    model[Key64(n)] = "s";
+  }
+  for (uint64_t n = 350; n < 450; ++n) {  // upsert: 50 replace, 50 insert
+    REQUIRE(env.tree->Upsert(Key64(n), ValueFor(n, 2, 60)).ok());
+    model[Key64(n)] = ValueFor(n, 2, 60);
+  }
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree: delete down to empty and reinsert", "[unit][btree]") {
+  TreeEnv env(64);
+  constexpr uint64_t kKeys = 5000;
+  std::vector<uint64_t> order(kKeys);
+  for (uint64_t i = 0; i < kKeys; ++i) order[i] = i;
+  std::mt19937_64 rng(11);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (uint64_t n : order) REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0)).ok());
+  BtreeStats before;
+  RequireVerified(*env.tree, &before);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (uint64_t n : order) REQUIRE(env.tree->Delete(Key64(n)).ok());
+  REQUIRE(env.tree->Delete(Key64(order[0])).IsNotFound());
+  BtreeStats empty;
+  RequireVerified(*env.tree, &empty);
+  REQUIRE(empty.records == 0);
+  // Free-at-empty is not done: the empty leaves stay linked, the height stays.
+  REQUIRE(empty.height == before.height);
+  REQUIRE(empty.empty_leaves == empty.pages_per_level[0]);
+  RequireSameAsModel(*env.tree, {});
+  Model model;
+  for (uint64_t n : order) {
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 1)).ok());
+    model[Key64(n)] = ValueFor(n, 1);
+  }
+  BtreeStats after;
+  RequireVerified(*env.tree, &after);
+  REQUIRE(after.pages_per_level[0] == before.pages_per_level[0]);  // the old leaves were reused
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree: key and record size limits are InvalidArgument naming the limit",
+          "[unit][btree]") {
+  TreeEnv env(32);
+  std::string max_key(index::kMaxKeyBytes, 'k');
+  std::string long_key(index::kMaxKeyBytes + 1, 'k');
+  Status s = env.tree->Insert(long_key, "v");
+  REQUIRE(s.IsInvalidArgument());
+  REQUIRE(s.ToString().find("kMaxKeyBytes") != std::string::npos);
+  std::string value;
+  REQUIRE(env.tree->Lookup(long_key, &value).IsInvalidArgument());
+  REQUIRE(env.tree->Delete(long_key).IsInvalidArgument());
+  // key + value + 2 == kMaxRecordBytes fits; one more byte does not.
+  size_t max_value = SlottedPage::kMaxRecordBytes - 2 - max_key.size();
+  REQUIRE(env.tree->Insert(max_key, std::string(max_value, 'v')).ok());
+  s = env.tree->Insert(max_key + "", std::string(max_value + 1, 'v'));
+  REQUIRE(s.IsInvalidArgument());
+  REQUIRE(s.ToString().find("kMaxRecordBytes") != std::string::npos);
+  s = env.tree->Update(max_key, std::string(max_value + 1, 'v'));
+  REQUIRE(s.IsInvalidArgument());
+  REQUIRE(env.tree->Upsert("", std::string(SlottedPage::kMaxRecordBytes - 2, 'e')).ok());
+  REQUIRE(
+      env.tree->Upsert("", std::string(SlottedPage::kMaxRecordBytes - 1, 'e')).IsInvalidArgument());
+  RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree: maximal keys and records split correctly", "[unit][btree]") {
+  TreeEnv env(64);
+  Model model;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1500; ++i) {
+    size_t key_bytes = rng() % 4 == 0 ? index::kMaxKeyBytes : 1 + rng() % index::kMaxKeyBytes;
+    std::string key(key_bytes, '\0');
+    for (char& c : key) c = static_cast<char>('a' + rng() % 3);  // long shared prefixes
+    size_t room = SlottedPage::kMaxRecordBytes - 2 - key_bytes;
+    size_t value_bytes = rng() % 2 == 0 ? room : rng() % (room + 1);
+    std::string value(value_bytes, static_cast<char>('0' + i % 10));
+    Status s = env.tree->Upsert(key, value);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    model[key] = value;
+  }
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height >= 3);
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree: Open checks the page and reads the index kind", "[unit][btree]") {
+  TreeEnv env(32, index::BtreeOptions{false, nullptr});
+  REQUIRE(!env.tree->unique());
+  for (uint64_t n = 0; n < 2000; ++n) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  std::unique_ptr<BTree> reopened;
+  REQUIRE(BTree::Open(env.pool.get(), env.root, {}, &reopened).ok());
+  REQUIRE(!reopened->unique());
+  RequireVerified(*reopened);
+  // A page that is a node but not the root, and a page that is no node at all.
+  buffer::PageHandle page;
+  REQUIRE(env.pool->FixNew(PageType::kCatalog, &page).ok());
+  PageId other = page.page_id();
+  page.Release();
+  REQUIRE(BTree::Open(env.pool.get(), other, {}, &reopened).IsInvalidArgument());
+  TreeEnv unique_env(16);
+  REQUIRE(unique_env.tree->unique());
+}
+
+TEST_CASE("btree: ascending inserts fill the leaves", "[unit][btree]") {
+  TreeEnv env(256);
+  constexpr uint64_t kKeys = 20000;
+  for (uint64_t n = 0; n < kKeys; ++n)
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0, 100)).ok());
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  // (2 + 8 + 100 + 4 slot) bytes a record: ~71 fit a leaf; a 50/50 split would need ~2x leaves.
+  uint64_t per_leaf = index::kNodeRecordAreaBytes / (2 + 8 + 100 + 4);
+  REQUIRE(stats.pages_per_level[0] <= kKeys / per_leaf + kKeys / per_leaf / 10 + 1);
+}
