@@ -107,6 +107,14 @@ std::vector<PageId> CreatePages(BufferPool* pool, int count) {
   return ids;
 }
 
+// Creates `count` stamped pages through a pool of `frames` frames, writes them back and
+// drops the pool, so that nothing is resident afterwards.
+std::vector<PageId> CreateFlushedPages(space::Volume* volume, int count, size_t frames) {
+  auto pool = MakePool(volume, frames);
+  std::vector<PageId> ids = CreatePages(pool.get(), count);
+  REQUIRE(pool->FlushAll().ok());
+  return ids;
+}
 }  // namespace
 
 TEST_CASE("pages written through the pool read back after a new pool", "[unit][buffer]") {
@@ -170,12 +178,7 @@ TEST_CASE("concurrent fixes of a missing page cause one read", "[unit][buffer]")
   io::FaultInjectionFileSystem base(3);
   SlowReadFileSystem fs(&base);
   auto volume = MakeVolume(&fs, "data.vol");
-  std::vector<PageId> ids;
-  {
-    auto pool = MakePool(volume.get(), 32);
-    ids = CreatePages(pool.get(), 2);
-    REQUIRE(pool->FlushAll().ok());
-  }
+  std::vector<PageId> ids = CreateFlushedPages(volume.get(), 2, 32);
   auto pool = MakePool(volume.get(), 32);  // cold: nothing resident
   fs.delay = std::chrono::milliseconds(20);
   fs.reads = 0;
@@ -209,12 +212,7 @@ TEST_CASE("a failed read reaches every waiter and leaves nothing cached", "[unit
   io::FaultInjectionFileSystem base(4);
   SlowReadFileSystem fs(&base);
   auto volume = MakeVolume(&fs, "data.vol");
-  std::vector<PageId> ids;
-  {
-    auto pool = MakePool(volume.get(), 32);
-    ids = CreatePages(pool.get(), 1);
-    REQUIRE(pool->FlushAll().ok());
-  }
+  std::vector<PageId> ids = CreateFlushedPages(volume.get(), 1, 32);
   auto pool = MakePool(volume.get(), 32);
   fs.delay = std::chrono::milliseconds(20);
   fs.fail_reads = true;
@@ -289,12 +287,7 @@ TEST_CASE("eviction that must write a dirty victim surfaces a write error", "[un
 TEST_CASE("a flipped bit on disk is reported as corruption naming the page", "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(7);
   auto volume = MakeVolume(&fs, "data.vol");
-  std::vector<PageId> ids;
-  {
-    auto pool = MakePool(volume.get(), 16);
-    ids = CreatePages(pool.get(), 3);
-    REQUIRE(pool->FlushAll().ok());
-  }
+  std::vector<PageId> ids = CreateFlushedPages(volume.get(), 3, 16);
   REQUIRE(volume->Sync().ok());
   {
     // Flip one bit of page ids[1] behind the pool's back.
@@ -421,12 +414,7 @@ TEST_CASE("a 64-page pool over 10,000 pages under fibers on two workers", "[rand
   io::FaultInjectionFileSystem fs(seed);
   auto volume = MakeVolume(&fs, "data.vol");
   constexpr int kPages = 10000;
-  std::vector<PageId> ids;
-  {
-    auto pool = MakePool(volume.get(), 256);
-    ids = CreatePages(pool.get(), kPages);
-    REQUIRE(pool->FlushAll().ok());
-  }
+  std::vector<PageId> ids = CreateFlushedPages(volume.get(), kPages, 256);
   auto pool = MakePool(volume.get(), 64);
   auto rt = MakeRuntime(2);
   pool->StartWriter(rt.get());
