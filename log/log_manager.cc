@@ -198,10 +198,14 @@ Status LogManager::Commit(TxnId txn, Lsn prev_lsn, CommitMode mode, Lsn* lsn) {
   record.prev_lsn = prev_lsn;
   Lsn end;
   SM_TRY(Insert(record, lsn, &end));
+  return AwaitCommit(end, mode);
+}
+
+Status LogManager::AwaitCommit(Lsn commit_end, CommitMode mode) {
   counters_.commits[static_cast<int>(mode)].fetch_add(1, std::memory_order_relaxed);
   switch (mode) {
     case CommitMode::kDurable:
-      return Flush(end);
+      return Flush(commit_end);
     case CommitMode::kAsync:
       ArmAsyncDeadline();
       return Status::OK();

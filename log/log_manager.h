@@ -191,6 +191,9 @@ class LogManager {
   Status Commit(TxnId txn, Lsn prev_lsn, Lsn* lsn) {
     return Commit(txn, prev_lsn, options_.commit_mode, lsn);
   }
+  // The second half of Commit, for a caller that appended the kTxnCommit record itself with
+  // Insert (commit_end: its end LSN), e.g. to update its transaction table in between.
+  Status AwaitCommit(Lsn commit_end, CommitMode mode);
   // Waits until every byte below lsn is durable (group commit: the caller is suspended while
   // other fibers run; one sync serves every waiter it covers). lsn <= end_lsn().
   Status Flush(Lsn lsn);

@@ -62,8 +62,19 @@ char* PageHandle::data() const { return frame_->data; }
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
-  if (!frame_->dirty.exchange(true, std::memory_order_acq_rel)) {
-    frame_->rec_lsn = PageLsn(frame_->data);
+  if (!frame_->dirty.load(std::memory_order_relaxed)) {
+    MarkDirty(pool_->rec_lsn_source_ ? pool_->rec_lsn_source_() : PageLsn(frame_->data));
+  }
+}
+
+void PageHandle::MarkDirty(Lsn rec_lsn) {
+  SM_DASSERT(frame_->latch.HeldExclusive());
+  SM_DASSERT(mode_ == LatchMode::kExclusive);
+  // Only the exclusive holder sets `dirty`, and write-back clears it only under a shared latch,
+  // so load-then-store is race-free here.
+  if (!frame_->dirty.load(std::memory_order_relaxed)) {
+    frame_->rec_lsn.store(rec_lsn, std::memory_order_relaxed);
+    frame_->dirty.store(true, std::memory_order_release);
     pool_->dirty_count_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -133,6 +144,15 @@ void BufferPool::SetWalFlush(WalFlush flush) {
 // ---- fixing ------------------------------------------------------------------------------
 
 Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
+  return FixImpl(id, mode, LoadKind::kRead, handle);
+}
+
+Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle) {
+  return FixImpl(id, LatchMode::kExclusive, may_be_new ? LoadKind::kRedoMayBeNew : LoadKind::kRedo,
+                 handle);
+}
+
+Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle* handle) {
   handle->Release();
   if (!id.valid()) return Status::InvalidArgument("page id 0 is the volume header");
   Partition& part = PartitionOf(id);
@@ -168,7 +188,7 @@ Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
     fresh->state.store(FrameState::kLoading, std::memory_order_relaxed);
     part.map.emplace(id.value(), fresh);
   }
-  Status s = Load(fresh, id);
+  Status s = Load(fresh, id, kind);
   if (!s.ok()) {
     Unpin(fresh);
     return s;
@@ -193,9 +213,16 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
   return Status::OK();
 }
 
-Status BufferPool::Load(Frame* frame, PageId id) {
+Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = volume_->ReadPage(id, frame->data);
+  if (!s.ok() && kind == LoadKind::kRedoMayBeNew && IsZeroPage(frame->data)) {
+    // A page allocated before the crash whose first write never reached the disk: the
+    // record being redone formats it (invariant: page LSN 0 makes every record apply).
+    s.PermitUnchecked();
+    InitPage(frame->data, id, PageType::kFree);
+    s = Status::OK();
+  }
   if (s.ok()) {
     frame->dirty.store(false, std::memory_order_relaxed);
     frame->state.store(FrameState::kResident, std::memory_order_release);
@@ -373,7 +400,8 @@ Status BufferPool::WriteBack(Frame* f) {
     return Status::OK();
   }
   std::memcpy(staging.data, f->data, kPageBytes);
-  old_rec_lsn = f->rec_lsn;
+  old_rec_lsn = f->rec_lsn.load(std::memory_order_relaxed);
+  f->writing_rec_lsn.store(old_rec_lsn, std::memory_order_release);
   f->dirty.store(false, std::memory_order_release);  // a later change re-dirties it
   dirty_count_.fetch_sub(1, std::memory_order_relaxed);
   f->latch.ReleaseShared();
@@ -386,6 +414,7 @@ Status BufferPool::WriteBack(Frame* f) {
   }
   Status s = flush ? flush(page_lsn) : Status::OK();
   if (s.ok()) s = volume_->WritePage(f->page_id.load(std::memory_order_relaxed), staging.data);
+  f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
   if (s.ok()) {
     writes_.fetch_add(1, std::memory_order_relaxed);
     return s;
@@ -393,10 +422,14 @@ Status BufferPool::WriteBack(Frame* f) {
   // Invariant 6: the page is not on disk, so it must stay dirty with its older rec_lsn.
   write_failures_.fetch_add(1, std::memory_order_relaxed);
   f->latch.AcquireExclusive();
-  if (!f->dirty.exchange(true, std::memory_order_acq_rel)) {
+  if (f->dirty.load(std::memory_order_relaxed)) {  // changed again meanwhile: keep the older
+    Lsn newer = f->rec_lsn.load(std::memory_order_relaxed);
+    f->rec_lsn.store(std::min(newer, old_rec_lsn), std::memory_order_relaxed);
+  } else {
+    f->rec_lsn.store(old_rec_lsn, std::memory_order_relaxed);
+    f->dirty.store(true, std::memory_order_release);
     dirty_count_.fetch_add(1, std::memory_order_relaxed);
   }
-  f->rec_lsn = std::min(f->rec_lsn.valid() ? f->rec_lsn : old_rec_lsn, old_rec_lsn);
   f->latch.ReleaseExclusive();
   return s;
 }
@@ -485,10 +518,15 @@ std::vector<std::pair<PageId, Lsn>> BufferPool::DirtyPages() const {
   std::vector<std::pair<PageId, Lsn>> out;
   for (size_t i = 0; i < frame_count_; ++i) {
     const Frame& f = frames_[i];
-    if (f.dirty.load(std::memory_order_acquire) &&
-        f.state.load(std::memory_order_acquire) == FrameState::kResident) {
-      out.emplace_back(f.page_id.load(std::memory_order_relaxed), f.rec_lsn);
-    }
+    // `dirty` first: a write-back sets writing_rec_lsn before it clears `dirty` and resets it
+    // only after the write, so a page seen clean here is then seen writing, or was written.
+    bool dirty = f.dirty.load(std::memory_order_acquire);
+    Lsn writing = f.writing_rec_lsn.load(std::memory_order_acquire);
+    if (f.state.load(std::memory_order_acquire) != FrameState::kResident) continue;
+    if (!dirty && !writing.valid()) continue;
+    Lsn rec = dirty ? f.rec_lsn.load(std::memory_order_relaxed) : writing;
+    if (dirty && writing.valid()) rec = std::min(rec, writing);
+    out.emplace_back(f.page_id.load(std::memory_order_relaxed), rec);
   }
   return out;
 }

@@ -89,7 +89,14 @@ struct alignas(64) Frame {
   // Written under the partition lock of the page it names; read without a lock only to find
   // which partition to lock (then re-checked), hence atomic (relaxed).
   std::atomic<PageId> page_id{PageId::Invalid()};
-  Lsn rec_lsn;            // page LSN when it last became dirty (checkpoints)
+  // When the page last became dirty: no older change is missing on disk. Stored before
+  // `dirty` is set (release) so that DirtyPages, which reads it without the latch after
+  // seeing `dirty`, never sees a stale value.
+  std::atomic<Lsn> rec_lsn{Lsn::Invalid()};
+  // While a write-back of the page is in flight: the rec_lsn it had when it was copied (the
+  // page is already marked clean then). DirtyPages reports it, so a checkpoint taken during the
+  // write still counts the page as dirty until the write has reached the file.
+  std::atomic<Lsn> writing_rec_lsn{Lsn::Invalid()};
   char* data = nullptr;   // kPageBytes, aligned for O_DIRECT
   threads::Event loaded;  // set when a kLoading state ends
   Status load_status;     // the failed load's Status, written before `loaded`
@@ -109,8 +116,12 @@ class PageHandle {
   PageId page_id() const;
   char* data() const;
   threads::LatchMode mode() const { return mode_; }
-  // Marks the page modified; requires the exclusive latch. The caller sets the page LSN.
+  // Marks the page modified; requires the exclusive latch. The caller sets the page LSN. A
+  // clean page's rec_lsn becomes the pool's RecLsnSource (the log's end: below the record
+  // about to be written for this change), or the page LSN if none is set.
   void MarkDirty();
+  // The same with an explicit rec_lsn (redo: the LSN of the record being repeated).
+  void MarkDirty(Lsn rec_lsn);
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -136,6 +147,10 @@ class BufferPool {
 
   // Pins and latches page `id`, reading it from the volume if it is not resident.
   Status Fix(PageId id, threads::LatchMode mode, PageHandle* handle);
+  // Fix for recovery redo: exclusive. With may_be_new, a page the volume has never written
+  // (all zeros) is handed over initialized as an empty kFree page with LSN 0 instead of
+  // failing verification; any other bad page fails as in Fix.
+  Status FixForRedo(PageId id, bool may_be_new, PageHandle* handle);
   // Allocates a new page in the volume and fixes it exclusively, initialized as `type`
   // and dirty. No read is issued.
   Status FixNew(PageType type, PageHandle* handle);
@@ -151,12 +166,18 @@ class BufferPool {
   void StopWriter();
 
   void SetWalFlush(WalFlush flush);
+  // Where MarkDirty takes a clean page's rec_lsn from (the log's end LSN). Set before the pool
+  // is used concurrently.
+  using RecLsnSource = std::function<Lsn()>;
+  void SetRecLsnSource(RecLsnSource source) { rec_lsn_source_ = std::move(source); }
   BufferPoolStats stats() const;
   size_t frame_count() const { return frame_count_; }
   // Walks every frame and the page table (SM_PARANOID / tests).
   bool CheckInvariants() const;
 
-  // The frames currently dirty with their recovery LSN (first dirtying), for checkpoints.
+  // The frames currently dirty, or being written back, with their recovery LSN (first
+  // dirtying), for checkpoints: a page missing from the list was written (the write call
+  // returned) before the call began.
   std::vector<std::pair<PageId, Lsn>> DirtyPages() const;
 
  private:
@@ -171,7 +192,9 @@ class BufferPool {
   bool TryEvict(Frame* frame);
   Status WriteBack(Frame* frame);
   Status WriteBackUnpinned(Frame* frame);
-  Status Load(Frame* frame, PageId id);
+  enum class LoadKind : uint8_t { kRead, kRedo, kRedoMayBeNew };
+  Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
+  Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
   void ReturnToFreeList(Frame* frame);
   void WriterLoop();
@@ -191,6 +214,7 @@ class BufferPool {
 
   threads::Mutex wal_mu_;
   WalFlush wal_flush_;  // guarded by wal_mu_ for updates; copied under it
+  RecLsnSource rec_lsn_source_;
 
   // Background writer.
   std::atomic<bool> writer_stop_{false};

@@ -1,0 +1,108 @@
+// Page-image records: encoding, logging, and the redo handler.
+#include "sm/txn/page_images.h"
+
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "sm/common/assert.h"
+#include "sm/common/coding.h"
+#include "sm/page/page.h"
+#include "sm/txn/record_handlers.h"
+#include "sm/txn/txn_manager.h"
+
+namespace sm::txn {
+
+namespace {
+
+bool HoleValid(uint32_t offset, uint32_t bytes) {
+  return bytes == 0 || (offset >= kPageHeaderBytes && offset + bytes <= kPageBytes);
+}
+
+Status BadImage(const log::LogRecordView& record, const std::string& what) {
+  return Status::Corruption("log record at LSN " + std::to_string(record.lsn.value()) +
+                            " (page images): " + what);
+}
+
+// Installs one image (the page is fixed exclusively).
+void Install(char* page, std::string_view before, std::string_view after, uint16_t hole_offset,
+             uint16_t hole_bytes) {
+  std::memcpy(page, before.data(), before.size());
+  std::memset(page + hole_offset, 0, hole_bytes);
+  std::memcpy(page + hole_offset + hole_bytes, after.data(), after.size());
+}
+
+Status RedoPageImages(RedoContext& ctx) {
+  const log::LogRecordView& record = ctx.record();
+  ByteReader in(record.payload);
+  uint16_t count = 0;
+  if (!in.GetFixed16(&count) || count == 0) return BadImage(record, "no page count");
+  for (uint16_t i = 0; i < count; ++i) {
+    uint64_t id = 0;
+    uint16_t hole_offset = 0, hole_bytes = 0;
+    std::string_view before, after;
+    if (!in.GetFixed64(&id) || !in.GetFixed16(&hole_offset) || !in.GetFixed16(&hole_bytes) ||
+        !HoleValid(hole_offset, hole_bytes)) {
+      return BadImage(record, "bad header of image " + std::to_string(i));
+    }
+    uint16_t split = hole_bytes == 0 ? static_cast<uint16_t>(kPageBytes) : hole_offset;
+    if (!in.GetBytes(split, &before) || !in.GetBytes(kPageBytes - split - hole_bytes, &after)) {
+      return BadImage(record, "image " + std::to_string(i) + " is truncated");
+    }
+    if (PageIdOf(before.data()).value() != id) {
+      return BadImage(record, "image " + std::to_string(i) + " names another page");
+    }
+    buffer::PageHandle page;
+    bool apply = false;
+    SM_TRY(ctx.Fix(PageId(id), /*may_be_new=*/true, &page, &apply));
+    if (!apply) continue;
+    Install(page.data(), before, after, hole_offset, hole_bytes);
+    ctx.Applied(page);
+  }
+  if (!in.done()) return BadImage(record, "trailing bytes");
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterPageImageHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RecordHandler handler;
+    handler.name = "page_images";
+    handler.redo = &RedoPageImages;
+    RegisterRecordHandler(log::RecordType::kPageRedo, kSubtypePageImages, handler);
+  });
+}
+
+Status LogPageImages(TxnManager* txns, std::span<const PageImage> images, Lsn* page_lsn) {
+  SM_ASSERT(!images.empty() && images.size() <= UINT16_MAX);
+  std::string payload;
+  size_t bytes = 2;
+  for (const PageImage& image : images) bytes += 12 + kPageBytes - image.hole_bytes;
+  payload.reserve(bytes);
+  PutFixed16(&payload, static_cast<uint16_t>(images.size()));
+  for (const PageImage& image : images) {
+    SM_ASSERT(image.page->mode() == threads::LatchMode::kExclusive);
+    SM_ASSERT(HoleValid(image.hole_offset, image.hole_bytes));
+    const char* data = image.page->data();
+    PutFixed64(&payload, image.page->page_id().value());
+    PutFixed16(&payload, image.hole_offset);
+    PutFixed16(&payload, image.hole_bytes);
+    if (image.hole_bytes == 0) {
+      payload.append(data, kPageBytes);
+    } else {
+      payload.append(data, image.hole_offset);
+      size_t after = image.hole_offset + image.hole_bytes;
+      payload.append(data + after, kPageBytes - after);
+    }
+  }
+  log::LogRecord record;
+  record.type = log::RecordType::kPageRedo;
+  record.subtype = kSubtypePageImages;
+  record.page = images.front().page->page_id();
+  record.payload = payload;
+  return txns->LogSystem(&record, page_lsn);
+}
+
+}  // namespace sm::txn

@@ -1,0 +1,86 @@
+// The (type, sub-type) -> RecordHandler table and RedoContext.
+#include "sm/txn/record_handlers.h"
+
+#include <array>
+#include <mutex>
+
+#include "sm/common/assert.h"
+#include "sm/page/page.h"
+#include "sm/space/volume.h"
+
+namespace sm::txn {
+
+namespace {
+
+// Only the page record types carry sub-types; one row per type, indexed by sub-type.
+constexpr int kRows = 3;
+int RowOf(log::RecordType type) {
+  switch (type) {
+    case log::RecordType::kPageRedo:
+      return 0;
+    case log::RecordType::kPageUndoRedo:
+      return 1;
+    case log::RecordType::kCompensation:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+struct Table {
+  std::mutex mu;  // registration only; lookups read entries published before use
+  std::array<std::array<RecordHandler, 256>, kRows> rows{};
+};
+
+Table& TheTable() {
+  static Table table;
+  return table;
+}
+
+bool SameHandler(const RecordHandler& a, const RecordHandler& b) {
+  return a.redo_page == b.redo_page && a.redo == b.redo && a.undo == b.undo;
+}
+
+}  // namespace
+
+void RegisterRecordHandler(log::RecordType type, uint8_t subtype, const RecordHandler& handler) {
+  int row = RowOf(type);
+  SM_ASSERT(row >= 0 && subtype != 0 && handler.name != nullptr);
+  SM_ASSERT((handler.redo_page == nullptr) != (handler.redo == nullptr));
+  SM_ASSERT(handler.undo == nullptr || type == log::RecordType::kPageUndoRedo);
+  Table& table = TheTable();
+  std::lock_guard<std::mutex> guard(table.mu);
+  RecordHandler& slot = table.rows[row][subtype];
+  if (slot.name != nullptr) {
+    SM_ASSERT(SameHandler(slot, handler));  // two layers claimed one sub-type
+    return;
+  }
+  slot = handler;
+}
+
+const RecordHandler* FindRecordHandler(log::RecordType type, uint8_t subtype) {
+  int row = RowOf(type);
+  if (row < 0) return nullptr;
+  const RecordHandler& slot = TheTable().rows[row][subtype];
+  return slot.name != nullptr ? &slot : nullptr;
+}
+
+const char* RecordHandlerName(log::RecordType type, uint8_t subtype) {
+  const RecordHandler* handler = FindRecordHandler(type, subtype);
+  return handler != nullptr ? handler->name : "unregistered";
+}
+
+Status RedoContext::Fix(PageId page, bool may_be_new, buffer::PageHandle* handle, bool* apply) {
+  if (may_be_new) SM_TRY(volume_->RedoAllocate(page));
+  SM_TRY(pool_->FixForRedo(page, may_be_new, handle));
+  *apply = PageLsn(handle->data()) <= record_.lsn;
+  return Status::OK();
+}
+
+void RedoContext::Applied(buffer::PageHandle& handle) {
+  SetPageLsn(handle.data(), record_.end_lsn());
+  handle.MarkDirty(record_.lsn);
+  ++pages_applied_;
+}
+
+}  // namespace sm::txn

@@ -1,0 +1,45 @@
+// Txn: construction, destruction and the names of its enums.
+#include "sm/txn/txn.h"
+
+#include "sm/common/assert.h"
+#include "sm/txn/txn_manager.h"
+
+namespace sm::txn {
+
+const char* IsolationName(Isolation isolation) {
+  switch (isolation) {
+    case Isolation::kSerializable:
+      return "serializable";
+    case Isolation::kReadCommitted:
+      return "read-committed";
+  }
+  return "?";
+}
+
+const char* TxnStateName(TxnState state) {
+  switch (state) {
+    case TxnState::kActive:
+      return "active";
+    case TxnState::kCommitted:
+      return "committed";
+    case TxnState::kAborted:
+      return "aborted";
+    case TxnState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+Txn::Txn(TxnManager* manager, TxnId id, Isolation isolation)
+    : manager_(manager), id_(id), isolation_(isolation), lock_owner_(manager->locks(), id) {}
+
+Txn::~Txn() {
+  // A transaction dropped while active is rolled back, as SQLite and LevelDB-style handles do:
+  // destroying the handle must never leave its changes or locks behind.
+  if (state_ == TxnState::kActive && manager_ != nullptr) {
+    manager_->Abort(this).PermitUnchecked();
+  }
+  SM_ASSERT(!active_hook_.is_linked());
+}
+
+}  // namespace sm::txn

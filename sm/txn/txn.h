@@ -1,0 +1,90 @@
+// Txn: the state of one transaction - its id, isolation level, lifecycle state, its chain in the
+// log (first and last LSN), the rollback cursor, and its locks (an embedded LockOwner).
+//
+// Owns: nothing shared. A Txn is created by TxnManager::Begin and finished by Commit or Abort;
+// every field changes only through TxnManager (and the B-tree logger, through
+// TxnManager::LogRecord), on the fiber or thread that runs the transaction.
+//
+// State machine:
+//   active --Commit (commit record appended; durable per mode)-->  committed
+//   active --Abort (rolled back through the log, end record)-->     aborted
+//   active --a log failure while committing or aborting-->         failed (the log is in its
+//          sticky fatal state; the transaction's outcome is decided by the next recovery)
+// A finished transaction (committed, aborted, failed) refuses every further call with
+// Status::InvalidArgument("transaction already finished").
+//
+// Per-transaction state lives here, never in thread_local storage: fibers share OS threads, and
+// a transaction may run on a plain thread.
+//
+// Thread/fiber safety: a Txn is used by one fiber or thread at a time.
+#pragma once
+
+#include <cstdint>
+
+#include <boost/intrusive/list_hook.hpp>
+
+#include "sm/common/ids.h"
+#include "sm/lock/lock_owner.h"
+#include "threads/sync.h"
+
+namespace sm::txn {
+
+enum class Isolation : uint8_t {
+  kSerializable,   // strict 2PL with key-range (next-key) locks: no phantoms
+  kReadCommitted,  // read locks released at the end of each read; write locks to the end
+};
+const char* IsolationName(Isolation isolation);
+
+enum class TxnState : uint8_t { kActive, kCommitted, kAborted, kFailed };
+const char* TxnStateName(TxnState state);
+
+class TxnManager;
+
+class Txn {
+ public:
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+  ~Txn();
+
+  TxnId id() const { return id_; }
+  Isolation isolation() const { return isolation_; }
+  TxnState state() const { return state_; }
+  bool active() const { return state_ == TxnState::kActive; }
+  lock::LockOwner* lock_owner() { return &lock_owner_; }
+
+  Lsn first_lsn() const { return first_lsn_; }  // invalid until the first record
+  Lsn last_lsn() const { return last_lsn_; }    // prev_lsn of the next record
+  uint64_t records_logged() const { return records_logged_; }
+
+  // While a rollback (Abort or restart undo) undoes a record, the undo_next_lsn the compensation
+  // record written for that undo must carry; Lsn::Invalid() otherwise. Record loggers use it to
+  // choose between an undo-redo record and a compensation record.
+  bool compensating() const { return compensating_; }
+  Lsn compensation_undo_next() const { return compensation_undo_next_; }
+
+ private:
+  friend class TxnManager;
+  Txn(TxnManager* manager, TxnId id, Isolation isolation);
+
+  TxnManager* const manager_;
+  const TxnId id_;
+  const Isolation isolation_;
+  TxnState state_ = TxnState::kActive;
+  // The log chain. Written under chain_lock_ together with the log insert that moves it, and
+  // read under it by checkpoints, so a checkpoint's snapshot of a transaction covers every
+  // record below its begin LSN (see TxnManager::Checkpoint).
+  mutable threads::Mutex chain_lock_;  // fiber-aware: Insert may wait for log space
+  Lsn first_lsn_;
+  Lsn last_lsn_;
+  Lsn undo_next_;              // the newest record not yet undone (or compensated)
+  bool commit_logged_ = false;  // the kTxnCommit record is in the log
+  bool abort_logged_ = false;   // the kTxnAbort record is in the log (rolling back)
+  uint64_t records_logged_ = 0;
+  bool compensating_ = false;
+  Lsn compensation_undo_next_;
+  lock::LockOwner lock_owner_;
+  // TxnManager's table of active transactions (guarded by its mutex).
+  boost::intrusive::list_member_hook<> active_hook_;
+};
+
+}  // namespace sm::txn

@@ -1,0 +1,233 @@
+// TxnManager: begin, commit, abort and rollback, record logging, and statistics. Checkpoints and
+// restart recovery are in txn_recovery.cc.
+#include "sm/txn/txn_manager.h"
+
+#include <mutex>
+#include <string>
+
+#include "sm/buffer/buffer_pool.h"
+#include "sm/common/assert.h"
+#include "sm/lock/lock_manager.h"
+#include "sm/txn/page_images.h"
+#include "sm/txn/record_handlers.h"
+
+namespace sm::txn {
+
+std::string TxnStats::ToString() const {
+  return "txns: begun " + std::to_string(begun) + ", committed " + std::to_string(committed) +
+         " (" + std::to_string(read_only_commits) + " read-only), aborted " +
+         std::to_string(aborted) + ", failed " + std::to_string(failed) + ", records undone " +
+         std::to_string(records_undone) + ", checkpoints " + std::to_string(checkpoints) +
+         ", active " + std::to_string(active);
+}
+
+TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::BufferPool* pool,
+                       space::Volume* volume, const TxnManagerOptions& options)
+    : log_(log), locks_(locks), pool_(pool), volume_(volume), options_(options) {
+  SM_ASSERT(log_ != nullptr && locks_ != nullptr && pool_ != nullptr && volume_ != nullptr);
+  RegisterPageImageHandler();
+  // The buffer pool's half of write-ahead logging: a page goes to disk only after the log up
+  // to its page LSN (the end of the last record that changed it), and a page that becomes
+  // dirty is known to miss nothing below the log's current end.
+  pool_->SetWalFlush([log](Lsn page_lsn) {
+    return page_lsn.valid() ? log->Flush(page_lsn) : Status::OK();
+  });
+  pool_->SetRecLsnSource([log] { return log->end_lsn(); });
+}
+
+TxnManager::~TxnManager() {
+  StopCheckpointer();
+  std::lock_guard<threads::Mutex> guard(active_mu_);
+  SM_ASSERT(active_.empty());  // every transaction must be finished (or destroyed) first
+}
+
+Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
+  SM_TRY(log_->health());
+  TxnId id(next_txn_id_.fetch_add(1, std::memory_order_relaxed));
+  std::unique_ptr<Txn> fresh(new Txn(this, id, isolation));
+  {
+    std::lock_guard<threads::Mutex> guard(active_mu_);
+    active_.push_back(*fresh);
+  }
+  counters_.begun.fetch_add(1, std::memory_order_relaxed);
+  *txn = std::move(fresh);
+  return Status::OK();
+}
+
+Status TxnManager::CheckActive(const Txn* txn) const {
+  if (txn == nullptr) return Status::InvalidArgument("no transaction");
+  if (txn->manager_ != this) {
+    return Status::InvalidArgument("transaction " + std::to_string(txn->id_.value()) +
+                                   " belongs to another database");
+  }
+  if (!txn->active()) {
+    return Status::InvalidArgument("transaction " + std::to_string(txn->id_.value()) +
+                                   " already finished (" + TxnStateName(txn->state_) + ")");
+  }
+  return Status::OK();
+}
+
+Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
+  SM_TRY(CheckActive(txn));
+  std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
+  record->txn = txn->id_;
+  record->prev_lsn = txn->last_lsn_;
+  Lsn start, end;
+  SM_TRY(log_->Insert(*record, &start, &end));
+  if (!txn->first_lsn_.valid()) txn->first_lsn_ = start;
+  txn->last_lsn_ = start;
+  switch (log::KindOf(record->type)) {
+    case log::RecordKind::kUndoRedo:
+      txn->undo_next_ = start;
+      break;
+    case log::RecordKind::kCompensation:
+      txn->undo_next_ = record->undo_next;
+      break;
+    default:
+      break;  // nothing to undo in it
+  }
+  if (record->type == log::RecordType::kTxnCommit) txn->commit_logged_ = true;
+  if (record->type == log::RecordType::kTxnAbort) txn->abort_logged_ = true;
+  ++txn->records_logged_;
+  *lsn = start;
+  if (page_lsn != nullptr) *page_lsn = end;
+  return Status::OK();
+}
+
+Status TxnManager::LogSystem(log::LogRecord* record, Lsn* page_lsn) {
+  record->txn = TxnId::Invalid();
+  record->prev_lsn = Lsn::Invalid();
+  record->flags = static_cast<uint16_t>(record->flags | log::kFlagSystemTxn);
+  Lsn start;
+  return log_->Insert(*record, &start, page_lsn);
+}
+
+Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
+  SM_TRY(CheckActive(txn));
+  if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
+    locks_->ReleaseAll(&txn->lock_owner_);
+    counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
+    Finish(txn, TxnState::kCommitted);
+    return Status::OK();
+  }
+  log::LogRecord record;
+  record.type = log::RecordType::kTxnCommit;
+  Lsn lsn, end;
+  Status s = LogRecord(txn, &record, &lsn, &end);
+  if (s.ok()) {
+    if (mode == log::CommitMode::kDurable) {
+      s = log_->AwaitCommit(end, mode);  // strict: locks held until the commit is durable
+      locks_->ReleaseAll(&txn->lock_owner_);
+    } else {
+      locks_->ReleaseAll(&txn->lock_owner_);  // early release, see the file comment
+      s = log_->AwaitCommit(end, mode);
+    }
+  } else {
+    locks_->ReleaseAll(&txn->lock_owner_);
+  }
+  // A failure here means the log is in its sticky fatal state: whether the commit record
+  // survives is for the next recovery to find out.
+  Finish(txn, s.ok() ? TxnState::kCommitted : TxnState::kFailed);
+  return s;
+}
+
+Status TxnManager::Abort(Txn* txn) {
+  SM_TRY(CheckActive(txn));
+  Status s = Rollback(txn);
+  locks_->ReleaseAll(&txn->lock_owner_);
+  Finish(txn, s.ok() ? TxnState::kAborted : TxnState::kFailed);
+  return s;
+}
+
+// Undoes the transaction's records newest first (each undo logged as a compensation record),
+// then writes its end record. The records are read back from the log, so a rollback is not
+// limited by the log buffer.
+Status TxnManager::Rollback(Txn* txn) {
+  if (txn->records_logged_ == 0) return Status::OK();
+  log::LogRecord abort_record;
+  abort_record.type = log::RecordType::kTxnAbort;
+  Lsn lsn;
+  SM_TRY(LogRecord(txn, &abort_record, &lsn));
+  Lsn next = txn->undo_next_;
+  while (next.valid()) {
+    log::LogRecordBuf buf;
+    SM_TRY(log_->ReadRecord(next, &buf));
+    const log::LogRecordView& record = buf.view();
+    if (record.txn != txn->id_) {
+      return Status::Corruption("rollback of transaction " + std::to_string(txn->id_.value()) +
+                                ": the record at LSN " + std::to_string(next.value()) +
+                                " belongs to transaction " + std::to_string(record.txn.value()));
+    }
+    switch (record.kind()) {
+      case log::RecordKind::kUndoRedo:
+        SM_TRY(UndoOne(txn, record));
+        counters_.records_undone.fetch_add(1, std::memory_order_relaxed);
+        next = record.prev_lsn;
+        break;
+      case log::RecordKind::kCompensation:
+        next = record.undo_next;
+        break;
+      default:
+        next = record.prev_lsn;
+        break;
+    }
+    std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
+    txn->undo_next_ = next;
+  }
+  log::LogRecord end_record;
+  end_record.type = log::RecordType::kTxnEnd;
+  return LogRecord(txn, &end_record, &lsn);
+}
+
+Status TxnManager::UndoOne(Txn* txn, const log::LogRecordView& record) {
+  const RecordHandler* handler = FindRecordHandler(record.type, record.subtype);
+  if (handler == nullptr || handler->undo == nullptr) {
+    return Status::Corruption("undo of the record at LSN " + std::to_string(record.lsn.value()) +
+                              ": no undo handler for " + log::RecordTypeName(record.type) +
+                              " sub-type " + std::to_string(record.subtype));
+  }
+  txn->compensating_ = true;
+  txn->compensation_undo_next_ = record.prev_lsn;
+  UndoContext ctx{this, txn};
+  Status s = handler->undo(ctx, record);
+  txn->compensating_ = false;
+  txn->compensation_undo_next_ = Lsn::Invalid();
+  return s;
+}
+
+void TxnManager::Finish(Txn* txn, TxnState state) {
+  txn->state_ = state;
+  {
+    std::lock_guard<threads::Mutex> guard(active_mu_);
+    active_.erase(active_.iterator_to(*txn));
+  }
+  switch (state) {
+    case TxnState::kCommitted:
+      counters_.committed.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case TxnState::kAborted:
+      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case TxnState::kFailed:
+      counters_.failed.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case TxnState::kActive:
+      SM_UNREACHABLE();
+  }
+}
+
+TxnStats TxnManager::stats() const {
+  TxnStats stats;
+  stats.begun = counters_.begun.load(std::memory_order_relaxed);
+  stats.committed = counters_.committed.load(std::memory_order_relaxed);
+  stats.read_only_commits = counters_.read_only_commits.load(std::memory_order_relaxed);
+  stats.aborted = counters_.aborted.load(std::memory_order_relaxed);
+  stats.failed = counters_.failed.load(std::memory_order_relaxed);
+  stats.records_undone = counters_.records_undone.load(std::memory_order_relaxed);
+  stats.checkpoints = counters_.checkpoints.load(std::memory_order_relaxed);
+  std::lock_guard<threads::Mutex> guard(active_mu_);
+  stats.active = active_.size();
+  return stats;
+}
+
+}  // namespace sm::txn

@@ -1,0 +1,169 @@
+// TxnManager: begins, commits and aborts transactions, appends their log records, takes fuzzy
+// checkpoints, and runs restart recovery as the log's RecoveryTarget.
+//
+// Owns: transaction ids, the table of active transactions, the commit and rollback protocols,
+// the checkpointer thread, and the statistics. It borrows the log, the lock manager, the buffer
+// pool and the volume, which must outlive it.
+//
+// Commit (strict 2PL): a transaction that logged nothing commits without a log record. Otherwise
+// a kTxnCommit record is appended; in durable mode the fiber waits (group commit) until it is
+// durable and only then are the locks released, so no other transaction sees data whose commit
+// a crash could still lose. In async and none modes the locks are released at once: another
+// transaction may then read the data and commit durably while this commit record is not yet
+// durable; the log is a prefix, so a crash that loses this commit loses every later one too,
+// and nothing inconsistent survives (the usual early-lock-release argument for a sequential
+// log). A committed transaction needs no kTxnEnd record.
+//
+// Abort: a kTxnAbort record, then the transaction's records are undone newest first through the
+// handler table (record_handlers.h), each undo logged as a compensation record; then kTxnEnd,
+// then the locks are released. Rollback of a transaction larger than the log buffer works: the
+// records are read back from the log (LogManager::ReadRecord).
+//
+// Checkpoint (fuzzy, ARIES): kCheckpointBegin; snapshot the active transactions and the buffer
+// pool's dirty pages; sync the volume (every page written before the snapshot, and the
+// allocation map, become durable, so a page absent from the dirty table needs no redo from
+// before the checkpoint); kCheckpointEnd with both tables; flush the log; record the begin LSN in
+// the log's control file; truncate the log below CheckpointData::OldestNeeded(). Checkpoints run
+// on request and, if checkpoint_interval is set, from a background thread.
+//
+// Restart runs log::Recover with this object as the target (it must be called before the first
+// Begin), then flushes every page and takes a checkpoint, so that the next restart starts there.
+//
+// Thread/fiber safety: Begin, Commit, Abort, LogRecord, LogSystem, Checkpoint and stats may be
+// called concurrently from fibers on any worker and from plain threads. A Txn is used by one
+// fiber or thread at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/intrusive/list.hpp>
+
+#include "log/log_manager.h"
+#include "log/recovery.h"
+#include "sm/common/ids.h"
+#include "sm/common/status.h"
+#include "sm/txn/txn.h"
+#include "threads/baton.h"
+#include "threads/sync.h"
+
+namespace sm::lock {
+class LockManager;
+}
+namespace sm::buffer {
+class BufferPool;
+}
+namespace sm::space {
+class Volume;
+}
+
+namespace sm::txn {
+
+struct TxnManagerOptions {
+  log::CommitMode commit_mode = log::CommitMode::kDurable;
+  // 0: no background checkpoints.
+  std::chrono::milliseconds checkpoint_interval{0};
+};
+
+struct TxnStats {
+  uint64_t begun = 0;
+  uint64_t committed = 0;
+  uint64_t read_only_commits = 0;  // of committed: no log record needed
+  uint64_t aborted = 0;
+  uint64_t failed = 0;
+  uint64_t records_undone = 0;  // by aborts (not restart)
+  uint64_t checkpoints = 0;
+  uint64_t active = 0;  // now
+  std::string ToString() const;
+};
+
+struct CheckpointReport {
+  Lsn begin_lsn;
+  Lsn end_lsn;
+  Lsn oldest_needed;  // the log was truncated below this
+  uint64_t active_txns = 0;
+  uint64_t dirty_pages = 0;
+};
+
+class TxnManager final : public log::RecoveryTarget {
+ public:
+  TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::BufferPool* pool,
+             space::Volume* volume, const TxnManagerOptions& options = {});
+  ~TxnManager() override;  // stops the checkpointer; active transactions must be finished
+  TxnManager(const TxnManager&) = delete;
+  TxnManager& operator=(const TxnManager&) = delete;
+
+  // Restart recovery (see the file comment); once, before the first Begin.
+  [[nodiscard]] Status Restart(const log::RecoveryOptions& options, log::RecoveryReport* report);
+  // Starts the background checkpointer if options.checkpoint_interval is set.
+  void StartCheckpointer();
+  void StopCheckpointer();
+
+  [[nodiscard]] Status Begin(Isolation isolation, std::unique_ptr<Txn>* txn);
+  [[nodiscard]] Status Commit(Txn* txn) { return Commit(txn, options_.commit_mode); }
+  [[nodiscard]] Status Commit(Txn* txn, log::CommitMode mode);
+  [[nodiscard]] Status Abort(Txn* txn);
+
+  // Appends `record` as the next record of txn: sets its txn id and prev_lsn, and advances the
+  // transaction's last (and first) LSN. *lsn: where it starts; *page_lsn: where it ends, the
+  // LSN to stamp on the pages it changed (record_handlers.h, page LSN convention). Refused for
+  // a finished transaction.
+  [[nodiscard]] Status LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn,
+                                 Lsn* page_lsn = nullptr);
+  // Appends a redo-only record of a system transaction (txn id 0, kFlagSystemTxn): structure
+  // changes that must survive whatever happens to the transaction that caused them. *page_lsn
+  // as in LogRecord.
+  [[nodiscard]] Status LogSystem(log::LogRecord* record, Lsn* page_lsn);
+
+  [[nodiscard]] Status Checkpoint(CheckpointReport* report = nullptr);
+
+  TxnStats stats() const;
+  log::LogManager* log() const { return log_; }
+  lock::LockManager* locks() const { return locks_; }
+  buffer::BufferPool* pool() const { return pool_; }
+  space::Volume* volume() const { return volume_; }
+  const TxnManagerOptions& options() const { return options_; }
+
+  // log::RecoveryTarget
+  Status Redo(const log::LogRecordView& record, uint32_t* pages_applied) override;
+  Status Undo(log::RecoveredTxn* txn, const log::LogRecordView& record) override;
+
+ private:
+  using ActiveList = boost::intrusive::list<
+      Txn, boost::intrusive::member_hook<Txn, boost::intrusive::list_member_hook<>,
+                                         &Txn::active_hook_>,
+      boost::intrusive::constant_time_size<true>>;
+
+  Status CheckActive(const Txn* txn) const;
+  Status Rollback(Txn* txn);
+  Status UndoOne(Txn* txn, const log::LogRecordView& record);
+  void Finish(Txn* txn, TxnState state);
+  void CheckpointerMain();
+
+  log::LogManager* const log_;
+  lock::LockManager* const locks_;
+  buffer::BufferPool* const pool_;
+  space::Volume* const volume_;
+  const TxnManagerOptions options_;
+
+  std::atomic<uint64_t> next_txn_id_{1};
+  mutable threads::Mutex active_mu_;  // guards active_
+  ActiveList active_;
+  threads::Mutex checkpoint_mu_;      // one checkpoint at a time
+
+  std::thread checkpointer_;
+  threads::Baton checkpointer_wake_;
+  std::atomic<bool> checkpointer_stop_{false};
+
+  struct Counters {
+    std::atomic<uint64_t> begun{0}, committed{0}, read_only_commits{0}, aborted{0}, failed{0};
+    std::atomic<uint64_t> records_undone{0}, checkpoints{0};
+  };
+  Counters counters_;
+};
+
+}  // namespace sm::txn

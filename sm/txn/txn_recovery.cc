@@ -1,0 +1,154 @@
+// TxnManager: fuzzy checkpoints, the background checkpointer, and restart recovery (the
+// log::RecoveryTarget side: redo through the handler table, undo of losers).
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "sm/buffer/buffer_pool.h"
+#include "sm/common/assert.h"
+#include "sm/space/volume.h"
+#include "sm/txn/record_handlers.h"
+#include "sm/txn/txn_manager.h"
+
+namespace sm::txn {
+
+// ---- Restart ---------------------------------------------------------------------------------
+
+Status TxnManager::Restart(const log::RecoveryOptions& options, log::RecoveryReport* report) {
+  SM_TRY(log::Recover(log_, this, options, report));
+  uint64_t next = report->next_txn_id.value();
+  uint64_t current = next_txn_id_.load(std::memory_order_relaxed);
+  if (next > current) next_txn_id_.store(next, std::memory_order_relaxed);
+  if (!options.undo) return Status::OK();  // losers remain: no checkpoint may forget them
+  // Redo marked pages dirty with rec_lsn = the record repeated; writing them all now makes the
+  // checkpoint below a clean starting point for the next restart.
+  SM_TRY(pool_->FlushAll());
+  return Checkpoint();
+}
+
+Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applied) {
+  *pages_applied = 0;
+  const RecordHandler* handler = FindRecordHandler(record.type, record.subtype);
+  if (handler == nullptr) {
+    return Status::Corruption("redo of the record at LSN " + std::to_string(record.lsn.value()) +
+                              ": no handler for " + log::RecordTypeName(record.type) +
+                              " sub-type " + std::to_string(record.subtype));
+  }
+  RedoContext ctx(pool_, volume_, record);
+  if (handler->redo != nullptr) {
+    SM_TRY(handler->redo(ctx));
+  } else {
+    if (!record.page.valid()) {
+      return Status::Corruption("redo of the record at LSN " +
+                                std::to_string(record.lsn.value()) + " (" + handler->name +
+                                "): it names no page");
+    }
+    buffer::PageHandle page;
+    bool apply = false;
+    SM_TRY(ctx.Fix(record.page, /*may_be_new=*/false, &page, &apply));
+    if (apply) {
+      SM_TRY(handler->redo_page(record, page.data()));
+      ctx.Applied(page);
+    }
+  }
+  *pages_applied = ctx.pages_applied();
+  return Status::OK();
+}
+
+Status TxnManager::Undo(log::RecoveredTxn* loser, const log::LogRecordView& record) {
+  // A stand-in transaction object for the loser, never in the active table: it carries the
+  // chain so the compensation record links to the loser's last record.
+  Txn txn(this, loser->id, Isolation::kSerializable);
+  txn.first_lsn_ = loser->first_lsn;
+  txn.last_lsn_ = loser->last_lsn;
+  txn.undo_next_ = loser->undo_next;
+  txn.records_logged_ = 1;
+  Status s = UndoOne(&txn, record);
+  loser->last_lsn = txn.last_lsn_;
+  txn.state_ = TxnState::kAborted;  // not a real Abort: the driver writes the end record
+  return s;
+}
+
+// ---- Checkpoints -----------------------------------------------------------------------------
+
+Status TxnManager::Checkpoint(CheckpointReport* report) {
+  std::lock_guard<threads::Mutex> serial(checkpoint_mu_);
+  SM_TRY(log_->health());
+  log::LogRecord begin_record;
+  begin_record.type = log::RecordType::kCheckpointBegin;
+  log::CheckpointData data;
+  SM_TRY(log_->Insert(begin_record, &data.begin_lsn));
+  {
+    std::lock_guard<threads::Mutex> guard(active_mu_);
+    for (Txn& txn : active_) {
+      // Under the chain lock: a record inserted before our begin record has updated these
+      // fields by the time we read them (TxnManager::LogRecord holds the lock across both).
+      std::lock_guard<threads::Mutex> chain(txn.chain_lock_);
+      if (!txn.first_lsn_.valid()) continue;  // nothing logged yet: nothing to recover
+      log::RecoveredTxn entry;
+      entry.id = txn.id_;
+      entry.status = txn.commit_logged_  ? log::TxnStatus::kCommitted
+                     : txn.abort_logged_ ? log::TxnStatus::kAborting
+                                         : log::TxnStatus::kActive;
+      entry.first_lsn = txn.first_lsn_;
+      entry.last_lsn = txn.last_lsn_;
+      entry.undo_next = txn.undo_next_;
+      data.txns.push_back(entry);
+    }
+  }
+  data.next_txn_id = TxnId(next_txn_id_.load(std::memory_order_relaxed));
+  for (const auto& [page, rec_lsn] : pool_->DirtyPages()) {
+    data.dirty_pages.push_back(log::DirtyPage{page, rec_lsn});
+  }
+  // Every page written before the snapshot above (and so absent from it) becomes durable,
+  // with the allocation map: redo need not look before this checkpoint for them.
+  SM_TRY(volume_->Sync());
+  std::string payload = log::EncodeCheckpoint(data);
+  log::LogRecord end_record;
+  end_record.type = log::RecordType::kCheckpointEnd;
+  end_record.payload = payload;
+  Lsn end_lsn, after_end;
+  SM_TRY(log_->Insert(end_record, &end_lsn, &after_end));
+  SM_TRY(log_->Flush(after_end));
+  SM_TRY(log_->SetCheckpoint(data.begin_lsn));
+  Lsn oldest = data.OldestNeeded();
+  SM_TRY(log_->Truncate(oldest));
+  counters_.checkpoints.fetch_add(1, std::memory_order_relaxed);
+  if (report != nullptr) {
+    report->begin_lsn = data.begin_lsn;
+    report->end_lsn = end_lsn;
+    report->oldest_needed = oldest;
+    report->active_txns = data.txns.size();
+    report->dirty_pages = data.dirty_pages.size();
+  }
+  return Status::OK();
+}
+
+void TxnManager::StartCheckpointer() {
+  if (options_.checkpoint_interval.count() <= 0 || checkpointer_.joinable()) return;
+  checkpointer_stop_.store(false, std::memory_order_relaxed);
+  checkpointer_ = std::thread([this] { CheckpointerMain(); });
+}
+
+void TxnManager::StopCheckpointer() {
+  if (!checkpointer_.joinable()) return;
+  checkpointer_stop_.store(true, std::memory_order_release);
+  checkpointer_wake_.Post();
+  checkpointer_.join();
+  checkpointer_wake_.Reset();
+}
+
+void TxnManager::CheckpointerMain() {
+  bool reported = false;
+  while (!checkpointer_stop_.load(std::memory_order_acquire)) {
+    checkpointer_wake_.WaitFor(options_.checkpoint_interval);
+    if (checkpointer_stop_.load(std::memory_order_acquire)) break;
+    Status s = Checkpoint();
+    if (!s.ok() && !reported) {  // the log or volume is failed: say so once, keep serving
+      std::fprintf(stderr, "background checkpoint failed: %s\n", s.ToString().c_str());
+      reported = true;
+    }
+  }
+}
+
+}  // namespace sm::txn
