@@ -1,0 +1,112 @@
+// TxnKeyLocks: the B-tree's key locks over the lock manager (mapping and pin in btree_locks.h).
+#include "index/btree_locks.h"
+
+#include "sm/common/assert.h"
+
+namespace sm::index {
+
+using lock::LockDuration;
+using lock::LockId;
+using lock::LockMode;
+using lock::LockWait;
+
+TxnKeyLocks::TxnKeyLocks(lock::LockManager* manager, lock::LockOwner* owner,
+                         txn::Isolation isolation, lock::TableId table)
+    : manager_(manager), owner_(owner), isolation_(isolation), table_(table) {
+  SM_ASSERT(manager != nullptr);
+  SM_ASSERT(owner != nullptr);
+  SM_ASSERT(owner->manager() == manager);
+}
+
+void TxnKeyLocks::Reset(txn::Isolation isolation) {
+  SM_ASSERT(owner_->lock_count() == 0);  // after ReleaseAll
+  isolation_ = isolation;
+  table_mode_ = LockMode::kNone;
+  pinned_ = KeyLock{};
+}
+
+TxnKeyLocks::KeyLock TxnKeyLocks::Map(const KeyLockRequest& request) const {
+  const bool serializable = isolation_ == txn::Isolation::kSerializable;
+  const LockDuration read_duration = serializable ? LockDuration::kCommit : LockDuration::kInstant;
+  // The lock on the request's key itself; only the *Next purposes may name the end of index.
+  auto key = [&] {
+    SM_ASSERT(!request.end_of_index);
+    return LockId::Key(table_, request.key);
+  };
+  auto next = [&] {
+    return request.end_of_index ? LockId::TableEnd(table_) : LockId::Key(table_, request.key);
+  };
+  switch (request.purpose) {
+    case KeyLockPurpose::kWrite:
+      return KeyLock{key(), LockMode::kX, LockDuration::kCommit};
+    case KeyLockPurpose::kInsertNext:  // RangeOp::kInsert
+      return KeyLock{next(), LockMode::kIX, LockDuration::kInstant};
+    case KeyLockPurpose::kDeleteNext:  // RangeOp::kDelete
+      return KeyLock{next(), LockMode::kX, LockDuration::kCommit};
+    case KeyLockPurpose::kRead:
+      return KeyLock{key(), LockMode::kS, read_duration};
+    case KeyLockPurpose::kReadNext:  // RangeOp::kScan when serializable
+      return KeyLock{next(), LockMode::kS, read_duration};
+  }
+  SM_UNREACHABLE();
+}
+
+Status TxnKeyLocks::LockTable(bool for_write, LockWait wait) {
+  return LockTableMode(for_write ? LockMode::kIX : LockMode::kIS, wait);
+}
+
+Status TxnKeyLocks::LockTableMode(LockMode intention, LockWait wait) {
+  if (Covers(table_mode_, intention)) return Status::OK();
+  SM_TRY(manager_->LockTable(owner_, table_, intention, wait));
+  // The owner's mode, which may be stronger than asked (e.g. a table S taken elsewhere).
+  table_mode_ = owner_->HeldMode(LockId::Table(table_));
+  SM_ASSERT(Covers(table_mode_, intention));
+  return Status::OK();
+}
+
+Status TxnKeyLocks::Intend(const KeyLock& lock, LockWait wait, bool* covered) {
+  // A stale cache (ReleaseAll without Reset) would skip the intention lock: catch it in debug.
+  SM_DASSERT(Covers(owner_->HeldMode(LockId::Table(table_)), table_mode_));
+  SM_TRY(LockTableMode(lock::IntentionFor(lock.mode), wait));
+  *covered = lock::ParentCoversChild(table_mode_, lock.mode);
+  return Status::OK();
+}
+
+void TxnKeyLocks::DropPin() {
+  if (pinned_.mode == LockMode::kNone) return;
+  const bool released = manager_->Release(owner_, pinned_.id);
+  SM_ASSERT(released);  // nothing else releases a single lock of this owner
+  pinned_ = KeyLock{};
+}
+
+Status TxnKeyLocks::TryLockKey(const KeyLockRequest& request) {
+  const KeyLock lock = Map(request);
+  if (pinned_.mode != LockMode::kNone) {
+    // The restart after LockKey: the same request is granted by the pin, held until now.
+    const bool same = pinned_.id == lock.id && pinned_.mode == lock.mode;
+    DropPin();
+    if (same) return Status::OK();
+  }
+  bool covered = false;
+  SM_TRY(Intend(lock, LockWait::kNoWait, &covered));
+  if (covered) return Status::OK();
+  return manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kNoWait);
+}
+
+Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {
+  DropPin();
+  const KeyLock lock = Map(request);
+  bool covered = false;
+  SM_TRY(Intend(lock, LockWait::kBlock, &covered));
+  if (covered) return Status::OK();
+  if (lock.duration == LockDuration::kInstant && owner_->HeldMode(lock.id) == LockMode::kNone) {
+    SM_TRY(manager_->Lock(owner_, lock.id, lock.mode, LockDuration::kCommit, LockWait::kBlock));
+    pinned_ = lock;
+    return Status::OK();
+  }
+  // Held already (an instant request on a held lock is a conversion the manager keeps) or
+  // commit duration.
+  return manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kBlock);
+}
+
+}  // namespace sm::index
