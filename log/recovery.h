@@ -14,10 +14,13 @@
 //             whose begin_lsn is that checkpoint, and scans to the end of the log:
 //               - a record with a txn id enters the table (state active) and sets its last_lsn;
 //                 an undo-redo record sets undo_next to itself, a compensation record to its
-//                 undo_next_lsn, other records of the transaction to their own LSN (undo skips
-//                 them: they have nothing to undo);
+//                 undo_next_lsn; other records of the transaction (begin, abort, commit,
+//                 redo-only) leave undo_next as it was: they have nothing to undo. A record at
+//                 or below the transaction's last_lsn (written between the checkpoint's begin
+//                 and end records, and already in the checkpoint's table) moves neither LSN;
 //               - kTxnCommit marks the transaction committed, kTxnAbort aborting, kTxnEnd
-//                 removes it;
+//                 removes it (also when the checkpoint's table already reflects the record);
+//               - comments and checkpoint records belong to no transaction and no page;
 //               - a page record whose page is not in the dirty page table enters it with
 //                 rec_lsn = its LSN (for the report; redo does not depend on it, see below).
 //             The next transaction id is one above the largest seen (or the checkpoint's).
@@ -27,11 +30,13 @@
 //             applies it to each page it names that does not reflect it yet (page LSN test). Redo
 //             does not skip records by the analysis dirty page table: the page LSN test decides,
 //             and records that name several pages (structure changes) are handled alike.
-//   Undo      rolls back the losers (transactions neither committed nor ended) together, always
+//   Undo      writes kTxnAbort for each loser (transaction neither committed nor ended) whose
+//             rollback had not begun, then rolls the losers back together, always
 //             taking the largest undo_next first: an undo-redo record goes to
 //             RecoveryTarget::Undo, which undoes it logically and logs a compensation record
 //             whose undo_next is the record's prev_lsn; a compensation record makes undo jump to
-//             its undo_next; a transaction whose undo_next reaches 0 gets kTxnEnd. Committed
+//             its undo_next; any other record moves undo to its prev_lsn; a transaction whose
+//             undo_next reaches 0 gets kTxnEnd. Committed
 //             transactions without an end record get one too. Every record written is flushed
 //             before Recover returns.
 //
