@@ -69,8 +69,17 @@ Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, Page
   auto flags =
       static_cast<uint16_t>(kNodeRoot | kNodeHighInfinite | (options.unique ? 0 : kNodeNonUnique));
   Node::Format(root.data(), 0, flags, id, "", "");
-  tree->reset(new BTree(pool, id, options.unique, options.logger));
-  (*tree)->Stamp(root, (*tree)->logger_->LogFormatRoot(**tree, root));
+  std::unique_ptr<BTree> fresh(new BTree(pool, id, options.unique, options.logger));
+  Lsn lsn;
+  Status logged = fresh->logger_->LogFormatRoot(*fresh, root, &lsn);
+  if (!logged.ok()) {
+    // Unlogged and never handed out: the page goes back (a failure to free leaks it).
+    root.Release();
+    pool->FreePage(id).PermitUnchecked();
+    return logged;
+  }
+  fresh->Stamp(root, lsn);
+  *tree = std::move(fresh);
   *root_page_id = id;
   return Status::OK();
 }

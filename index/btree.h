@@ -7,6 +7,14 @@
 //   btree_split.cc   structure changes: split planning, root growth, node split, separator post
 //   btree_cursor.cc  Cursor
 //   btree_verify.cc  Verify and Stats
+//   btree_wal.cc     the write-ahead logger (BtreeWal) and the redo/undo of its records
+//
+// Logging: every change goes through the tree's BtreeLogger (btree_hooks.h, logging contract):
+// a record operation is logged as one record of the caller's transaction after the leaf
+// changed; a structure change (root growth and a cascade of splits, whatever its height) is
+// logged as ONE redo-only record holding the images of every page it changed, all of them kept
+// latched until that record's LSN is stamped on each. A failed log call leaves no trace on any
+// page. With no logger (the default) nothing is logged and page LSNs stay 0.
 //
 // Keys and values. Keys are byte strings ordered by memcmp (a proper prefix first); the empty key
 // is allowed. A key is at most kMaxKeyBytes (1024) bytes and key + value + 2 at most
@@ -220,8 +228,9 @@ class BTree {
 
   // --- structure changes (btree_split.cc) ---
   // path->back() cannot take `pending`. Splits the retained path as needed (growing the root if
-  // it is full) and leaves in path->back() the leaf half that takes it. *escalate (nothing
-  // changed): the split would reach above path->front(), which is not the root.
+  // it is full), logs the whole change as one record, and leaves in *path only the leaf half
+  // that takes the entry (every other latch released). *escalate (nothing changed): the split
+  // would reach above path->front(), which is not the root. An error: nothing changed either.
   Status SplitPath(Path* path, const PendingEntry& pending, bool* escalate);
   Status PlanPath(const Path& path, const PendingEntry& pending, std::vector<LevelSplit>* plans,
                   bool* grow_root, bool* escalate) const;
@@ -233,6 +242,7 @@ class BTree {
   // Fixes `count` new pages, all or none (a failure frees those already taken).
   Status AllocatePages(size_t count, std::vector<buffer::PageHandle>* pages);
   void FreeUnusedPages(std::vector<buffer::PageHandle>* pages);
+  // The steps of a cascade; they change pages only (no logging, no stamping, no counters).
   void GrowRoot(buffer::PageHandle& root, buffer::PageHandle& child);
   void SplitNode(buffer::PageHandle& node, const SplitPlan& plan, buffer::PageHandle& right);
   void PostSeparator(buffer::PageHandle& parent, std::string_view separator, PageId child);
@@ -249,7 +259,9 @@ class BTree {
   const PageId root_id_;
   const bool unique_;
   BtreeLogger* const logger_;
-  const bool logs_;  // a logger was given: record operations keep before-images for it
+  // A logger was given: record operations keep before-images for it, and structure changes
+  // keep the before-images of the pages they change, to restore them if logging fails.
+  const bool logs_;
 
   // Relaxed: statistics only.
   mutable std::atomic<uint64_t> pessimistic_descents_{0};

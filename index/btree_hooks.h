@@ -5,24 +5,40 @@
 // Owns: the contract between the tree and its logger / lock manager adapters: when each hook is
 // called, which latches are held at that moment, and what the tree does with the answer.
 //
-// Logging contract (ARIES):
+// Logging contract (ARIES; the write-ahead logger is index/btree_wal.h):
 //   1. Record operations (insert, update, delete on a leaf) belong to the caller's transaction
 //      (OpContext::txn). The tree calls LogInsert / LogUpdate / LogDelete right after changing
 //      the leaf, with the leaf still latched exclusively, and stamps the returned LSN on the leaf
-//      (SetPageLsn; Lsn::Invalid() leaves the page LSN alone). Update and delete pass the
-//      before-image for undo. If the call fails (e.g. LogFull), the tree reverts the leaf change
-//      under the same latch and returns the error: nothing unlogged stays on the page.
-//   2. Structure changes (root growth, splits, the separator posted into the parent) are
-//      redo-only system transactions: BeginStructureChange opens one (it may fail, e.g. no log
-//      space reservable; then nothing has changed and the operation returns the error), each
-//      step is logged with LogGrowRoot / LogSplit / LogPostSeparator (the returned LSN is stamped
-//      on every page the step changed), and EndStructureChange closes it. The record operation
-//      that needed the split runs after EndStructureChange, in the user transaction: undo of an
-//      insert then deletes the key wherever it lives by then, never reverses the split.
+//      (SetPageLsn; Lsn::Invalid() leaves the page LSN alone). The returned LSN is the page LSN
+//      of the change: the END of its log record (sm/txn/record_handlers.h, page LSN
+//      convention), so the WAL rule flushes the whole record before the page is written. Update
+//      and delete pass the before-image for undo. If the call fails (e.g. LogFull, a finished or
+//      missing transaction), the tree reverts the leaf change under the same latch and returns
+//      the error: nothing unlogged stays on the page.
+//   2. Structure changes (root growth, and the cascade of node splits with their separators
+//      posted into the parents) are redo-only system transactions, each logged as ONE record,
+//      so that after a crash either all of it is redone or none (a split changes 2-3 pages, a
+//      cascade or a root growth more; separate records could leave a node split without its
+//      separator in the parent if the log were cut between them). BeginStructureChange opens
+//      one before any page changes (it may fail, e.g. the log is in its fatal state; then
+//      nothing has changed, the pages allocated for it are freed and the operation returns
+//      the error). The tree then makes every change of the cascade, keeping every page it
+//      changed - new pages included - latched exclusively, and calls EndStructureChange once
+//      with all of them (the top of the cascade first). The logger logs them as one record and
+//      returns the LSN to stamp, which the tree stamps on every one of those pages before it
+//      releases any. If EndStructureChange fails, the tree restores the before-images of the
+//      existing pages (kept for that purpose when a logger is set), frees the new ones and
+//      returns the error: as in 1, nothing unlogged stays. The record operation that needed
+//      the split runs afterwards, in the user transaction: undo of an insert then deletes the
+//      key wherever it lives by then, never reverses the split.
 //   3. Every hook is called with exclusive latches held on the pages it names (and possibly on
 //      their ancestors), so it must not wait for anything but inserting into the log buffer: no
 //      log flush, no lock, no I/O.
-//   4. LogFormatRoot is called once by BTree::Create with the new root latched.
+//   4. LogFormatRoot is called once by BTree::Create with the new root (an empty leaf) latched
+//      and is stamped like a structure change; if it fails, Create frees the page and fails.
+//   5. OpContext::txn is opaque to the tree and passed to the record calls only; what it is
+//      and whether it may be null is the logger's business (btree_wal.h: a txn::Txn*, never
+//      null).
 //
 // Locking contract (ARIES/KVL-style next-key locking; the lock modes are the hook's business):
 //   1. KeyLockHook::TryLockKey is called with a leaf latched (shared or exclusive) and must not
@@ -49,6 +65,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "sm/common/ids.h"
@@ -69,8 +86,8 @@ class BtreeLogger {
  public:
   virtual ~BtreeLogger() = default;
 
-  // Record operations; `record_index` is the record's index in the leaf (slot record_index + 2,
-  // see btree_node.h) after the change (insert, update) or before it (delete).
+  // Record operations (contract 1); `record_index` is the record's index in the leaf (slot
+  // record_index + 2, see btree_node.h) after the change (insert, update) or before it (delete).
   virtual Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view value,
                            Lsn* lsn) {
@@ -90,27 +107,20 @@ class BtreeLogger {
     return Status::OK();
   }
 
-  // Structure changes.
+  // Structure changes (contract 2). Begin: before anything changes. End: `pages` are every page
+  // the change wrote (existing and new, each once, the top of the cascade first), latched
+  // exclusively and in their final state; log them as one redo-only record and set *lsn to the
+  // LSN to stamp on all of them.
   virtual Status BeginStructureChange(const BTree& tree) { return Status::OK(); }
-  virtual void EndStructureChange(const BTree& tree) {}
-  // Create: the root was formatted as an empty leaf.
-  virtual Lsn LogFormatRoot(const BTree& tree, buffer::PageHandle& root) { return Lsn::Invalid(); }
-  // The root's contents were copied into `child` (a new page) and the root was reformatted as
-  // an inner node one level up whose only child is `child`.
-  virtual Lsn LogGrowRoot(const BTree& tree, buffer::PageHandle& root, buffer::PageHandle& child) {
-    return Lsn::Invalid();
+  virtual Status EndStructureChange(const BTree& tree, std::span<buffer::PageHandle* const> pages,
+                                    Lsn* lsn) {
+    *lsn = Lsn::Invalid();
+    return Status::OK();
   }
-  // The records of `node` from the separator on moved to `right` (a new page); node's high
-  // fence became `separator` and its right sibling `right`. For an inner node the separator's
-  // own record left both halves: its child became right's leftmost child.
-  virtual Lsn LogSplit(const BTree& tree, buffer::PageHandle& node, buffer::PageHandle& right,
-                       std::string_view separator) {
-    return Lsn::Invalid();
-  }
-  // The separator of a split child was inserted into `parent` as record `record_index`.
-  virtual Lsn LogPostSeparator(const BTree& tree, buffer::PageHandle& parent, uint16_t record_index,
-                               std::string_view separator, PageId child) {
-    return Lsn::Invalid();
+  // Create (contract 4): `root` was formatted as an empty leaf.
+  virtual Status LogFormatRoot(const BTree& tree, buffer::PageHandle& root, Lsn* lsn) {
+    *lsn = Lsn::Invalid();
+    return Status::OK();
   }
 };
 
@@ -138,6 +148,7 @@ class KeyLockHook {
 // and single-user tools use.
 struct OpContext {
   void* txn = nullptr;           // opaque to the tree; passed to BtreeLogger's record calls
+                                 // (a txn::Txn* for a tree logged by BtreeWal)
   KeyLockHook* locks = nullptr;  // null: no key locking
 };
 

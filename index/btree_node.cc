@@ -168,6 +168,66 @@ Status Node::SetHighFence(std::string_view high_fence) {
   return Status::OK();
 }
 
+void Node::FreeGap(uint16_t* offset, uint16_t* bytes) const {
+  size_t dir_end = size_t{kNodeAreaOffset} + SlottedPage::kAreaHeaderBytes +
+                   size_t{slots_.slot_count()} * SlottedPage::kSlotBytes;
+  *offset = static_cast<uint16_t>(dir_end);
+  *bytes = static_cast<uint16_t>(slots_.ContiguousFreeBytes());
+}
+
+namespace {
+// The slotted area header as slotted_page.h lays it out (u16 each, little-endian).
+struct RawAreaHeader {
+  uint16_t slot_count;
+  uint16_t heap_begin;
+  uint16_t fragmented_bytes;
+  uint16_t flags;
+};
+static_assert(sizeof(RawAreaHeader) == SlottedPage::kAreaHeaderBytes);
+
+RawAreaHeader LoadAreaHeader(const char* page) {
+  RawAreaHeader header;
+  std::memcpy(&header, page + kNodeAreaOffset, sizeof(header));
+  return header;
+}
+}  // namespace
+
+bool Node::AreaBoundsIntact() const {
+  RawAreaHeader header = LoadAreaHeader(page_);
+  size_t dir_end = size_t{kNodeAreaOffset} + SlottedPage::kAreaHeaderBytes +
+                   size_t{header.slot_count} * SlottedPage::kSlotBytes;
+  if (header.slot_count < kFirstRecordSlot) return false;
+  if (dir_end > header.heap_begin) return false;
+  if (header.heap_begin > kPageBytes) return false;
+  if (header.fragmented_bytes > kPageBytes - header.heap_begin) return false;
+  return header.flags == 0;
+}
+
+bool Node::SlotIntact(uint16_t slot) const {
+  RawAreaHeader header = LoadAreaHeader(page_);
+  if (slot >= header.slot_count) return false;
+  const char* entry = page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
+                      size_t{slot} * SlottedPage::kSlotBytes;
+  uint16_t offset;
+  uint16_t length;
+  std::memcpy(&offset, entry, sizeof(offset));
+  std::memcpy(&length, entry + sizeof(offset), sizeof(length));
+  if (length == 0) return offset == kPageBytes;
+  return offset >= header.heap_begin && size_t{offset} + length <= kPageBytes &&
+         length <= SlottedPage::kMaxRecordBytes;
+}
+
+bool Node::RecordIntact(uint16_t i) const {
+  auto slot = static_cast<uint16_t>(kFirstRecordSlot + i);
+  if (i >= UINT16_MAX - kFirstRecordSlot || !SlotIntact(slot)) return false;
+  std::string_view rec = SlotBytes(slot);
+  if (!is_leaf()) return rec.size() >= kInnerRecordOverheadBytes;
+  if (rec.size() < kLeafRecordOverheadBytes) return false;
+  uint16_t key_bytes;
+  std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+  return size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size();
+}
+
 std::string ShortestSeparator(std::string_view left, std::string_view right) {
   SM_DASSERT(left < right);
   size_t common = 0;

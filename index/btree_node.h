@@ -234,6 +234,24 @@ class Node {
   // Replaces the high fence (and clears kNodeHighInfinite). NoSpace if it does not fit.
   [[nodiscard]] Status SetHighFence(std::string_view high_fence);
 
+  // The free gap between the slot directory and the record heap, [*offset, *offset + *bytes):
+  // bytes whose contents the format leaves unspecified, which a page image may leave out
+  // (index/btree_wal.h). Compact first to make it all of FreeBytes().
+  void FreeGap(uint16_t* offset, uint16_t* bytes) const;
+
+  // O(1) bounds checks for code that meets a node it did not just change itself (log redo),
+  // so that a page that does not match a log record is reported, not dereferenced out of
+  // bounds. They read the area as slotted_page.h lays it out and, unlike
+  // SlottedPage::CheckInvariants, do not walk the whole directory.
+  //   AreaBoundsIntact: the directory ends at or below the heap, the heap lies in the page,
+  //                     the fragment count fits the heap, flags are zero, both fences exist.
+  //   SlotIntact:       (AreaBoundsIntact holding) slot < slot_count and its bytes lie in the
+  //                     heap (an empty record at kPageBytes).
+  //   RecordIntact:     slot 2 + i is intact and parses as a record of this node's kind.
+  bool AreaBoundsIntact() const;
+  bool SlotIntact(uint16_t slot) const;
+  bool RecordIntact(uint16_t i) const;
+
  private:
   static std::string_view View(std::span<const char> bytes) { return {bytes.data(), bytes.size()}; }
 

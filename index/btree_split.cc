@@ -3,7 +3,7 @@
 // Owns: how a full node splits (the split point, the separator, which half takes the pending
 // entry) and the order in which a cascade of splits along a pessimistic path is carried out.
 //
-// A cascade (SplitPath) runs in three phases:
+// A cascade (SplitPath) runs in four phases:
 //   1. PlanPath, read-only, bottom-up: plan the leaf's split; if the parent cannot take the
 //      separator, plan the parent's split with that separator as its pending entry; and so on
 //      up to a node that takes it, or the root, which then has to grow. Nothing can fail later
@@ -15,15 +15,25 @@
 //   3. Execution, top-down, bracketed by BtreeLogger::Begin/EndStructureChange: GrowRoot if
 //      planned, then for each planned node from the top: SplitNode, then PostSeparator into its
 //      (already split) parent, then continue with the half that takes the pending entry.
-// After every step the tree is well formed (a split node's separator is posted before anything
-// below it changes), which is what makes each step a self-contained redo-only log record.
+//   4. Logging: every page the cascade changed - the top split's parent (or the grown root),
+//      every split node and its new right half, a grown root's new child - stays latched
+//      exclusively, and EndStructureChange logs them all as ONE record (page images, see
+//      btree_wal.h). Its LSN is stamped on every one of them; only then is anything released,
+//      except the leaf half that takes the pending entry, which the caller goes on to change.
+//      So no page of the change can be written back (the writer needs its latch) or seen by
+//      another fiber before the record exists, and after a crash the cascade is redone whole
+//      or not at all. If logging fails, the before-images of the existing pages (taken at the
+//      start of phase 3 when a logger is set) are copied back and the new pages freed: the
+//      tree is exactly as it was.
 //
 // The three steps are separate functions that cannot fail once called:
 //   GrowRoot       the root's node header and records are copied byte for byte into a new page
 //                  (same area offset, so the slotted area stays valid); the root is reformatted
 //                  as an empty inner node one level up whose leftmost child is that page.
 //   SplitNode      the records from the split point move to a new right sibling; the node's
-//                  high fence becomes the separator and its right link the new page.
+//                  high fence becomes the separator and its right link the new page; the node
+//                  is compacted, so that its free space is one gap (which a page image leaves
+//                  out).
 //   PostSeparator  (separator, new right page) goes into the parent right after the split
 //                  node's own entry.
 //
@@ -201,26 +211,69 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, bool* escalate)
     FreeUnusedPages(&pages);
     return begun;
   }
+  // The existing pages the cascade changes are path[first_changed..]: the top split's parent,
+  // or from the root if it grows (plans are bottom-up, so back() is the top split).
+  size_t top = plans.back().depth;
+  size_t first_changed = grow_root ? 0 : top - 1;
+  std::vector<std::string> before;  // their images, to restore if logging fails
+  if (logs_) {
+    for (size_t i = first_changed; i < path->size(); ++i) {
+      before.emplace_back((*path)[i].data(), kPageBytes);
+    }
+  }
+  // nodes[i]: the node at path index i through which the pending entry now goes. Pointers, so
+  // that no handle moves (and no latch is released) until the change is logged.
+  std::vector<PageHandle*> nodes;
+  for (PageHandle& node : *path) nodes.push_back(&node);
+  std::vector<PageHandle*> changed;  // each page once, the top first
+  auto note = [&changed](PageHandle* page) {
+    if (std::find(changed.begin(), changed.end(), page) == changed.end()) changed.push_back(page);
+  };
   size_t next_page = 0;
   size_t shift = 0;  // root growth inserts the root's new child at path index 1
   if (grow_root) {
-    GrowRoot((*path)[0], pages[next_page]);
-    path->insert(path->begin() + 1, std::move(pages[next_page++]));
+    PageHandle* child = &pages[next_page++];
+    GrowRoot(*nodes[0], *child);
+    nodes.insert(nodes.begin() + 1, child);
+    note(nodes[0]);
+    note(child);
     shift = 1;
   }
   for (auto it = plans.rbegin(); it != plans.rend(); ++it) {  // top-down
     size_t depth = it->depth + shift;
     SM_ASSERT(depth >= 1);
-    PageHandle& right = pages[next_page++];
-    SplitNode((*path)[depth], it->plan, right);
-    PostSeparator((*path)[depth - 1], it->plan.separator, right.page_id());
-    if (it->plan.pending_right) {
-      (*path)[depth] = std::move(right);
-    } else {
-      right.Release();
-    }
+    PageHandle* right = &pages[next_page++];
+    SplitNode(*nodes[depth], it->plan, *right);
+    PostSeparator(*nodes[depth - 1], it->plan.separator, right->page_id());
+    note(nodes[depth - 1]);
+    note(nodes[depth]);
+    note(right);
+    if (it->plan.pending_right) nodes[depth] = right;
   }
-  logger_->EndStructureChange(*this);
+  SM_DASSERT(next_page == pages.size());
+  Lsn lsn;
+  Status logged = logger_->EndStructureChange(*this, changed, &lsn);
+  if (!logged.ok()) {
+    // Nothing unlogged may stay (btree_hooks.h, logging 2): the pages are still latched, so no
+    // one saw the change; the new pages were never linked from anything that survives.
+    SM_ASSERT(logs_);
+    for (size_t i = first_changed; i < path->size(); ++i) {
+      std::memcpy((*path)[i].data(), before[i - first_changed].data(), kPageBytes);
+    }
+    FreeUnusedPages(&pages);
+    return logged;
+  }
+  for (PageHandle* page : changed) Stamp(*page, lsn);
+  if (grow_root) root_grows_.fetch_add(1, std::memory_order_relaxed);
+  for (const LevelSplit& level : plans) {
+    bool leaf = level.depth + 1 == path->size();
+    (leaf ? leaf_splits_ : inner_splits_).fetch_add(1, std::memory_order_relaxed);
+  }
+  // Keep the leaf half that takes the entry; every other page is released with *path and
+  // `pages`.
+  PageHandle leaf = std::move(*nodes.back());
+  path->clear();
+  path->push_back(std::move(leaf));
   return Status::OK();
 }
 
@@ -239,10 +292,6 @@ void BTree::GrowRoot(PageHandle& root, PageHandle& child) {
   r.mutable_header().leftmost_child = child.page_id().value();
   root.MarkDirty();
   child.MarkDirty();
-  Lsn lsn = logger_->LogGrowRoot(*this, root, child);
-  Stamp(root, lsn);
-  Stamp(child, lsn);
-  root_grows_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& right_page) {
@@ -269,14 +318,13 @@ void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& 
     node.EraseRecord(static_cast<uint16_t>(i - 1));  // from the end: no slot shifting
   }
   SM_ASSERT(node.SetHighFence(plan.separator).ok());
+  // The moved records left holes in the heap; packing them makes the free space one gap, which
+  // the page image of the split leaves out (and later inserts need not compact).
+  node.slots().Compact();
   node.mutable_header().right_sibling = right_page.page_id().value();
   node.BumpVersion();
   node_page.MarkDirty();
   right_page.MarkDirty();
-  Lsn lsn = logger_->LogSplit(*this, node_page, right_page, plan.separator);
-  Stamp(node_page, lsn);
-  Stamp(right_page, lsn);
-  (node.is_leaf() ? leaf_splits_ : inner_splits_).fetch_add(1, std::memory_order_relaxed);
 }
 
 void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator, PageId child) {
@@ -286,7 +334,6 @@ void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator, P
   SM_ASSERT(parent.InsertInnerRecord(index, separator, child).ok());  // planned to fit
   parent.BumpVersion();
   parent_page.MarkDirty();
-  Stamp(parent_page, logger_->LogPostSeparator(*this, parent_page, index, separator, child));
 }
 
 }  // namespace sm::index

@@ -1,7 +1,9 @@
 // The B-tree's seams for logging and key-range locking (index/btree_hooks.h): which hook is
 // called when, with which keys, that returned LSNs are stamped on the pages, that a failed log
-// call leaves nothing on the page, that a failed structure-change start leaves the tree as it
-// was, and that a lock the hook cannot grant at once is waited for with no latch held.
+// call leaves nothing on the page, that a structure change - a cascade included - is one
+// logging call with every page it changed, latched, that a structure change whose start or
+// whose logging fails leaves the tree as it was, and that a lock the hook cannot grant at once
+// is waited for with no latch held.
 #include "index/btree_hooks.h"
 
 #include <catch2/catch.hpp>
@@ -37,6 +39,8 @@ class RecordingLogger : public index::BtreeLogger {
   Lsn last;
   bool fail_record_ops = false;
   bool fail_begin = false;
+  bool fail_end = false;
+  std::vector<PageId> last_structure_pages;
 
   Status LogInsert(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
                    std::string_view, Lsn* lsn) override {
@@ -57,17 +61,24 @@ class RecordingLogger : public index::BtreeLogger {
     events.push_back("begin");
     return Status::OK();
   }
-  void EndStructureChange(const BTree&) override { events.push_back("end"); }
-  Lsn LogFormatRoot(const BTree&, buffer::PageHandle&) override { return Next("format"); }
-  Lsn LogGrowRoot(const BTree&, buffer::PageHandle&, buffer::PageHandle&) override {
-    return Next("grow");
+  Status EndStructureChange(const BTree&, std::span<buffer::PageHandle* const> pages,
+                            Lsn* lsn) override {
+    std::string event = "end";
+    std::set<PageId> distinct;
+    for (buffer::PageHandle* page : pages) {
+      REQUIRE(page->mode() == threads::LatchMode::kExclusive);
+      distinct.insert(page->page_id());
+      event += " " + std::string(index::Node(page->data()).is_leaf() ? "leaf" : "inner");
+    }
+    REQUIRE(distinct.size() == pages.size());  // each page once
+    last_structure_pages.assign(distinct.begin(), distinct.end());
+    if (fail_end) return Status::Fatal("log failed");
+    *lsn = Next(event);
+    return Status::OK();
   }
-  Lsn LogSplit(const BTree&, buffer::PageHandle&, buffer::PageHandle&, std::string_view) override {
-    return Next("split");
-  }
-  Lsn LogPostSeparator(const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
-                       PageId) override {
-    return Next("post");
+  Status LogFormatRoot(const BTree&, buffer::PageHandle&, Lsn* lsn) override {
+    *lsn = Next("format");
+    return Status::OK();
   }
 
  private:
@@ -166,14 +177,23 @@ TEST_CASE("btree hooks: structure changes are bracketed and the record op follow
   while (env.tree->counters().root_grows == 0) {
     REQUIRE(env.tree->Insert(Key64(n++), std::string(100, 'v')).ok());
   }
-  // The insert that filled the root leaf: root growth, the split of the new child, the
-  // separator into the root, all in one structure change; then the insert itself.
-  std::vector<std::string> tail(logger.events.end() - 6, logger.events.end());
-  REQUIRE(tail == std::vector<std::string>{"begin", "grow", "split", "post", "end",
-                                           "insert " + Key64(n - 1)});
+  // The insert that filled the root leaf: root growth, the split of the new child and the
+  // separator into the root are one structure change, logged once with all three pages (the
+  // root first); then the insert itself.
+  std::vector<std::string> tail(logger.events.end() - 3, logger.events.end());
+  REQUIRE(tail ==
+          std::vector<std::string>{"begin", "end inner leaf leaf", "insert " + Key64(n - 1)});
+  REQUIRE(logger.last_structure_pages.size() == 3);
+  Lsn split_lsn(logger.last.value() - 1);
+  for (PageId id : logger.last_structure_pages) {
+    buffer::PageHandle page;
+    REQUIRE(env.pool->Fix(id, threads::LatchMode::kShared, &page).ok());
+    // Every page of the change carries its LSN, except the leaf the insert went to since.
+    REQUIRE((PageLsn(page.data()) == split_lsn || PageLsn(page.data()) == logger.last));
+  }
   buffer::PageHandle root;
   REQUIRE(env.pool->Fix(env.root, threads::LatchMode::kShared, &root).ok());
-  REQUIRE(PageLsn(root.data()) == Lsn(logger.last.value() - 1));  // stamped by "post"
+  REQUIRE(PageLsn(root.data()) == split_lsn);
   root.Release();
   index::VerifyOptions options;
   options.max_page_lsn = logger.last;
@@ -214,6 +234,67 @@ TEST_CASE("btree hooks: a structure change that cannot begin changes nothing",
   logger.fail_begin = false;
   REQUIRE(env.tree->Insert(Key64(n), "now it splits").ok());
   RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hooks: a structure change that cannot be logged leaves the tree as it was",
+          "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(64, index::BtreeOptions{true, &logger});
+  Model model;
+  // Long keys that differ only at the end (suffix truncation keeps their separators long):
+  // inner nodes hold few separators, so splits cascade and the root grows often.
+  auto key = [](uint64_t n) { return std::string(600, 'k') + Key64(n); };
+  uint64_t failures = 0;
+  uint64_t cascades_refused = 0;
+  for (uint64_t n = 0; n < 600; ++n) {
+    uint64_t k = (n * 7919) % 600;
+    logger.fail_end = n % 3 == 0;
+    uint64_t allocated = env.volume->allocated_pages();
+    uint64_t grows = env.tree->counters().root_grows;
+    index::BtreeStats before;
+    RequireVerified(*env.tree, &before);
+    Status s = env.tree->Insert(key(k), "v");
+    if (s.ok()) {
+      model[key(k)] = "v";
+      continue;
+    }
+    REQUIRE(s.IsFatal());
+    ++failures;
+    // Nothing of the change stays: same pages, the new ones freed, no counted split.
+    index::BtreeStats after;
+    RequireVerified(*env.tree, &after);
+    REQUIRE(after.pages() == before.pages());
+    REQUIRE(after.height == before.height);
+    REQUIRE(env.volume->allocated_pages() == allocated);
+    REQUIRE(env.tree->counters().root_grows == grows);
+    if (logger.last_structure_pages.size() > 3) ++cascades_refused;
+  }
+  REQUIRE(failures > 10);
+  REQUIRE(cascades_refused > 0);  // some refused changes were cascades
+  logger.fail_end = false;
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree hooks: a cascade of splits is one structure change with every page",
+          "[unit][btree][hooks]") {
+  RecordingLogger logger;
+  TreeEnv env(128, index::BtreeOptions{true, &logger});
+  auto key = [](uint64_t n) { return std::string(900, 'k') + Key64(n); };
+  size_t most_pages = 0;
+  for (uint64_t n = 0; n < 400; ++n) {
+    size_t before = logger.events.size();
+    REQUIRE(env.tree->Insert(key((n * 7919) % 400), "v").ok());
+    std::vector<std::string> events(logger.events.begin() + before, logger.events.end());
+    if (events.size() == 1) continue;  // no structure change
+    REQUIRE(events.size() == 3);       // begin, one end record, the insert
+    REQUIRE(events[0] == "begin");
+    REQUIRE(events[1].rfind("end ", 0) == 0);
+    most_pages = std::max(most_pages, logger.last_structure_pages.size());
+  }
+  index::BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height >= 3);
+  REQUIRE(most_pages >= 5);  // a leaf and an inner node split (and their parent) in one record
 }
 
 TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit][btree][hooks]") {
