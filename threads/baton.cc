@@ -56,8 +56,13 @@ bool Baton::WaitUntil(Clock::time_point deadline) {
 }
 
 void Baton::Reset() {
-  SM_DASSERT(state_.load(std::memory_order_relaxed) <= kPosted);
-  state_.store(0, std::memory_order_relaxed);
+  // A read-modify-write (a full barrier), not a plain store: the usual pattern is Reset, then
+  // look at some condition, then Wait. With a relaxed store the condition's loads could be
+  // ordered before the reset, and a Post landing in between (after the condition was read,
+  // before the reset took effect) would be wiped out: a lost wake-up.
+  uintptr_t old = state_.exchange(0, std::memory_order_seq_cst);
+  SM_DASSERT(old <= kPosted);
+  (void)old;
 }
 
 bool Baton::WaitOnFiber(Clock::time_point deadline, bool timed) {

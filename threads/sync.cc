@@ -201,7 +201,8 @@ void Event::Set() {
   }
 }
 
-void Event::Reset() { set_.store(false, std::memory_order_release); }
+// An RMW for the same reason as Baton::Reset: loads after it must not move before it.
+void Event::Reset() { set_.exchange(false, std::memory_order_seq_cst); }
 
 void Event::Wait() { WaitImpl({}, false); }
 

@@ -1,6 +1,7 @@
 // Page-image records: encoding, logging, and the redo handler.
 #include "sm/txn/page_images.h"
 
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -49,7 +50,9 @@ Status RedoPageImages(RedoContext& ctx) {
     if (!in.GetBytes(split, &before) || !in.GetBytes(kPageBytes - split - hole_bytes, &after)) {
       return BadImage(record, "image " + std::to_string(i) + " is truncated");
     }
-    if (PageIdOf(before.data()).value() != id) {
+    uint64_t image_id = 0;  // the payload is not aligned: no PageHeader access
+    std::memcpy(&image_id, before.data() + offsetof(PageHeader, page_id), sizeof image_id);
+    if (image_id != id) {
       return BadImage(record, "image " + std::to_string(i) + " names another page");
     }
     buffer::PageHandle page;

@@ -9,8 +9,15 @@
 //   durable_commits_per_s      commit records from --fibers fibers on 2 workers, each waiting
 //                              until its record is durable (commit mode durable): group commit
 //                              on a real fdatasync. Also the figure for a single committer.
-//   recovery_mb_per_s          a LogReader scanning a --recovery-mb log from its start
-//                              (reading, checking every record's CRC32C), as recovery will.
+//   recovery_mb_per_s          restart recovery of a database (sm/sm.h on the in-memory
+//                              fault-injecting file system, so the figure is the engine's CPU
+//                              cost, not the disk's): --recovery-txns transactions of 10 B-tree
+//                              updates each (100-byte values), committed asynchronously with no
+//                              checkpoint, then a simulated crash that drops every unsynced page
+//                              write; Open's analysis + redo + undo, divided into the log bytes
+//                              redo scanned.
+//   scan_mb_per_s              a LogReader scanning a --recovery-mb log from its start
+//                              (reading, checking every record's CRC32C): recovery's floor.
 //
 // Figures are medians of --repeat runs; the last line is a JSON object of them.
 #include <unistd.h>
@@ -26,6 +33,9 @@
 #include <vector>
 
 #include "log/log_manager.h"
+#include "sm/api/api_internal.h"
+#include "sm/io/fault_file.h"
+#include "sm/sm.h"
 #include "log/log_reader.h"
 #include "sm/io/file.h"
 #include "threads/runtime.h"
@@ -47,6 +57,7 @@ struct Config {
   uint64_t segment_mb = 64;
   uint64_t buffer_mb = 8;
   uint64_t recovery_mb = 128;
+  uint64_t recovery_txns = 20000;
   bool pin = false;
 };
 
@@ -68,7 +79,7 @@ std::unique_ptr<threads::Runtime> MakeRuntime(const Config& config, unsigned wor
 // A fresh log directory under /tmp, removed (with its files) when the scope ends.
 class TempLog {
  public:
-  explicit TempLog(const Config& config, CommitMode mode) {
+  explicit TempLog(const Config& config, log::CommitMode mode) {
     char tmpl[] = "/tmp/sm-logbench-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) std::abort();
     dir_ = tmpl;
@@ -158,7 +169,7 @@ struct Rate {
 
 // Inserts records of `record_bytes` (total, header included) for config.seconds.
 Rate InsertRun(const Config& config, unsigned workers, size_t record_bytes) {
-  TempLog t(config, CommitMode::kAsync);
+  TempLog t(config, log::CommitMode::kAsync);
   auto rt = MakeRuntime(config, workers);
   std::string payload(record_bytes - kRecordHeaderBytes, 'x');
   Truncator truncator(t.log());
@@ -189,7 +200,7 @@ struct CommitRun {
 
 // `fibers` committers on 2 workers, each: commit record, wait until durable, repeat.
 CommitRun DurableCommits(const Config& config, int fibers) {
-  TempLog t(config, CommitMode::kDurable);
+  TempLog t(config, log::CommitMode::kDurable);
   auto rt = MakeRuntime(config, 2);
   auto commit = [&](int f, const std::atomic<bool>& stop) {
     Lsn prev, lsn;
@@ -213,7 +224,7 @@ CommitRun DurableCommits(const Config& config, int fibers) {
 
 // Writes a log of config.recovery_mb of 1 KiB records, then times a reader over all of it.
 double RecoveryScanMbPerS(const Config& config) {
-  TempLog t(config, CommitMode::kAsync);
+  TempLog t(config, log::CommitMode::kAsync);
   std::string payload(1024 - kRecordHeaderBytes, 'r');
   LogRecord r;
   r.txn = TxnId(1);
@@ -243,6 +254,72 @@ double RecoveryScanMbPerS(const Config& config) {
   return bytes / seconds / 1e6;
 }
 
+// Builds a database with config.recovery_txns update transactions after its last checkpoint,
+// crashes it (unsynced writes dropped), and times the Open that recovers it.
+struct RestartRun {
+  double mb_per_s = 0;
+  double seconds = 0;
+  uint64_t redo_bytes = 0;
+  uint64_t redo_records = 0;
+};
+
+RestartRun RestartRecovery(const Config& config) {
+  io::FaultInjectionFileSystem fs(7);
+  sm::Options options;
+  options.path = "/db";
+  options.file_system = &fs;
+  options.buffer_pool_bytes = 512u << 20;
+  options.commit_mode = sm::CommitMode::kAsync;
+  options.checkpoint_interval = std::chrono::milliseconds(0);
+  options.workers = 1;
+  constexpr uint64_t kKeys = 50000;
+  auto key = [](uint64_t k) {
+    std::string s(8, '\0');
+    for (int i = 7; i >= 0; --i, k >>= 8) s[i] = static_cast<char>(k & 0xff);
+    return s;
+  };
+  std::unique_ptr<sm::Database> db;
+  Check("open", sm::Database::Open(options, &db));
+  sm::Table* table = nullptr;
+  Check("create table", db->CreateTable("t", &table));
+  std::string value(100, 'v');
+  std::unique_ptr<sm::Transaction> txn;
+  Check("begin", db->Begin(&txn));
+  for (uint64_t k = 0; k < kKeys; ++k) Check("load", table->Insert(txn.get(), key(k), value));
+  Check("commit", txn->Commit());
+  Check("checkpoint", db->Checkpoint());
+  uint64_t x = 88172645463325252ull;
+  for (uint64_t t = 0; t < config.recovery_txns; ++t) {
+    Check("begin", db->Begin(&txn));
+    for (int i = 0; i < 10; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      value[i % 100] = static_cast<char>('a' + x % 26);
+      Check("update", table->Update(txn.get(), key(x % kKeys), value));
+    }
+    Check("commit", txn->Commit());
+  }
+  txn.reset();
+  static_cast<sm::api::DatabaseImpl*>(db.get())->TEST_KillLog();
+  db.reset();
+  fs.SimulateCrash(io::CrashMode::kDropUnsynced);
+  sm::OpenReport report;
+  double t0 = NowSeconds();
+  Check("reopen", sm::Database::Open(options, &db, &report));
+  RestartRun run;
+  run.seconds = NowSeconds() - t0;  // the whole Open, recovery's closing checkpoint included
+  Check("close", db->Close());
+  if (report.redo_records < config.recovery_txns * 10) {
+    std::fprintf(stderr, "log bench: recovery redid %llu records, expected at least %llu\n",
+                 static_cast<unsigned long long>(report.redo_records),
+                 static_cast<unsigned long long>(config.recovery_txns * 10));
+    std::exit(1);
+  }
+  run.redo_bytes = report.redo_bytes;
+  run.redo_records = report.redo_records;
+  run.mb_per_s = report.redo_bytes / report.recovery_seconds / 1e6;
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,10 +333,14 @@ int main(int argc, char** argv) {
   app.add_option("--segment-mb", config.segment_mb, "log segment size");
   app.add_option("--buffer-mb", config.buffer_mb, "log buffer size");
   app.add_option("--recovery-mb", config.recovery_mb, "log size for the recovery scan");
+  app.add_option("--recovery-txns", config.recovery_txns,
+                 "update transactions replayed by the restart-recovery run");
   app.add_flag("--pin", config.pin, "pin workers to cores");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<double> ins_1w, ins_2w, rec64_1w, rec64_2w, commits, commits_1, per_sync, scan;
+  std::vector<double> restart, restart_open;
+  RestartRun last_restart;
   for (int r = 0; r < config.repeat; ++r) {
     ins_1w.push_back(InsertRun(config, 1, 1024).mb_per_s);
     ins_2w.push_back(InsertRun(config, 2, 1024).mb_per_s);
@@ -270,11 +351,15 @@ int main(int argc, char** argv) {
     per_sync.push_back(group.commits_per_sync);
     commits_1.push_back(DurableCommits(config, 1).commits_per_s);
     scan.push_back(RecoveryScanMbPerS(config));
+    last_restart = RestartRecovery(config);
+    restart.push_back(last_restart.mb_per_s);
+    restart_open.push_back(last_restart.seconds);
   }
   double m_ins_1w = Median(ins_1w), m_ins_2w = Median(ins_2w);
   double m_rec64_1w = Median(rec64_1w), m_rec64_2w = Median(rec64_2w);
   double m_commits = Median(commits), m_commits_1 = Median(commits_1);
   double m_per_sync = Median(per_sync), m_scan = Median(scan);
+  double m_restart = Median(restart), m_restart_open = Median(restart_open);
   std::printf(
       "log benchmark: %d runs, median; log in /tmp (O_DIRECT), %llu MiB segments, "
       "%llu MiB buffer\n",
@@ -294,19 +379,26 @@ int main(int argc, char** argv) {
       config.fibers, m_commits, m_per_sync);
   std::printf("  commit mode durable, 1 fiber                         %9.0f commits/s\n",
               m_commits_1);
-  std::printf("  recovery scan (read + CRC32C), %llu MiB              %9.1f MB/s\n",
+  std::printf("  log scan (read + CRC32C), %llu MiB                   %9.1f MB/s\n",
               static_cast<unsigned long long>(config.recovery_mb), m_scan);
+  std::printf(
+      "  restart recovery, %llu txns (%llu records, %.1f MB)   %9.1f MB/s  (Open: %.2f s)\n",
+      static_cast<unsigned long long>(config.recovery_txns),
+      static_cast<unsigned long long>(last_restart.redo_records), last_restart.redo_bytes / 1e6,
+      m_restart, m_restart_open);
   sm::bench::PrintJsonLine({{"insert_mb_per_s_1w", m_ins_1w},
                             {"insert_mb_per_s_2w", m_ins_2w},
                             {"insert_records_per_s_64b_1w", m_rec64_1w},
                             {"insert_records_per_s_64b_2w", m_rec64_2w},
-                            {"insert_commit_mode", CommitModeName(CommitMode::kAsync)},
+                            {"insert_commit_mode", log::CommitModeName(log::CommitMode::kAsync)},
                             {"durable_commits_per_s", m_commits},
                             {"durable_commits_per_s_1fiber", m_commits_1},
                             {"commits_per_sync", m_per_sync},
-                            {"commit_mode", CommitModeName(CommitMode::kDurable)},
+                            {"commit_mode", log::CommitModeName(log::CommitMode::kDurable)},
                             {"committer_fibers", config.fibers},
-                            {"recovery_mb_per_s", m_scan},
+                            {"recovery_mb_per_s", m_restart},
+                            {"recovery_open_seconds", m_restart_open},
+                            {"scan_mb_per_s", m_scan},
                             {"repeat", config.repeat}});
   return 0;
 }

@@ -1,0 +1,176 @@
+// The implementation classes behind sm/sm.h: DatabaseImpl (the engine's parts wired together,
+// the catalog, the meta file), TableImpl, TransactionImpl and CursorImpl.
+//
+// Owns: the order in which the parts are built and torn down (file system, volume, log, buffer
+// pool, lock manager, transaction manager, B-tree logger, runtime), the catalog and the table
+// handles, and the translation of public calls into B-tree operations with a transaction's
+// logging and key-lock context.
+//
+// Catalog: a B-tree (table id 1) whose root page id is in the meta file; key = table name,
+// value = CatalogEntry (catalog.cc). DDL runs in an internal serializable transaction that
+// locks the name's key, so concurrent DDL on one name serializes and a crash in the middle is
+// undone like any transaction. Table ids are never reused within a database run (max + 1).
+//
+// Thread/fiber safety: as sm/sm.h says; tables_mu_ guards the handle map.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "index/btree.h"
+#include "index/btree_wal.h"
+#include "log/log_manager.h"
+#include "sm/buffer/buffer_pool.h"
+#include "sm/io/file.h"
+#include "sm/lock/lock_manager.h"
+#include "sm/sm.h"
+#include "sm/space/volume.h"
+#include "sm/txn/txn_manager.h"
+#include "threads/runtime.h"
+#include "threads/sync.h"
+
+namespace sm::api {
+
+inline constexpr uint32_t kCatalogTableId = 1;
+inline constexpr uint32_t kFirstUserTableId = 2;
+
+enum class TableKind : uint8_t { kTable = 1, kIndex = 2 };
+
+struct CatalogEntry {
+  TableKind kind = TableKind::kTable;
+  uint32_t id = 0;
+  PageId root;
+};
+std::string EncodeCatalogEntry(const CatalogEntry& entry);
+Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, CatalogEntry* entry);
+
+// The meta file ("sm.meta"): what identifies a database directory and where its catalog is.
+struct MetaData {
+  PageId catalog_root;
+};
+Status WriteMeta(io::FileSystem* fs, const std::string& dir, const MetaData& meta);
+// NotFound if the file does not exist; Corruption if it is damaged.
+Status ReadMeta(io::FileSystem* fs, const std::string& dir, MetaData* meta);
+
+class DatabaseImpl;
+
+class TransactionImpl final : public Transaction {
+ public:
+  TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn);
+  ~TransactionImpl() override;
+  uint64_t id() const override { return txn_->id().value(); }
+  Isolation isolation() const override;
+  bool active() const override { return txn_->active(); }
+  Status Commit() override;
+  Status Commit(CommitMode mode) override;
+  Status Abort() override;
+
+  txn::Txn* txn() { return txn_.get(); }
+  DatabaseImpl* db() const { return db_; }
+
+ private:
+  DatabaseImpl* const db_;
+  std::unique_ptr<txn::Txn> txn_;
+};
+
+class TableImpl final : public Table {
+ public:
+  TableImpl(DatabaseImpl* db, std::string name, const CatalogEntry& entry,
+            std::unique_ptr<index::BTree> tree);
+  const std::string& name() const override { return name_; }
+  uint32_t id() const override { return id_; }
+  bool unique() const override { return kind_ == TableKind::kTable; }
+
+  Status Get(Transaction* txn, std::string_view key, std::string* value) override;
+  Status Insert(Transaction* txn, std::string_view key, std::string_view value) override;
+  Status Update(Transaction* txn, std::string_view key, std::string_view value) override;
+  Status Upsert(Transaction* txn, std::string_view key, std::string_view value) override;
+  Status Delete(Transaction* txn, std::string_view key) override;
+  Status NewCursor(Transaction* txn, const ScanOptions& options,
+                   std::unique_ptr<Cursor>* cursor) override;
+
+  index::BTree* tree() const { return tree_.get(); }
+  void MarkDropped() { dropped_.store(true, std::memory_order_release); }
+
+ private:
+  enum class Op : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
+  Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
+
+  DatabaseImpl* const db_;
+  const std::string name_;
+  const uint32_t id_;
+  const TableKind kind_;
+  std::unique_ptr<index::BTree> tree_;
+  std::atomic<bool> dropped_{false};
+};
+
+class DatabaseImpl final : public Database {
+ public:
+  explicit DatabaseImpl(const Options& options);
+  ~DatabaseImpl() override;
+
+  // Builds everything: creates or opens, recovers, loads the catalog.
+  Status Start(OpenReport* report);
+
+  Status Close() override;
+  Status CreateTable(std::string_view name, Table** table) override {
+    return Create(name, TableKind::kTable, table);
+  }
+  Status CreateIndex(std::string_view name, Table** index) override {
+    return Create(name, TableKind::kIndex, index);
+  }
+  Status OpenTable(std::string_view name, Table** table) override;
+  Status DropTable(std::string_view name) override;
+  std::vector<std::string> TableNames() override;
+  Status Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) override;
+  Status Checkpoint() override;
+  Status Verify() override;
+  DatabaseStats stats() override;
+  void Spawn(std::function<void()> fn, int worker) override;
+  unsigned workers() const override;
+
+  // For TableImpl / TransactionImpl.
+  Status CheckOpen() const;
+  lock::LockManager* locks() const { return locks_.get(); }
+  txn::TxnManager* txns() const { return txns_.get(); }
+  index::BtreeWal* wal() const { return wal_.get(); }
+
+  // Verify with a per-table report (one line per table: height, pages, records, bytes).
+  Status VerifyWithReport(std::string* report);
+
+  // Test hook: the log stops as a killed process's would (nothing more reaches it); whatever
+  // the database does afterwards cannot make anything durable that was not. Pair with
+  // io::FaultInjectionFileSystem::SimulateCrash after destroying the database.
+  void TEST_KillLog() { log_->TEST_Kill(); }
+
+ private:
+  Status OpenParts(bool create);
+  Status CreateNew(OpenReport* report);
+  Status OpenExisting(const MetaData& meta, OpenReport* report);
+  Status LoadCatalog();
+  Status Create(std::string_view name, TableKind kind, Table** table);
+  Status CatalogOp(std::string_view name, const std::function<Status(txn::Txn*, index::OpContext&)>& op);
+  void Teardown();
+
+  const Options options_;
+  io::FileSystem* fs_ = nullptr;
+  std::unique_ptr<space::Volume> volume_;
+  std::unique_ptr<log::LogManager> log_;
+  std::unique_ptr<buffer::BufferPool> pool_;
+  std::unique_ptr<lock::LockManager> locks_;
+  std::unique_ptr<txn::TxnManager> txns_;
+  std::unique_ptr<index::BtreeWal> wal_;
+  std::unique_ptr<index::BTree> catalog_;
+  std::unique_ptr<threads::Runtime> runtime_;
+  std::atomic<bool> closed_{false};
+
+  mutable threads::Mutex tables_mu_;  // guards tables_, next_table_id_
+  std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;
+  std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
+  uint32_t next_table_id_ = kFirstUserTableId;
+};
+
+}  // namespace sm::api

@@ -1,0 +1,405 @@
+// DatabaseImpl: open (create or recover), the catalog and DDL, transactions, close.
+#include <algorithm>
+#include <string>
+
+#include "sm/api/api_internal.h"
+#include "index/btree_locks.h"
+#include "sm/common/assert.h"
+
+namespace sm {
+
+const char* CommitModeName(CommitMode mode) {
+  return log::CommitModeName(static_cast<log::CommitMode>(mode));
+}
+
+std::string OpenReport::ToString() const {
+  std::string out = created ? "created a new database" : "opened an existing database";
+  out += ", " + std::to_string(tables) + " tables";
+  if (!created) out += recovered ? "; recovery: " + recovery : "; clean (nothing to recover)";
+  return out;
+}
+
+ScanOptions ScanOptions::Range(std::string_view lower, std::string_view upper) {
+  ScanOptions o;
+  o.lower = lower;
+  o.upper = upper;
+  o.has_lower = o.has_upper = true;
+  return o;
+}
+
+std::string IndexKey(std::string_view secondary_key, std::string_view primary_key) {
+  std::string key(secondary_key);
+  key.append(primary_key);
+  return key;
+}
+
+Status Database::Open(const Options& options, std::unique_ptr<Database>* db,
+                      OpenReport* report) {
+  if (options.path.empty()) return Status::InvalidArgument("Options::path is empty");
+  OpenReport local;
+  auto impl = std::make_unique<api::DatabaseImpl>(options);
+  SM_TRY(impl->Start(report != nullptr ? report : &local));
+  *db = std::move(impl);
+  return Status::OK();
+}
+
+std::string DatabaseStats::ToString() const {
+  return "transactions: " + std::to_string(txn_begun) + " begun, " +
+         std::to_string(txn_committed) + " committed, " + std::to_string(txn_aborted) +
+         " aborted, " + std::to_string(txn_failed) + " failed; checkpoints " +
+         std::to_string(checkpoints) + "\nlocks: " + std::to_string(lock_requests) +
+         " requests, " + std::to_string(lock_waits) + " waits, " + std::to_string(deadlocks) +
+         " deadlocks, " + std::to_string(lock_timeouts) + " timeouts\nlog: " +
+         std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) + " syncs, " +
+         std::to_string(commits_per_sync) + " commits/sync\nbuffer pool: " +
+         std::to_string(pool_hits) + " hits, " + std::to_string(pool_misses) + " misses, " +
+         std::to_string(pool_writes) + " writes, " + std::to_string(pool_dirty_pages) + " dirty";
+}
+
+namespace api {
+
+static_assert(static_cast<int>(CommitMode::kDurable) == static_cast<int>(log::CommitMode::kDurable));
+static_assert(static_cast<int>(CommitMode::kAsync) == static_cast<int>(log::CommitMode::kAsync));
+static_assert(static_cast<int>(CommitMode::kNone) == static_cast<int>(log::CommitMode::kNone));
+
+namespace {
+std::string VolumePath(const std::string& dir) { return dir + "/data.sm"; }
+std::string LogDir(const std::string& dir) { return dir + "/log"; }
+
+// Removes what an unfinished creation left (no meta file was written, so nothing in it was
+// ever acknowledged).
+Status RemoveUnfinished(io::FileSystem* fs, const std::string& dir) {
+  bool exists = false;
+  SM_TRY(fs->Exists(VolumePath(dir), &exists));
+  if (exists) SM_TRY(fs->Delete(VolumePath(dir)));
+  SM_TRY(fs->Exists(LogDir(dir), &exists));
+  if (exists) {
+    std::vector<std::string> names;
+    SM_TRY(fs->ListDir(LogDir(dir), &names));
+    for (const std::string& name : names) SM_TRY(fs->Delete(LogDir(dir) + "/" + name));
+  }
+  return Status::OK();
+}
+}  // namespace
+
+DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {}
+
+DatabaseImpl::~DatabaseImpl() {
+  if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) Close().PermitUnchecked();
+  Teardown();
+}
+
+Status DatabaseImpl::Start(OpenReport* report) {
+  *report = OpenReport();
+  fs_ = options_.file_system != nullptr ? options_.file_system : io::FileSystem::Default();
+  const std::string& dir = options_.path;
+  bool exists = false;
+  SM_TRY(fs_->Exists(dir, &exists));
+  if (!exists) {
+    if (!options_.create_if_missing) return Status::NotFound(dir + ": no such database");
+    SM_TRY(fs_->CreateDir(dir));
+  }
+  MetaData meta;
+  Status m = ReadMeta(fs_, dir, &meta);
+  if (m.ok()) {
+    if (options_.error_if_exists) return Status::InvalidArgument(dir + ": database exists");
+    return OpenExisting(meta, report);
+  }
+  if (!m.IsNotFound()) return m;
+  if (!options_.create_if_missing) return Status::NotFound(dir + ": not a database (no sm.meta)");
+  SM_TRY(RemoveUnfinished(fs_, dir));
+  return CreateNew(report);
+}
+
+Status DatabaseImpl::OpenParts(bool create) {
+  threads::RuntimeOptions runtime_options;
+  runtime_options.workers = options_.workers;
+  SM_TRY(threads::Runtime::Create(runtime_options, &runtime_));
+  if (create) {
+    SM_TRY(space::Volume::Create(fs_, VolumePath(options_.path), {}, &volume_));
+  } else {
+    SM_TRY(space::Volume::Open(fs_, VolumePath(options_.path), &volume_));
+  }
+  log::LogOptions log_options;
+  log_options.segment_bytes = options_.log_segment_bytes;
+  log_options.buffer_bytes = options_.log_buffer_bytes;
+  log_options.commit_mode = static_cast<log::CommitMode>(options_.commit_mode);
+  log_options.create_if_missing = create;
+  log_options.direct_io = options_.direct_io;
+  SM_TRY(log::LogManager::Open(fs_, LogDir(options_.path), log_options, &log_));
+  buffer::BufferPoolOptions pool_options;
+  pool_options.pool_bytes = options_.buffer_pool_bytes;
+  SM_TRY(buffer::BufferPool::Create(volume_.get(), pool_options, &pool_));
+  lock::LockManagerOptions lock_options;
+  lock_options.lock_wait_timeout = options_.lock_wait_timeout;
+  locks_ = std::make_unique<lock::LockManager>(lock_options);
+  txn::TxnManagerOptions txn_options;
+  txn_options.commit_mode = log_options.commit_mode;
+  txn_options.checkpoint_interval = options_.checkpoint_interval;
+  txns_ = std::make_unique<txn::TxnManager>(log_.get(), locks_.get(), pool_.get(), volume_.get(),
+                                            txn_options);
+  wal_ = std::make_unique<index::BtreeWal>(txns_.get());
+  pool_->StartWriter(nullptr);
+  return Status::OK();
+}
+
+Status DatabaseImpl::CreateNew(OpenReport* report) {
+  SM_TRY(OpenParts(/*create=*/true));
+  index::BtreeOptions tree_options;
+  tree_options.logger = wal_.get();
+  PageId root;
+  SM_TRY(index::BTree::Create(pool_.get(), tree_options, &root, &catalog_));
+  // Everything durable and checkpointed before the meta file makes the directory a database.
+  SM_TRY(pool_->FlushAll());
+  SM_TRY(txns_->Checkpoint());
+  SM_TRY(WriteMeta(fs_, options_.path, MetaData{root}));
+  report->created = true;
+  txns_->StartCheckpointer();
+  return Status::OK();
+}
+
+Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
+  SM_TRY(OpenParts(/*create=*/false));
+  log::RecoveryReport recovery;
+  SM_TRY(txns_->Restart(log::RecoveryOptions{}, &recovery));
+  report->recovered = !recovery.nothing_to_do();
+  report->recovery = recovery.ToString();
+  report->redo_records = recovery.redo_records;
+  report->redo_bytes = recovery.redo_bytes;
+  report->losers = recovery.losers.size();
+  report->recovery_seconds =
+      recovery.analysis_seconds + recovery.redo_seconds + recovery.undo_seconds;
+  index::BtreeOptions tree_options;
+  tree_options.logger = wal_.get();
+  SM_TRY(index::BTree::Open(pool_.get(), meta.catalog_root, tree_options, &catalog_));
+  SM_TRY(LoadCatalog());
+  report->tables = tables_.size();
+  txns_->StartCheckpointer();
+  return Status::OK();
+}
+
+Status DatabaseImpl::LoadCatalog() {
+  index::Cursor cursor(catalog_.get());
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  for (Status s = cursor.SeekToFirst(); cursor.Valid(); s = cursor.Next()) {
+    SM_TRY(s);
+    CatalogEntry entry;
+    SM_TRY(DecodeCatalogEntry(cursor.key(), cursor.value(), &entry));
+    index::BtreeOptions tree_options;
+    tree_options.logger = wal_.get();
+    std::unique_ptr<index::BTree> tree;
+    SM_TRY(index::BTree::Open(pool_.get(), entry.root, tree_options, &tree));
+    std::string name(cursor.key());
+    tables_[name] = std::make_unique<TableImpl>(this, name, entry, std::move(tree));
+    next_table_id_ = std::max(next_table_id_, entry.id + 1);
+  }
+  return Status::OK();
+}
+
+Status DatabaseImpl::CheckOpen() const {
+  if (closed_.load(std::memory_order_acquire)) return Status::Closed("the database is closed");
+  return Status::OK();
+}
+
+// Runs `op` on the catalog in an internal transaction holding the name's key lock, then commits
+// durably (DDL is rare and must not be lost), or aborts if op fails.
+Status DatabaseImpl::CatalogOp(std::string_view name,
+                               const std::function<Status(txn::Txn*, index::OpContext&)>& op) {
+  SM_TRY(CheckOpen());
+  if (name.empty()) return Status::InvalidArgument("a table name must not be empty");
+  SM_TRY(index::BTree::CheckKey(name));
+  std::unique_ptr<txn::Txn> txn;
+  SM_TRY(txns_->Begin(txn::Isolation::kSerializable, &txn));
+  index::TxnKeyLocks key_locks(locks_.get(), txn->lock_owner(), txn->isolation(),
+                               kCatalogTableId);
+  index::OpContext ctx{txn.get(), &key_locks};
+  Status s = op(txn.get(), ctx);
+  if (!s.ok()) {
+    txns_->Abort(txn.get()).PermitUnchecked();
+    return s;
+  }
+  return txns_->Commit(txn.get(), log::CommitMode::kDurable);
+}
+
+Status DatabaseImpl::Create(std::string_view name, TableKind kind, Table** table) {
+  std::unique_ptr<index::BTree> tree;
+  CatalogEntry entry;
+  entry.kind = kind;
+  SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
+    std::string existing;
+    Status found = catalog_->Lookup(name, &existing, ctx);
+    if (found.ok()) return Status::Duplicate("table '" + std::string(name) + "' exists");
+    if (!found.IsNotFound()) return found;
+    index::BtreeOptions tree_options;
+    tree_options.unique = kind == TableKind::kTable;
+    tree_options.logger = wal_.get();
+    PageId root;
+    // The new tree's root is logged as a system record: if the transaction aborts, the page is
+    // left allocated but unreachable (a leak, never an inconsistency).
+    SM_TRY(index::BTree::Create(pool_.get(), tree_options, &root, &tree));
+    {
+      std::lock_guard<threads::Mutex> guard(tables_mu_);
+      entry.id = next_table_id_++;
+    }
+    entry.root = root;
+    return catalog_->Insert(name, EncodeCatalogEntry(entry), ctx);
+  }));
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  auto handle = std::make_unique<TableImpl>(this, std::string(name), entry, std::move(tree));
+  *table = handle.get();
+  tables_[std::string(name)] = std::move(handle);
+  return Status::OK();
+}
+
+Status DatabaseImpl::OpenTable(std::string_view name, Table** table) {
+  SM_TRY(CheckOpen());
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) return Status::NotFound("no table '" + std::string(name) + "'");
+  *table = it->second.get();
+  return Status::OK();
+}
+
+Status DatabaseImpl::DropTable(std::string_view name) {
+  SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
+    Status s = catalog_->Delete(name, ctx);
+    if (s.IsNotFound()) return Status::NotFound("no table '" + std::string(name) + "'");
+    return s;
+  }));
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  auto it = tables_.find(name);
+  if (it != tables_.end()) {
+    it->second->MarkDropped();
+    dropped_.push_back(std::move(it->second));
+    tables_.erase(it);
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> DatabaseImpl::TableNames() {
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, table] : tables_) names.push_back(name);
+  return names;
+}
+
+Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) {
+  SM_TRY(CheckOpen());
+  std::unique_ptr<txn::Txn> inner;
+  SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));
+  *txn = std::make_unique<TransactionImpl>(this, std::move(inner));
+  return Status::OK();
+}
+
+Status DatabaseImpl::Checkpoint() {
+  SM_TRY(CheckOpen());
+  return txns_->Checkpoint();
+}
+
+Status DatabaseImpl::Verify() {
+  std::string report;
+  return VerifyWithReport(&report);
+}
+
+namespace {
+std::string TreeLine(const std::string& name, const index::BtreeStats& st) {
+  return name + ": height " + std::to_string(st.height) + ", " + std::to_string(st.pages()) +
+         " pages, " + std::to_string(st.records) + " records, " +
+         std::to_string(st.key_bytes + st.value_bytes) + " bytes of keys and values, " +
+         std::to_string(st.empty_leaves) + " empty leaves\n";
+}
+}  // namespace
+
+Status DatabaseImpl::VerifyWithReport(std::string* report) {
+  SM_TRY(CheckOpen());
+  index::VerifyOptions verify;
+  verify.max_page_lsn = log_->end_lsn();
+  index::BtreeStats stats;
+  Status s = catalog_->Verify(&stats, verify);
+  if (!s.ok()) return Status::Corruption("catalog: " + s.ToString());
+  *report = TreeLine("(catalog)", stats);
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  for (const auto& [name, table] : tables_) {
+    s = table->tree()->Verify(&stats, verify);
+    if (!s.ok()) return Status::Corruption("table '" + name + "': " + s.ToString());
+    *report += TreeLine(name, stats);
+  }
+  return Status::OK();
+}
+
+DatabaseStats DatabaseImpl::stats() {
+  DatabaseStats out;
+  if (txns_ == nullptr) return out;
+  txn::TxnStats t = txns_->stats();
+  out.txn_begun = t.begun;
+  out.txn_committed = t.committed;
+  out.txn_aborted = t.aborted;
+  out.txn_failed = t.failed;
+  out.checkpoints = t.checkpoints;
+  lock::LockStats l = locks_->stats();
+  out.lock_requests = l.requests;
+  out.lock_waits = l.waits;
+  out.deadlocks = l.deadlocks;
+  out.lock_timeouts = l.timeouts;
+  log::LogStats g = log_->stats();
+  out.log_bytes = g.bytes;
+  out.log_syncs = g.syncs;
+  out.commits_per_sync = g.CommitsPerSync();
+  buffer::BufferPoolStats b = pool_->stats();
+  out.pool_hits = b.hits;
+  out.pool_misses = b.misses;
+  out.pool_writes = b.writes;
+  out.pool_dirty_pages = b.dirty_pages;
+  return out;
+}
+
+void DatabaseImpl::Spawn(std::function<void()> fn, int worker) {
+  runtime_->Spawn(std::move(fn), worker);
+}
+
+unsigned DatabaseImpl::workers() const { return runtime_->worker_count(); }
+
+Status DatabaseImpl::Close() {
+  if (txns_ == nullptr) return Status::Closed("the database is closed");
+  uint64_t active = txns_->stats().active;
+  if (active != 0) {
+    return Status::InvalidArgument(std::to_string(active) +
+                                   " transactions are still active: finish them before Close");
+  }
+  if (closed_.exchange(true, std::memory_order_acq_rel)) {
+    return Status::Closed("the database is closed");
+  }
+  runtime_->Shutdown();  // every spawned fiber finishes first
+  txns_->StopCheckpointer();
+  pool_->StopWriter();
+  // A clean shutdown: every page written, then a checkpoint with an empty dirty page table, so
+  // the next Open has nothing to redo.
+  Status s = pool_->FlushAll();
+  if (s.ok()) s = txns_->Checkpoint();
+  Status log_closed = log_->Close();
+  if (s.ok()) s = log_closed;
+  log_closed.PermitUnchecked();
+  Status volume_closed = volume_->Close();
+  if (s.ok()) s = volume_closed;
+  volume_closed.PermitUnchecked();
+  return s;
+}
+
+void DatabaseImpl::Teardown() {
+  if (runtime_ != nullptr) runtime_->Shutdown();
+  if (txns_ != nullptr) txns_->StopCheckpointer();
+  if (pool_ != nullptr) pool_->StopWriter();
+  tables_.clear();
+  dropped_.clear();
+  catalog_.reset();
+  wal_.reset();
+  txns_.reset();
+  locks_.reset();
+  pool_.reset();
+  log_.reset();
+  volume_.reset();
+  runtime_.reset();
+}
+
+}  // namespace api
+}  // namespace sm

@@ -1,0 +1,168 @@
+// TableImpl, TransactionImpl and CursorImpl: public calls mapped onto the B-tree with the
+// transaction's logging and key-lock context.
+#include <optional>
+#include <string>
+
+#include "index/btree_locks.h"
+#include "index/key_encoding.h"
+#include "sm/api/api_internal.h"
+
+namespace sm::api {
+
+// ---- TransactionImpl -------------------------------------------------------------------------
+
+TransactionImpl::TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn)
+    : db_(db), txn_(std::move(txn)) {}
+
+TransactionImpl::~TransactionImpl() {
+  if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
+}
+
+Isolation TransactionImpl::isolation() const {
+  return static_cast<Isolation>(txn_->isolation());
+}
+
+Status TransactionImpl::Commit() { return db_->txns()->Commit(txn_.get()); }
+
+Status TransactionImpl::Commit(CommitMode mode) {
+  return db_->txns()->Commit(txn_.get(), static_cast<log::CommitMode>(mode));
+}
+
+Status TransactionImpl::Abort() { return db_->txns()->Abort(txn_.get()); }
+
+// ---- CursorImpl ------------------------------------------------------------------------------
+
+namespace {
+
+index::ScanRange RangeOf(const ScanOptions& o) {
+  index::ScanRange range;
+  if (o.has_lower) {
+    range.lower = o.lower_inclusive ? index::ScanBound::Inclusive(o.lower)
+                                    : index::ScanBound::Exclusive(o.lower);
+  }
+  if (o.has_upper) {
+    range.upper = o.upper_inclusive ? index::ScanBound::Inclusive(o.upper)
+                                    : index::ScanBound::Exclusive(o.upper);
+  }
+  return range;
+}
+
+class CursorImpl final : public Cursor {
+ public:
+  CursorImpl(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
+             const ScanOptions& options)
+      : txn_(txn),
+        locks_(txn->db()->locks(), txn->txn()->lock_owner(), txn->txn()->isolation(),
+               table_id),
+        cursor_(tree, RangeOf(options), index::OpContext{txn->txn(), &locks_}),
+        reverse_(options.reverse) {}
+
+  Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
+  bool Valid() const override { return cursor_.Valid(); }
+  std::string_view key() const override { return cursor_.key(); }
+  std::string_view value() const override { return cursor_.value(); }
+  Status Next() override {
+    if (!txn_->active()) return Status::InvalidArgument("the cursor's transaction has finished");
+    if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
+    return reverse_ ? cursor_.Prev() : cursor_.Next();
+  }
+
+ private:
+  TransactionImpl* const txn_;
+  index::TxnKeyLocks locks_;  // before cursor_: the cursor's context points at it
+  index::Cursor cursor_;
+  const bool reverse_;
+};
+
+}  // namespace
+
+// ---- TableImpl -------------------------------------------------------------------------------
+
+TableImpl::TableImpl(DatabaseImpl* db, std::string name, const CatalogEntry& entry,
+                     std::unique_ptr<index::BTree> tree)
+    : db_(db), name_(std::move(name)), id_(entry.id), kind_(entry.kind), tree_(std::move(tree)) {}
+
+Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
+  SM_TRY(db_->CheckOpen());
+  if (txn == nullptr) return Status::InvalidArgument("no transaction");
+  auto* t = dynamic_cast<TransactionImpl*>(txn);
+  if (t == nullptr || t->db() != db_) {
+    return Status::InvalidArgument("the transaction belongs to another database");
+  }
+  if (!t->active()) {
+    return Status::InvalidArgument("transaction " + std::to_string(t->id()) +
+                                   " already finished");
+  }
+  if (dropped_.load(std::memory_order_acquire)) {
+    return Status::NotFound("table '" + name_ + "' was dropped");
+  }
+  *impl = t;
+  return Status::OK();
+}
+
+Status TableImpl::Get(Transaction* txn, std::string_view key, std::string* value) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
+                           id_);
+  return tree_->Lookup(key, value, index::OpContext{t->txn(), &locks});
+}
+
+Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
+                           id_);
+  index::OpContext ctx{t->txn(), &locks};
+  switch (op) {
+    case Op::kInsert:
+      return tree_->Insert(key, value, ctx);
+    case Op::kUpdate:
+      return tree_->Update(key, value, ctx);
+    case Op::kUpsert:
+      return tree_->Upsert(key, value, ctx);
+    case Op::kDelete:
+      return tree_->Delete(key, ctx);
+  }
+  return Status::InvalidArgument("unknown operation");
+}
+
+Status TableImpl::Insert(Transaction* txn, std::string_view key, std::string_view value) {
+  return Write(Op::kInsert, txn, key, value);
+}
+Status TableImpl::Update(Transaction* txn, std::string_view key, std::string_view value) {
+  return Write(Op::kUpdate, txn, key, value);
+}
+Status TableImpl::Upsert(Transaction* txn, std::string_view key, std::string_view value) {
+  return Write(Op::kUpsert, txn, key, value);
+}
+Status TableImpl::Delete(Transaction* txn, std::string_view key) {
+  return Write(Op::kDelete, txn, key, {});
+}
+
+Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
+                            std::unique_ptr<Cursor>* cursor) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  auto impl = std::make_unique<CursorImpl>(t, tree_.get(), id_, options);
+  SM_TRY(impl->Start());
+  *cursor = std::move(impl);
+  return Status::OK();
+}
+
+}  // namespace sm::api
+
+namespace sm {
+
+ScanOptions ScanOptions::Prefix(std::string_view prefix) {
+  ScanOptions o;
+  o.lower = prefix;
+  o.has_lower = true;
+  if (std::optional<std::string> upper = index::PrefixSuccessor(prefix)) {
+    o.upper = std::move(*upper);
+    o.has_upper = true;
+  }
+  return o;
+}
+
+}  // namespace sm

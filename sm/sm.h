@@ -1,0 +1,201 @@
+// sm/sm.h: the public API of the storage manager - the only header applications, tpcc/ and
+// query/ include.
+//
+// A database is a directory holding a data volume ("data.sm"), a write-ahead log ("log/") and
+// a small metadata file ("sm.meta"). It stores tables: ordered maps from byte-string keys to
+// byte-string values, each a B+-tree. Keys compare with memcmp (encode composite keys with
+// sm::KeyEncoder from index/key_encoding.h, or any memcmp-comparable encoding); a key is at
+// most 1024 bytes and key + value at most 1976 bytes (larger is InvalidArgument).
+//
+// Transactions are serializable by default (strict two-phase locking with key-range locks, so
+// no phantoms) or read committed, chosen per transaction. Every change is logged; Open runs
+// ARIES restart recovery when the last run did not close cleanly and reports what it did.
+// Commit is durable by default; Options::commit_mode selects async (durable within a bounded
+// delay, as many benchmarks measure) or none.
+//
+// Secondary indexes are tables whose entries the application maintains in the same
+// transaction as the base row: an index created with CreateIndex is a non-unique table whose
+// key is the secondary key followed by the row's primary key (IndexKey), found with a prefix
+// scan (Table::NewCursor with ScanOptions::Prefix).
+//
+// Errors are Status values (sm/common/status.h): NotFound, Duplicate, InvalidArgument (bad
+// key, wrong handle, finished transaction), Deadlock and LockTimeout (retryable: abort and run
+// the transaction again; Status::IsRetryable), Corruption, IOError, Closed, Fatal (the log or
+// the volume failed to write; the database refuses changes until reopened). Misuse returns an
+// error; it never corrupts the database.
+//
+// Thread/fiber safety: Database, Table and the statistics are safe from any number of plain
+// threads and of fibers on the database's runtime (Database::Spawn); a fiber that waits for a
+// lock, a page read or a log flush is suspended and its worker runs other fibers. A
+// Transaction and a Cursor are used by one thread or fiber at a time. Handles (Table*) stay
+// valid until the database is closed. Every Transaction and Cursor must be destroyed before the
+// Database (destroying an active transaction aborts it); Close refuses while one is active.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sm/common/status.h"
+
+namespace sm {
+
+namespace io {
+class FileSystem;
+}
+
+enum class CommitMode : uint8_t { kDurable, kAsync, kNone };
+enum class Isolation : uint8_t { kSerializable, kReadCommitted };
+const char* CommitModeName(CommitMode mode);  // "durable", "async", "none"
+
+struct Options {
+  std::string path;  // the database directory
+  bool create_if_missing = true;
+  bool error_if_exists = false;
+  size_t buffer_pool_bytes = 256u << 20;
+  uint64_t log_segment_bytes = 64ull << 20;  // for a new database
+  size_t log_buffer_bytes = 8u << 20;
+  CommitMode commit_mode = CommitMode::kDurable;
+  // Background fuzzy checkpoints (which also truncate the log); 0 disables them.
+  std::chrono::milliseconds checkpoint_interval{30000};
+  // Worker threads of the fiber runtime (Database::Spawn); 0: one per core.
+  unsigned workers = 2;
+  std::chrono::milliseconds lock_wait_timeout{10000};
+  // Every file goes through this (tests inject faults); null: the POSIX file system.
+  io::FileSystem* file_system = nullptr;
+  bool direct_io = true;  // O_DIRECT for the log
+};
+
+// What Open did.
+struct OpenReport {
+  bool created = false;
+  bool recovered = false;  // restart recovery had work to do (the last run did not close)
+  uint64_t tables = 0;
+  std::string recovery;  // the recovery report, one paragraph
+  // Recovery's figures: page records redone (or found already on disk), log bytes redo
+  // scanned, transactions rolled back, and the time of analysis + redo + undo.
+  uint64_t redo_records = 0;
+  uint64_t redo_bytes = 0;
+  uint64_t losers = 0;
+  double recovery_seconds = 0;
+  std::string ToString() const;
+};
+
+struct DatabaseStats {
+  uint64_t txn_begun = 0, txn_committed = 0, txn_aborted = 0, txn_failed = 0;
+  uint64_t checkpoints = 0;
+  uint64_t lock_requests = 0, lock_waits = 0, deadlocks = 0, lock_timeouts = 0;
+  uint64_t log_bytes = 0, log_syncs = 0;
+  double commits_per_sync = 0;
+  uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
+  std::string ToString() const;  // several lines, for reports
+};
+
+// A scan range: each bound absent, inclusive or exclusive.
+struct ScanOptions {
+  std::string lower, upper;
+  bool has_lower = false, has_upper = false;
+  bool lower_inclusive = true, upper_inclusive = false;
+  bool reverse = false;  // start at the upper end and move down
+
+  static ScanOptions All() { return {}; }
+  // [lower, upper)
+  static ScanOptions Range(std::string_view lower, std::string_view upper);
+  // every key that starts with prefix
+  static ScanOptions Prefix(std::string_view prefix);
+};
+
+class Transaction;
+class Cursor;
+class Database;
+
+// A table or index handle, owned by its Database.
+class Table {
+ public:
+  virtual ~Table() = default;
+  virtual const std::string& name() const = 0;
+  virtual uint32_t id() const = 0;
+  virtual bool unique() const = 0;  // false for an index made by CreateIndex
+
+  // NotFound if absent.
+  [[nodiscard]] virtual Status Get(Transaction* txn, std::string_view key,
+                                   std::string* value) = 0;
+  // Duplicate if present.
+  [[nodiscard]] virtual Status Insert(Transaction* txn, std::string_view key,
+                                      std::string_view value) = 0;
+  // NotFound if absent.
+  [[nodiscard]] virtual Status Update(Transaction* txn, std::string_view key,
+                                      std::string_view value) = 0;
+  [[nodiscard]] virtual Status Upsert(Transaction* txn, std::string_view key,
+                                      std::string_view value) = 0;
+  // NotFound if absent.
+  [[nodiscard]] virtual Status Delete(Transaction* txn, std::string_view key) = 0;
+  // A cursor positioned on the first key of the range (last, if reverse); check Valid().
+  [[nodiscard]] virtual Status NewCursor(Transaction* txn, const ScanOptions& options,
+                                         std::unique_ptr<Cursor>* cursor) = 0;
+};
+
+class Cursor {
+ public:
+  virtual ~Cursor() = default;
+  virtual bool Valid() const = 0;
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  // Moves in the scan's direction; an exhausted cursor becomes !Valid() with OK.
+  [[nodiscard]] virtual Status Next() = 0;
+};
+
+class Transaction {
+ public:
+  virtual ~Transaction() = default;  // aborts if still active
+  virtual uint64_t id() const = 0;
+  virtual Isolation isolation() const = 0;
+  virtual bool active() const = 0;
+  [[nodiscard]] virtual Status Commit() = 0;
+  [[nodiscard]] virtual Status Commit(CommitMode mode) = 0;
+  [[nodiscard]] virtual Status Abort() = 0;
+};
+
+class Database {
+ public:
+  // Opens (recovering if needed) or creates the database at options.path.
+  [[nodiscard]] static Status Open(const Options& options, std::unique_ptr<Database>* db,
+                                   OpenReport* report = nullptr);
+  virtual ~Database() = default;  // closes (ignoring the status) if Close was not called
+
+  // Checkpoints, writes every page, and closes; later calls return Closed.
+  [[nodiscard]] virtual Status Close() = 0;
+
+  [[nodiscard]] virtual Status CreateTable(std::string_view name, Table** table) = 0;
+  // A non-unique index table; see IndexKey.
+  [[nodiscard]] virtual Status CreateIndex(std::string_view name, Table** index) = 0;
+  // NotFound if there is no such table or index.
+  [[nodiscard]] virtual Status OpenTable(std::string_view name, Table** table) = 0;
+  // Removes the table from the catalog (its pages are not reused); handles to it then return
+  // NotFound. No transaction may be using it.
+  [[nodiscard]] virtual Status DropTable(std::string_view name) = 0;
+  virtual std::vector<std::string> TableNames() = 0;
+
+  [[nodiscard]] virtual Status Begin(std::unique_ptr<Transaction>* txn,
+                                     Isolation isolation = Isolation::kSerializable) = 0;
+  [[nodiscard]] virtual Status Checkpoint() = 0;
+  // Checks every table's B-tree invariants (and the catalog's); Corruption names the page.
+  [[nodiscard]] virtual Status Verify() = 0;
+  virtual DatabaseStats stats() = 0;
+
+  // Runs fn on a fiber of the database's runtime (worker -1: round robin).
+  virtual void Spawn(std::function<void()> fn, int worker = -1) = 0;
+  virtual unsigned workers() const = 0;
+};
+
+// The key of an index entry: the secondary key, then the primary key, so that entries of equal
+// secondary keys are adjacent and unique. A prefix scan for s finds them, for any encoded s
+// that is itself memcmp-comparable and prefix-free (e.g. built with KeyEncoder); the primary
+// key is then the rest of the entry's key.
+std::string IndexKey(std::string_view secondary_key, std::string_view primary_key);
+
+}  // namespace sm
