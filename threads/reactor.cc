@@ -109,11 +109,21 @@ struct Completion {
 }  // namespace
 
 Reactor::Reactor(Worker* worker, int event_fd, unsigned depth)
-    : worker_(worker), event_fd_(event_fd) {
-  int rc = io_setup(static_cast<int>(depth), &ctx_);
+    : worker_(worker), event_fd_(event_fd), depth_(depth) {}
+
+// The AIO context is set up on the worker's first asynchronous I/O, not with the worker:
+// io_destroy waits for an RCU grace period (tens of milliseconds), which a runtime that never
+// touches a disk (in-memory file systems in tests) should not pay at every shutdown.
+bool Reactor::EnsureContext() {
+  if (ctx_ != nullptr) return true;
+  if (setup_failed_) return false;
   // Without an AIO context (e.g. fs.aio-max-nr exhausted) fibers fall back to synchronous
   // I/O on the worker thread: slower, still correct.
-  if (rc != 0) ctx_ = nullptr;
+  if (io_setup(static_cast<int>(depth_), &ctx_) != 0) {
+    ctx_ = nullptr;
+    setup_failed_ = true;
+  }
+  return ctx_ != nullptr;
 }
 
 Reactor::~Reactor() {
@@ -140,7 +150,7 @@ Status Reactor::Submit(Op op, int fd, void* buf, size_t len, uint64_t offset,
     return TransferStatus(what, -err, len, offset, transferred);
   }
   Fiber* fiber = Fiber::Current();
-  if (fiber == nullptr || fiber->worker()->reactor().ctx_ == nullptr) {
+  if (fiber == nullptr || !fiber->worker()->reactor().EnsureContext()) {
     return SyncIo(op, fd, buf, len, offset, transferred);
   }
   long result = 0;

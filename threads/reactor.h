@@ -72,9 +72,13 @@ class Reactor {
                        size_t* transferred);
   Status SubmitAndWait(Op op, int fd, void* buf, size_t len, uint64_t offset, long* result);
 
+  bool EnsureContext();  // on the worker's own thread only
+
   Worker* worker_;
   int event_fd_;
-  io_context_t ctx_ = nullptr;
+  io_context_t ctx_ = nullptr;  // created lazily by EnsureContext
+  unsigned depth_ = 0;
+  bool setup_failed_ = false;
   size_t inflight_ = 0;
 };
 
