@@ -64,6 +64,13 @@ struct Options {
   std::chrono::milliseconds checkpoint_interval{30000};
   // Worker threads of the fiber runtime (Database::Spawn); 0: one per core.
   unsigned workers = 2;
+  // STEPS: fibers on the runtime run each storage operation (begin, commit, index fetch, scan,
+  // insert, update, delete) in an execution team and switch among teammates at the enabled CTX
+  // points. Process-wide (one fiber scheduler): the first database opened with steps installs
+  // it, and closing that database removes it.
+  bool steps = false;
+  uint32_t steps_team_size = 32;  // the team-size cap
+  std::string ctx_placement;      // a CTX placement file; empty: the built-in default
   std::chrono::milliseconds lock_wait_timeout{10000};
   // Every file goes through this (tests inject faults); null: the POSIX file system.
   io::FileSystem* file_system = nullptr;

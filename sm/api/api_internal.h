@@ -28,6 +28,7 @@
 #include "sm/sm.h"
 #include "sm/space/volume.h"
 #include "sm/txn/txn_manager.h"
+#include "steps/steps.h"
 #include "threads/runtime.h"
 #include "threads/sync.h"
 
@@ -98,6 +99,7 @@ class TableImpl final : public Table {
   enum class Op : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
   Status Resolve(Transaction* txn, TransactionImpl** impl) const;
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
+  steps::TeamKey StepsKey(Op op) const;
 
   DatabaseImpl* const db_;
   const std::string name_;
@@ -148,6 +150,7 @@ class DatabaseImpl final : public Database {
 
  private:
   Status OpenParts(bool create);
+  Status StartSteps();
   Status CreateNew(OpenReport* report);
   Status OpenExisting(const MetaData& meta, OpenReport* report);
   Status LoadCatalog();
@@ -166,6 +169,7 @@ class DatabaseImpl final : public Database {
   std::unique_ptr<index::BTree> catalog_;
   std::unique_ptr<threads::Runtime> runtime_;
   std::atomic<bool> closed_{false};
+  bool installed_steps_ = false;
 
   mutable threads::Mutex tables_mu_;  // guards tables_, next_table_id_
   std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;

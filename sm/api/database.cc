@@ -5,6 +5,8 @@
 #include "sm/api/api_internal.h"
 #include "index/btree_locks.h"
 #include "sm/common/assert.h"
+#include "steps/placement.h"
+#include "steps/steps.h"
 
 namespace sm {
 
@@ -111,7 +113,23 @@ Status DatabaseImpl::Start(OpenReport* report) {
   return CreateNew(report);
 }
 
+Status DatabaseImpl::StartSteps() {
+  if (!options_.steps) return Status::OK();
+  steps::Placement placement = steps::DefaultPlacement();
+  if (!options_.ctx_placement.empty()) {
+    SM_TRY(steps::ReadPlacement(options_.ctx_placement, &placement));
+  }
+  if (steps::Installed()) return Status::OK();  // another open database runs STEPS already
+  SM_TRY(steps::ApplyPlacement(placement));
+  steps::StepsOptions steps_options;
+  steps_options.max_team_size = options_.steps_team_size;
+  steps::Install(steps_options);
+  installed_steps_ = true;
+  return Status::OK();
+}
+
 Status DatabaseImpl::OpenParts(bool create) {
+  SM_TRY(StartSteps());
   threads::RuntimeOptions runtime_options;
   runtime_options.workers = options_.workers;
   SM_TRY(threads::Runtime::Create(runtime_options, &runtime_));
@@ -285,6 +303,7 @@ std::vector<std::string> DatabaseImpl::TableNames() {
 
 Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) {
   SM_TRY(CheckOpen());
+  steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));
   std::unique_ptr<txn::Txn> inner;
   SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));
   *txn = std::make_unique<TransactionImpl>(this, std::move(inner));
@@ -354,7 +373,12 @@ DatabaseStats DatabaseImpl::stats() {
 }
 
 void DatabaseImpl::Spawn(std::function<void()> fn, int worker) {
-  runtime_->Spawn(std::move(fn), worker);
+  runtime_->Spawn(
+      [fn = std::move(fn)] {
+        fn();
+        steps::Detach();  // a fiber that joined teams leaves them before it ends
+      },
+      worker);
 }
 
 unsigned DatabaseImpl::workers() const { return runtime_->worker_count(); }
@@ -387,6 +411,10 @@ Status DatabaseImpl::Close() {
 
 void DatabaseImpl::Teardown() {
   if (runtime_ != nullptr) runtime_->Shutdown();
+  if (installed_steps_) {
+    steps::Uninstall();
+    installed_steps_ = false;
+  }
   if (txns_ != nullptr) txns_->StopCheckpointer();
   if (pool_ != nullptr) pool_->StopWriter();
   tables_.clear();

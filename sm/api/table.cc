@@ -6,6 +6,7 @@
 #include "index/btree_locks.h"
 #include "index/key_encoding.h"
 #include "sm/api/api_internal.h"
+#include "steps/steps.h"
 
 namespace sm::api {
 
@@ -22,13 +23,21 @@ Isolation TransactionImpl::isolation() const {
   return static_cast<Isolation>(txn_->isolation());
 }
 
-Status TransactionImpl::Commit() { return db_->txns()->Commit(txn_.get()); }
+// Commit and abort are the STEPS "commit" operation (the paper's transaction end).
+Status TransactionImpl::Commit() {
+  steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
+  return db_->txns()->Commit(txn_.get());
+}
 
 Status TransactionImpl::Commit(CommitMode mode) {
+  steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get(), static_cast<log::CommitMode>(mode));
 }
 
-Status TransactionImpl::Abort() { return db_->txns()->Abort(txn_.get()); }
+Status TransactionImpl::Abort() {
+  steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
+  return db_->txns()->Abort(txn_.get());
+}
 
 // ---- CursorImpl ------------------------------------------------------------------------------
 
@@ -80,7 +89,9 @@ class CursorImpl final : public Cursor {
 
 TableImpl::TableImpl(DatabaseImpl* db, std::string name, const CatalogEntry& entry,
                      std::unique_ptr<index::BTree> tree)
-    : db_(db), name_(std::move(name)), id_(entry.id), kind_(entry.kind), tree_(std::move(tree)) {}
+    : db_(db), name_(std::move(name)), id_(entry.id), kind_(entry.kind), tree_(std::move(tree)) {
+  steps::SetIndexName(id_, name_);  // team reports say "index fetch (name)"
+}
 
 Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
   SM_TRY(db_->CheckOpen());
@@ -103,6 +114,7 @@ Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
 Status TableImpl::Get(Transaction* txn, std::string_view key, std::string* value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
+  steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
   index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
                            id_);
   return tree_->Lookup(key, value, index::OpContext{t->txn(), &locks});
@@ -111,6 +123,7 @@ Status TableImpl::Get(Transaction* txn, std::string_view key, std::string* value
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
+  steps::BeginOp(StepsKey(op));
   index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
                            id_);
   index::OpContext ctx{t->txn(), &locks};
@@ -125,6 +138,20 @@ Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::stri
       return tree_->Delete(key, ctx);
   }
   return Status::InvalidArgument("unknown operation");
+}
+
+// The STEPS operation of a write (paper Table 2: insert and delete per index, update not).
+steps::TeamKey TableImpl::StepsKey(Op op) const {
+  switch (op) {
+    case Op::kInsert:
+      return steps::KeyFor(steps::Op::kInsert, id_);
+    case Op::kDelete:
+      return steps::KeyFor(steps::Op::kDelete, id_);
+    case Op::kUpdate:
+    case Op::kUpsert:
+      break;
+  }
+  return steps::KeyFor(steps::Op::kUpdate, id_);
 }
 
 Status TableImpl::Insert(Transaction* txn, std::string_view key, std::string_view value) {
@@ -144,6 +171,7 @@ Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
                             std::unique_ptr<Cursor>* cursor) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
+  steps::BeginOp(steps::KeyFor(steps::Op::kScan, id_));
   auto impl = std::make_unique<CursorImpl>(t, tree_.get(), id_, options);
   SM_TRY(impl->Start());
   *cursor = std::move(impl);

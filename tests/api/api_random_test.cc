@@ -21,6 +21,7 @@
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
 #include "tests/test_util.h"
+#include "steps/steps.h"
 #include "threads/sync.h"
 
 namespace sm {
@@ -165,7 +166,9 @@ void CheckModels(Database* db, Table* table, int fibers,
 }
 
 TEST_CASE("concurrent random transactions on 2 workers match the model", "[random][api]") {
+  const bool use_steps = GENERATE(false, true);
   uint64_t seed = test::TestSeed("api concurrent random");
+  INFO("STEPS " << (use_steps ? "on" : "off"));
   io::FaultInjectionFileSystem fs(seed);
   Options options;
   options.path = "/db";
@@ -175,6 +178,7 @@ TEST_CASE("concurrent random transactions on 2 workers match the model", "[rando
   options.checkpoint_interval = std::chrono::milliseconds(50);
   options.workers = 2;
   options.lock_wait_timeout = std::chrono::milliseconds(5000);
+  options.steps = use_steps;
   std::unique_ptr<Database> db;
   REQUIRE(Database::Open(options, &db).ok());
   Shared shared;
@@ -216,6 +220,17 @@ TEST_CASE("concurrent random transactions on 2 workers match the model", "[rando
   done.Wait();
   INFO(shared.first_failure);
   REQUIRE(shared.failures.load() == 0);
+  if (use_steps) {
+    uint64_t entered = 0, switches = 0;
+    for (const steps::TeamStats& st : steps::Stats()) {
+      entered += st.entered;
+      switches += st.ctx_switches;
+    }
+    CHECK(entered > 0);  // operations really ran in teams
+    std::printf("api random with STEPS: %llu team entries, %llu CTX switches\n",
+                static_cast<unsigned long long>(entered),
+                static_cast<unsigned long long>(switches));
+  }
   std::printf("api random: %llu commits, %llu aborts, %llu retries, %llu audits\n",
               static_cast<unsigned long long>(shared.commits.load()),
               static_cast<unsigned long long>(shared.aborts.load()),
