@@ -1,0 +1,54 @@
+#!/bin/sh
+# The tpcc driver end to end on a real directory: bad options give a message and exit status 2,
+# a missing database 1; a load is reused and a different warehouse count refused; a short run
+# ends with a JSON line; check passes.
+#   cli_test.sh TPCC_BINARY SCRATCH_DIR
+set -u
+tpcc="$1"
+dir="$2"
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+failures=0
+
+# expect STATUS PATTERN -- ARGS...: the exit status is STATUS and the output matches PATTERN.
+expect() {
+  want="$1"; pattern="$2"; shift 3
+  out=$("$tpcc" "$@" 2>&1); got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL: tpcc $* -> exit $got (want $want), output:"; printf '%s\n' "$out" | tail -5
+    failures=$((failures + 1))
+  else
+    echo "ok: tpcc $* -> $got"
+  fi
+}
+
+db="$dir/db"
+expect 2 "warehouses"        -- load -w 0 --db "$db"
+expect 2 "mix"               -- run --mix sideways --db "$db"
+expect 2 "commit"            -- run --commit maybe --db "$db"
+expect 2 "buffer-pool"       -- load --buffer-pool lots --db "$db"
+expect 2 "think-time"        -- run --think-time soon --db "$db"
+expect 2 "steps"             -- run --steps maybe --db "$db"
+expect 2 ""                  -- frobnicate
+expect 1 "no database"       -- run --db "$dir/none"
+expect 1 "no database"       -- check --db "$dir/none"
+expect 1 "cannot open"       -- load --db /proc/tpcc-cannot-be-here --interval 0
+
+expect 0 "consistency after load: pass" -- load -w 1 --db "$db" --interval 0
+expect 0 "reusing"           -- load -w 1 --db "$db" --interval 0
+expect 2 "loaded with 1 warehouses" -- load -w 2 --db "$db"
+expect 2 "loaded with 1 warehouses" -- run -w 2 --db "$db"
+expect 0 '"throughput_tx_per_s"' -- run --db "$db" --duration 1 --users 4 --commit async --output json --interval 0.5
+out=$("$tpcc" run --db "$db" --duration 0.5 --output json --steps on --interval 0 2>&1 | tail -1)
+for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode":"durable"' \
+           '"steps":"off"' '"steps_requested":"on"' '"workers"' '"warehouses":1' '"users":10' \
+           '"new_order"' '"p95_ms"'; do
+  if ! printf '%s' "$out" | grep -q -- "$key"; then
+    echo "FAIL: the JSON line lacks $key: $out"; failures=$((failures + 1))
+  fi
+done
+expect 0 "check: pass"       -- check --db "$db"
+expect 2 "conditions"        -- check --db "$db" --conditions 0-13
+
+rm -rf "$dir"
+[ "$failures" -eq 0 ] && echo "all passed" && exit 0
+echo "$failures failed"; exit 1

@@ -1,0 +1,99 @@
+// Short runs of the mix through the driver: two workers, then the consistency conditions.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/test_util.h"
+#include "tests/tpcc/tpcc_test_util.h"
+#include "tpcc/driver.h"
+
+namespace sm::tpcc::test {
+namespace {
+
+RunResult MustRun(TestDb& db, const RunOptions& options) {
+  RunResult result;
+  Status s = Run(db.engine.get(), db.info, options, nullptr, &result);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return result;
+}
+
+TEST_CASE("a mixed run on two workers keeps conditions 1-10 and 12", "[random][tpcc]") {
+  const uint64_t seed = ::sm::test::TestSeed("tpcc mixed run");
+  auto db = LoadTestDb(2, Scale{1000, 300}, seed, /*workers=*/2);
+  REQUIRE(FailedConditions(db->engine.get(), db->info, AllConditions()).empty());
+  RunOptions options;
+  options.users = 12;
+  options.duration_s = 1.5;
+  options.seed = seed;
+  RunResult r = MustRun(*db, options);
+  INFO("completed " << r.completed << ", deadlock retries " << r.deadlock_retries
+                    << ", lock timeouts " << r.lock_timeout_retries);
+  CHECK(r.workers == 2);
+  CHECK(r.completed > 100);
+  for (int t = 0; t < kTxnTypeCount; ++t) {
+    INFO(TxnTypeName(static_cast<TxnType>(t)));
+    CHECK(r.types[t].completed > 0);
+    CHECK(r.types[t].latency.count == r.types[t].completed);
+    CHECK(r.types[t].latency.p50_ms <= r.types[t].latency.p99_ms);
+    CHECK(r.types[t].latency.p99_ms <= r.types[t].latency.max_ms * 1.07);
+  }
+  // The deck deals 45 % New-Orders to every terminal; over the run that is close to exact.
+  CHECK(r.mix_percent[0] > 40);
+  CHECK(r.mix_percent[0] < 50);
+  CHECK(r.nopm == Approx(r.types[0].completed * 60.0 / r.measured_s));
+  CHECK(r.engine.lock_requests > 0);
+  CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
+  // Condition 11 holds only until the first Delivery.
+  if (r.types[static_cast<int>(TxnType::kDelivery)].completed > 0) {
+    CHECK(FailedConditions(db->engine.get(), db->info, {11}) == std::vector<int>{11});
+  }
+  REQUIRE(db->engine->Verify().ok());
+}
+
+TEST_CASE("single-transaction mixes, a warm-up and think times", "[unit][tpcc]") {
+  auto db = LoadTestDb(1, TinyScale(), 31, /*workers=*/2);
+  SECTION("payment only") {
+    RunOptions options;
+    REQUIRE(Mix::Parse("payment", &options.mix).ok());
+    options.users = 4;
+    options.duration_s = 0.3;
+    options.warmup_s = 0.2;
+    RunResult r = MustRun(*db, options);
+    CHECK(r.types[1].completed == r.completed);
+    CHECK(r.completed > 0);
+    CHECK(r.measured_s == Approx(0.3).margin(0.1));
+  }
+  SECTION("delivery only: the new orders run out and districts are skipped") {
+    RunOptions options;
+    REQUIRE(Mix::Parse("delivery", &options.mix).ok());
+    options.users = 2;
+    options.duration_s = 0.5;
+    RunResult r = MustRun(*db, options);
+    CHECK(r.types[3].completed >= 9);
+    CHECK(r.delivery_skipped_districts > 0);
+  }
+  SECTION("think time: a terminal waits between its transactions") {
+    RunOptions options;
+    options.users = 3;
+    options.duration_s = 0.5;
+    options.think_time_s = 0.05;
+    RunResult r = MustRun(*db, options);
+    // At most about 3 terminals x 0.5 s / 0.05 s; far below an unthrottled run.
+    CHECK(r.completed > 3);
+    CHECK(r.completed < 100);
+  }
+  SECTION("bad options") {
+    RunOptions options;
+    options.users = 0;
+    RunResult r;
+    CHECK(Run(db->engine.get(), db->info, options, nullptr, &r).IsInvalidArgument());
+    options.users = 1;
+    options.duration_s = 0;
+    CHECK(Run(db->engine.get(), db->info, options, nullptr, &r).IsInvalidArgument());
+  }
+  CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
+}
+
+}  // namespace
+}  // namespace sm::tpcc::test

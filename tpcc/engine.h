@@ -1,0 +1,146 @@
+// The engine adapter: the only surface through which TPC-C (schema, loader, transactions,
+// consistency checks, driver) touches a storage engine, after LeanStore's TPCCWorkload<Adapter>.
+//
+// Owns: the vocabulary the workload needs and nothing more - a fixed set of tables addressed by
+// TableId, byte-string keys that compare with memcmp (tpcc/keys.h builds them), opaque values
+// (tpcc/rows.h), transactions with begin/commit/abort, point reads and writes, and ordered
+// range scans. Our engine's adapter (tpcc/sm_engine.h) is the default; another embedded engine
+// can run the same workload by implementing these two classes.
+//
+// Contract every adapter keeps:
+//   1. Errors are sm::Status values (sm/common/status.h). A transaction that gets a retryable
+//      status (Status::IsRetryable: deadlock victim, lock timeout) must be aborted by the
+//      caller and may be run again; NotFound and Duplicate are ordinary answers; anything
+//      else is fatal for the run.
+//   2. Serializable transactions see no phantoms in Scan; read-committed ones read only
+//      committed data and may see phantoms.
+//   3. Scan visits the keys of [lower, upper) in ascending order (descending if reverse) and
+//      stops as soon as the visitor returns false. An empty `upper` means no upper bound.
+//   4. GetForUpdate reads a row that the transaction is about to update: an engine that can
+//      lock it exclusively at once should (it avoids shared-to-exclusive upgrade deadlocks);
+//      a plain Get is a correct implementation.
+//   5. Spawn runs a function on the engine's fiber runtime (a TPC-C terminal is one fiber);
+//      an engine without one may run it on a thread. Functions spawned on the same worker
+//      never run at the same time as each other (they interleave only where the engine
+//      suspends them), which the driver relies on for its per-worker statistics.
+//
+// Thread/fiber safety: an Engine is shared by all terminals; an EngineTxn belongs to one
+// terminal (one fiber) at a time and is reused for that terminal's successive transactions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "sm/common/status.h"
+
+namespace sm::tpcc {
+
+// The tables of the schema (tpcc/rows.h describes their keys and rows).
+enum class TableId : uint8_t {
+  kWarehouse,
+  kDistrict,
+  kCustomer,
+  kCustomerByName,  // index: (w, d, last, first) + customer key
+  kHistory,
+  kNewOrder,
+  kOrder,
+  kOrderByCustomer,  // index: (w, d, c) + order key
+  kOrderLine,
+  kItem,
+  kStock,
+  kMeta,  // the driver's metadata (warehouse count, scale, load constants)
+};
+inline constexpr int kTableCount = 12;
+const char* TableName(TableId table);
+inline bool IsIndex(TableId table) {
+  return table == TableId::kCustomerByName || table == TableId::kOrderByCustomer;
+}
+
+// A non-owning reference to a callable (std::function without the allocation).
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit on purpose, like std::function
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+// Returns false to stop the scan.
+using ScanVisitor = FunctionRef<bool(std::string_view key, std::string_view value)>;
+
+enum class TxnIsolation : uint8_t { kSerializable, kReadCommitted };
+
+// How a commit must be made durable. kDefault: as the engine is configured (--commit);
+// kBulk: the loader's batches, which need not be durable one by one; kDurable: durable when
+// Commit returns, whatever the configuration (the loader's last commit, which makes the whole
+// load durable).
+enum class CommitKind : uint8_t { kDefault, kBulk, kDurable };
+
+class EngineTxn {
+ public:
+  virtual ~EngineTxn() = default;  // aborts an active transaction
+
+  [[nodiscard]] virtual Status Begin(TxnIsolation isolation) = 0;
+  [[nodiscard]] virtual Status Commit(CommitKind kind = CommitKind::kDefault) = 0;
+  [[nodiscard]] virtual Status Abort() = 0;
+  virtual bool active() const = 0;
+
+  [[nodiscard]] virtual Status Get(TableId table, std::string_view key, std::string* value) = 0;
+  [[nodiscard]] virtual Status GetForUpdate(TableId table, std::string_view key,
+                                            std::string* value) = 0;
+  [[nodiscard]] virtual Status Insert(TableId table, std::string_view key,
+                                      std::string_view value) = 0;
+  [[nodiscard]] virtual Status Update(TableId table, std::string_view key,
+                                      std::string_view value) = 0;
+  [[nodiscard]] virtual Status Delete(TableId table, std::string_view key) = 0;
+  [[nodiscard]] virtual Status Scan(TableId table, std::string_view lower,
+                                    std::string_view upper, bool reverse,
+                                    ScanVisitor visitor) = 0;
+};
+
+// Engine-wide figures for the run summary; an adapter fills what it knows.
+struct EngineStats {
+  uint64_t lock_requests = 0, lock_waits = 0, deadlocks = 0, lock_timeouts = 0;
+  uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
+  uint64_t log_bytes = 0, log_syncs = 0;
+  double commits_per_sync = 0;
+  uint64_t txn_committed = 0, txn_aborted = 0;
+  uint64_t checkpoints = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // The engine's name and configuration, one line for reports ("sm (buffer pool 1 GiB, ...)").
+  virtual std::string Describe() const = 0;
+  // Opens the tables; creates those that are missing if `create`, else says NotFound.
+  // *created: some did not exist and were created.
+  [[nodiscard]] virtual Status OpenSchema(bool create, bool* created) = 0;
+  virtual std::unique_ptr<EngineTxn> NewTxn() = 0;
+  // Makes everything committed so far durable and bounds restart work (after a bulk load).
+  [[nodiscard]] virtual Status Checkpoint() = 0;
+  // Checks the engine's own structures (B-tree invariants); optional.
+  [[nodiscard]] virtual Status Verify() = 0;
+  virtual EngineStats Stats() = 0;
+  virtual void Spawn(std::function<void()> fn, int worker) = 0;
+  virtual unsigned workers() const = 0;
+  [[nodiscard]] virtual Status Close() = 0;
+};
+
+}  // namespace sm::tpcc

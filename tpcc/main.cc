@@ -1,0 +1,613 @@
+// tpcc: the TPC-C driver over our storage manager.
+//
+//   tpcc load  [-w N] [--db PATH] ...   populate a database (or reuse one loaded with N)
+//   tpcc run   [-w N] [--users U] ...   run the mix; conditions 1-4 before and after
+//   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2
+//
+// `tpcc <verb> --help` lists the options. Exit status: 0 success; 1 the work failed (engine
+// error, a consistency condition failed); 2 bad options. With --output json the last line of
+// the output is one JSON object.
+//
+// Figures are tpmC-like, not TPC-C results: nothing here is audited, so New-Orders per minute
+// are reported as "NOPM, not an audited tpmC".
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdarg>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "sm/sm.h"
+#include "tpcc/consistency.h"
+#include "tpcc/driver.h"
+#include "tpcc/loader.h"
+#include "tpcc/sm_engine.h"
+
+#ifndef TPCC_GIT_REVISION
+#define TPCC_GIT_REVISION "unknown"
+#endif
+
+namespace sm::tpcc {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+  std::string db = "./data/tpcc";
+  uint32_t warehouses = 1;
+  bool warehouses_given = false;
+  unsigned workers = 0;  // 0: all cores
+  std::string buffer_pool = "1G";
+  std::string commit = "durable";
+  uint64_t seed = 1;
+  std::string output = "plain";
+  double interval_s = 1;
+  std::string checks = "on";
+};
+
+struct RunCliOptions {
+  uint32_t users = 0;  // 0: 10 per warehouse
+  double duration_s = 10;
+  double warmup_s = 0;
+  std::string mix = "45,43,4,4,4";
+  std::string think_time = "0";
+  std::string steps = "off";
+  uint32_t team_size = 0;
+  std::string ctx_placement;
+};
+
+struct CheckCliOptions {
+  std::string conditions;  // empty: all that apply
+};
+
+bool Json(const CommonOptions& o) { return o.output == "json"; }
+
+void Say(const CommonOptions& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void Say(const CommonOptions& o, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stdout, format, args);
+  va_end(args);
+  std::fflush(stdout);
+  (void)o;
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "tpcc: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int Failure(const CommonOptions& o, const std::string& what, const Status& s) {
+  std::fprintf(stderr, "tpcc: %s: %s\n", what.c_str(), s.ToString().c_str());
+  if (Json(o)) {
+    std::printf("%s\n", json{{"error", what + ": " + s.ToString()}}.dump().c_str());
+  }
+  return s.IsInvalidArgument() ? kExitUsage : kExitFailed;
+}
+
+// "512M", "2G", "1048576", "64K" (binary units).
+bool ParseBytes(std::string text, uint64_t* bytes) {
+  if (text.empty()) return false;
+  uint64_t unit = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'B') {
+    text.pop_back();
+    if (text.empty()) return false;
+    if (text.back() == 'i' || text.back() == 'I') text.pop_back();
+    last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  }
+  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
+    unit = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : last == 'G' ? 1ull << 30 : 1ull << 40;
+    text.pop_back();
+  }
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *bytes = std::stoull(text) * unit;
+  return true;
+}
+
+std::string BytesText(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (1ull << 30)) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  }
+  return buf;
+}
+
+// "1-4", "1,2,11", "all".
+bool ParseConditions(const std::string& text, std::vector<int>* out) {
+  out->clear();
+  if (text == "all") {
+    for (int c = 1; c <= kConditionCount; ++c) out->push_back(c);
+    return true;
+  }
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    std::string part = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    size_t dash = part.find('-');
+    try {
+      int lo = std::stoi(part.substr(0, dash));
+      int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+      if (lo < 1 || hi > kConditionCount || lo > hi) return false;
+      for (int c = lo; c <= hi; ++c) out->push_back(c);
+    } catch (...) {
+      return false;
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return !out->empty();
+}
+
+// Validates the options every verb shares and opens the engine.
+int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine) {
+  if (o.warehouses == 0 || o.warehouses > 65535) {
+    return UsageError("--warehouses must be in 1..65535, not " + std::to_string(o.warehouses));
+  }
+  SmEngineOptions options;
+  options.db.path = o.db;
+  options.db.create_if_missing = create;
+  uint64_t pool = 0;
+  if (!ParseBytes(o.buffer_pool, &pool) || pool < (8u << 20)) {
+    return UsageError("--buffer-pool takes a size of at least 8M such as 512M or 2G, not '" +
+                      o.buffer_pool + "'");
+  }
+  options.db.buffer_pool_bytes = pool;
+  if (o.commit == "durable") {
+    options.db.commit_mode = CommitMode::kDurable;
+  } else if (o.commit == "async") {
+    options.db.commit_mode = CommitMode::kAsync;
+  } else if (o.commit == "none") {
+    options.db.commit_mode = CommitMode::kNone;
+  } else {
+    return UsageError("--commit takes durable, async or none, not '" + o.commit + "'");
+  }
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  options.db.workers = o.workers == 0 ? cores : o.workers;
+  if (!create) {
+    // Refuse a path that is not a database before Open would make a directory there.
+    if (::access((o.db + "/sm.meta").c_str(), F_OK) != 0) {
+      std::fprintf(stderr, "tpcc: no database at %s: run `tpcc load` first (--db to choose another)\n",
+                   o.db.c_str());
+      return kExitFailed;
+    }
+  } else {
+    // Parent directories of the default path (./data) are made here; Open makes the last one.
+    std::string parent = o.db.substr(0, o.db.find_last_of('/'));
+    if (!parent.empty() && parent != o.db) {
+      std::string cmd_path;
+      for (size_t i = 0; i <= parent.size(); ++i) {
+        if (i == parent.size() || parent[i] == '/') {
+          cmd_path = parent.substr(0, i);
+          if (!cmd_path.empty()) ::mkdir(cmd_path.c_str(), 0755);
+        }
+      }
+    }
+  }
+  sm::OpenReport report;
+  Status s = SmEngine::Open(options, engine, &report);
+  if (!s.ok()) return Failure(o, "cannot open the database at " + o.db, s);
+  if (report.recovered) Say(o, "recovered: %s\n", report.recovery.c_str());
+  return 0;
+}
+
+json ConditionsJson(const std::vector<ConditionResult>& results) {
+  json out = json::array();
+  for (const ConditionResult& r : results) {
+    out.push_back({{"condition", r.condition},
+                   {"passed", r.passed},
+                   {"checked", r.checked},
+                   {"violations", r.violations},
+                   {"detail", r.detail}});
+  }
+  return out;
+}
+
+// Runs and prints the conditions; false if any failed (or they could not run: *error set).
+bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
+               const std::vector<int>& conditions, const char* when,
+               std::vector<ConditionResult>* results, Status* error) {
+  auto start = std::chrono::steady_clock::now();
+  *error = CheckConsistency(engine, info, conditions, results);
+  if (!error->ok()) return false;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool all = AllPassed(*results);
+  Say(o, "consistency %s: %s (%.2f s)\n", when, all ? "pass" : "FAIL", seconds);
+  for (const ConditionResult& r : *results) {
+    Say(o, "  %-2d %-58s %s", r.condition, ConditionText(r.condition), r.passed ? "pass" : "FAIL");
+    if (!r.passed) Say(o, "  %s", r.detail.c_str());
+    Say(o, "\n");
+  }
+  if (!all) {
+    std::fprintf(stderr, "tpcc: CONSISTENCY FAILURE %s: the database does not satisfy clause 3.3.2\n",
+                 when);
+  }
+  return all;
+}
+
+std::vector<int> DefaultConditions(const DatabaseInfo& info) {
+  std::vector<int> c;
+  for (int n = 1; n <= kConditionCount; ++n) {
+    if (n != 11 || info.fresh()) c.push_back(n);
+  }
+  return c;
+}
+
+// ---- load ----------------------------------------------------------------------------------
+
+int LoadCommand(const CommonOptions& o) {
+  std::unique_ptr<SmEngine> engine;
+  if (int rc = OpenEngine(o, /*create=*/true, &engine); rc != 0) return rc;
+  bool created = false;
+  if (Status s = engine->OpenSchema(/*create=*/true, &created); !s.ok()) {
+    return Failure(o, "schema", s);
+  }
+  DatabaseInfo info;
+  Status s = ReadDatabaseInfo(engine.get(), &info);
+  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", TPCC_GIT_REVISION}};
+  bool reused = s.ok();
+  double load_s = 0;
+  uint64_t rows = 0;
+  if (reused) {
+    if (o.warehouses_given && info.warehouses != o.warehouses) {
+      std::fprintf(stderr,
+                   "tpcc: the database at %s was loaded with %u warehouses, not %u: remove it or "
+                   "choose another --db\n",
+                   o.db.c_str(), info.warehouses, o.warehouses);
+      engine->Close().PermitUnchecked();
+      return kExitUsage;
+    }
+    Say(o, "reusing the database at %s: %u warehouses, loaded earlier, %u runs since\n", o.db.c_str(),
+        info.warehouses, info.runs);
+  } else if (!s.IsNotFound()) {
+    return Failure(o, "reading the database", s);
+  } else {
+    LoadOptions lo;
+    lo.warehouses = o.warehouses;
+    lo.seed = o.seed;
+    lo.progress_interval = std::chrono::milliseconds(
+        static_cast<int64_t>((o.interval_s > 0 ? o.interval_s : 1) * 1000));
+    if (o.interval_s > 0) {
+      lo.progress = [&](const LoadProgress& p) {
+        double pct = p.rows_total ? 100.0 * p.rows_done / p.rows_total : 0;
+        Say(o, "load [%6.1fs] %5.1f%% %10llu rows %8.0f rows/s\n", p.seconds, std::min(pct, 100.0),
+            static_cast<unsigned long long>(p.rows_done), p.seconds > 0 ? p.rows_done / p.seconds : 0);
+      };
+    }
+    Say(o, "loading %u warehouses into %s on %u workers (%s)\n", o.warehouses, o.db.c_str(),
+        engine->workers(), engine->Describe().c_str());
+    LoadResult result;
+    if (Status l = sm::tpcc::Load(engine.get(), lo, &result); !l.ok()) return Failure(o, "load", l);
+    info = result.info;
+    load_s = result.seconds;
+    rows = result.rows;
+    Say(o, "loaded %llu rows in %.2f s (%.0f rows/s; %llu batches retried)\n",
+        static_cast<unsigned long long>(rows), load_s, load_s > 0 ? rows / load_s : 0,
+        static_cast<unsigned long long>(result.retried_batches));
+  }
+  out["reused"] = reused;
+  out["warehouses"] = info.warehouses;
+  out["load_seconds"] = load_s;
+  out["rows"] = rows;
+  out["workers"] = engine->workers();
+  bool ok = true;
+  if (o.checks == "on") {
+    std::vector<ConditionResult> results;
+    Status error;
+    ok = RunChecks(o, engine.get(), info, DefaultConditions(info), "after load", &results, &error);
+    if (!error.ok()) return Failure(o, "consistency check", error);
+    out["consistency"] = ok ? "pass" : "fail";
+    out["conditions"] = ConditionsJson(results);
+  }
+  auto close_start = std::chrono::steady_clock::now();
+  if (Status c = engine->Close(); !c.ok()) return Failure(o, "close", c);
+  out["close_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - close_start).count();
+  if (Json(o)) std::printf("%s\n", out.dump().c_str());
+  return ok ? 0 : kExitFailed;
+}
+
+// ---- check ---------------------------------------------------------------------------------
+
+int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
+  std::unique_ptr<SmEngine> engine;
+  if (int rc = OpenEngine(o, /*create=*/false, &engine); rc != 0) return rc;
+  DatabaseInfo info;
+  if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
+    engine->Close().PermitUnchecked();
+    return Failure(o, "check", s);
+  }
+  std::vector<int> conditions = DefaultConditions(info);
+  if (!c.conditions.empty() && !ParseConditions(c.conditions, &conditions)) {
+    engine->Close().PermitUnchecked();
+    return UsageError("--conditions takes numbers and ranges in 1..12 such as 1-4,6 or all, not '" +
+                      c.conditions + "'");
+  }
+  if (!info.fresh() && std::find(conditions.begin(), conditions.end(), 11) != conditions.end()) {
+    Say(o, "note: condition 11 holds only right after the load; %u runs happened since\n", info.runs);
+  }
+  std::vector<ConditionResult> results;
+  Status error;
+  bool ok = RunChecks(o, engine.get(), info, conditions, "check", &results, &error);
+  if (!error.ok()) return Failure(o, "consistency check", error);
+  if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
+  if (Json(o)) {
+    json out = {{"command", "check"},       {"db", o.db},
+                {"warehouses", info.warehouses}, {"consistency", ok ? "pass" : "fail"},
+                {"conditions", ConditionsJson(results)}, {"git_revision", TPCC_GIT_REVISION}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return ok ? 0 : kExitFailed;
+}
+
+// ---- run -----------------------------------------------------------------------------------
+
+json LatencyJson(const LatencySummary& l) {
+  return {{"count", l.count},   {"mean_ms", l.mean_ms}, {"p50_ms", l.p50_ms}, {"p90_ms", l.p90_ms},
+          {"p95_ms", l.p95_ms}, {"p99_ms", l.p99_ms},   {"max_ms", l.max_ms}};
+}
+
+void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix,
+                  const RunResult& res, const SmEngine& engine, uint32_t users) {
+  Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
+  Say(o, "engine:      %s\n", engine.Describe().c_str());
+  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, STEPS off\n", users,
+      o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str());
+  Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
+  Say(o, "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an audited tpmC)\n",
+      res.tx_per_s, res.nopm);
+  Say(o, "%-13s %10s %7s %9s %9s %9s %9s %9s %8s %8s\n", "transaction", "count", "mix%", "p50 ms",
+      "p95 ms", "p99 ms", "max ms", "mean ms", "deadlk", "timeout");
+  for (int t = 0; t < kTxnTypeCount; ++t) {
+    const TypeResult& tr = res.types[t];
+    Say(o, "%-13s %10llu %6.2f%% %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8llu\n",
+        TxnTypeTitle(static_cast<TxnType>(t)), static_cast<unsigned long long>(tr.completed),
+        res.mix_percent[t], tr.latency.p50_ms, tr.latency.p95_ms, tr.latency.p99_ms,
+        tr.latency.max_ms, tr.latency.mean_ms, static_cast<unsigned long long>(tr.deadlock_retries),
+        static_cast<unsigned long long>(tr.lock_timeout_retries));
+  }
+  Say(o, "%-13s %10llu %6.2f%% %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8llu\n", "all",
+      static_cast<unsigned long long>(res.completed), 100.0, res.latency.p50_ms,
+      res.latency.p95_ms, res.latency.p99_ms, res.latency.max_ms, res.latency.mean_ms,
+      static_cast<unsigned long long>(res.deadlock_retries),
+      static_cast<unsigned long long>(res.lock_timeout_retries));
+  Say(o, "aborts:      %llu deadlock victims, %llu lock timeouts (all retried); %llu New-Order rollbacks (completed)\n",
+      static_cast<unsigned long long>(res.deadlock_retries),
+      static_cast<unsigned long long>(res.lock_timeout_retries),
+      static_cast<unsigned long long>(res.types[0].rolled_back));
+  Say(o, "input audit: rollbacks %.2f%% [0.9-1.1], lines/order %.2f [9.5-10.5], remote lines %.2f%% [0.95-1.05], "
+         "remote payments %.2f%% [14-16], payment by name %.2f%% [57-63], order-status by name %.2f%% [57-63]\n",
+      res.new_order_rollback_percent, res.order_lines_per_order, res.remote_order_line_percent,
+      res.remote_payment_percent, res.payment_by_name_percent, res.order_status_by_name_percent);
+  Say(o, "delivery:    %llu districts skipped (no undelivered order)\n",
+      static_cast<unsigned long long>(res.delivery_skipped_districts));
+  const EngineStats& e = res.engine;
+  uint64_t fixes = e.pool_hits + e.pool_misses;
+  Say(o, "buffer pool: %llu hits, %llu misses (%.3f%% miss), %llu writes, %llu dirty at the end\n",
+      static_cast<unsigned long long>(e.pool_hits), static_cast<unsigned long long>(e.pool_misses),
+      fixes ? 100.0 * e.pool_misses / fixes : 0.0, static_cast<unsigned long long>(e.pool_writes),
+      static_cast<unsigned long long>(e.pool_dirty_pages));
+  Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
+      static_cast<unsigned long long>(e.lock_requests), static_cast<unsigned long long>(e.lock_waits),
+      static_cast<unsigned long long>(e.deadlocks), static_cast<unsigned long long>(e.lock_timeouts));
+  Say(o, "log:         %s written, %llu syncs, %.1f commits/sync; %llu checkpoints\n",
+      BytesText(e.log_bytes).c_str(), static_cast<unsigned long long>(e.log_syncs),
+      e.commits_per_sync, static_cast<unsigned long long>(e.checkpoints));
+}
+
+int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
+  Mix mix;
+  if (Status s = Mix::Parse(r.mix, &mix); !s.ok()) return UsageError(std::string(s.message()));
+  RunOptions ro;
+  ro.mix = mix;
+  ro.duration_s = r.duration_s;
+  ro.warmup_s = r.warmup_s;
+  ro.seed = o.seed;
+  ro.interval_s = o.interval_s;
+  if (r.think_time == "spec") {
+    ro.spec_think_times = true;
+  } else {
+    char* end = nullptr;
+    ro.think_time_s = std::strtod(r.think_time.c_str(), &end);
+    if (end == r.think_time.c_str() || *end != '\0' || ro.think_time_s < 0) {
+      return UsageError("--think-time takes seconds (the mean think time, e.g. 0 or 0.5) or "
+                        "'spec' (the keying and think times of clause 5.2.5), not '" +
+                        r.think_time + "'");
+    }
+  }
+  if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
+  if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
+  if (r.steps != "on" && r.steps != "off") {
+    return UsageError("--steps takes on or off, not '" + r.steps + "'");
+  }
+  const bool steps_requested = r.steps == "on" || r.team_size != 0 || !r.ctx_placement.empty();
+  const char* steps_note =
+      "this driver does not pass STEPS to the engine yet, so this run has STEPS off; --steps, "
+      "--team-size and --ctx-placement are accepted and ignored";
+  if (steps_requested) std::fprintf(stderr, "tpcc: note: %s\n", steps_note);
+
+  std::unique_ptr<SmEngine> engine;
+  if (int rc = OpenEngine(o, /*create=*/false, &engine); rc != 0) return rc;
+  DatabaseInfo info;
+  if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
+    engine->Close().PermitUnchecked();
+    return Failure(o, "run", s);
+  }
+  ro.users = r.users != 0 ? r.users : 10 * info.warehouses;
+
+  json out = {{"command", "run"},
+              {"git_revision", TPCC_GIT_REVISION},
+              {"db", o.db},
+              {"engine", engine->Describe()},
+              {"warehouses", info.warehouses},
+              {"users", ro.users},
+              {"workers", engine->workers()},
+              {"commit_mode", o.commit},
+              {"buffer_pool", o.buffer_pool},
+              {"steps", "off"},
+              {"steps_requested", steps_requested ? "on" : "off"},
+              {"mix", mix.ToString()},
+              {"think_time", r.think_time},
+              {"duration_s", r.duration_s},
+              {"warmup_s", r.warmup_s},
+              {"seed", o.seed}};
+  if (steps_requested) {
+    out["steps_note"] = steps_note;
+    out["team_size"] = r.team_size;
+    out["ctx_placement"] = r.ctx_placement;
+  }
+
+  const std::vector<int> before_after = {1, 2, 3, 4};
+  bool consistent = true;
+  std::vector<ConditionResult> before, after;
+  Status error;
+  if (o.checks == "on") {
+    consistent = RunChecks(o, engine.get(), info, before_after, "before the run", &before, &error);
+    if (!error.ok()) return Failure(o, "consistency check", error);
+    out["conditions_before"] = ConditionsJson(before);
+  }
+  if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
+
+  Say(o, "running %u users on %u workers for %.1f s (warm-up %.1f s), %u warehouses, commit %s, mix %s\n",
+      ro.users, engine->workers(), ro.duration_s, ro.warmup_s, info.warehouses, o.commit.c_str(),
+      mix.ToString().c_str());
+  auto progress = [&](const RunProgress& p) {
+    Say(o, "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts %llu\n",
+        p.elapsed_s, p.warming_up ? " warm-up" : "", p.interval_tx_per_s,
+        static_cast<unsigned long long>(p.completed[0]), static_cast<unsigned long long>(p.completed[1]),
+        static_cast<unsigned long long>(p.completed[2]), static_cast<unsigned long long>(p.completed[3]),
+        static_cast<unsigned long long>(p.completed[4]), p.interval_p95_ns * 1e-6,
+        static_cast<unsigned long long>(p.aborts));
+  };
+  RunResult res;
+  Status run = sm::tpcc::Run(engine.get(), info, ro, progress, &res);
+  if (!run.ok()) return Failure(o, "run", run);
+  PrintSummary(o, r, mix, res, *engine, ro.users);
+
+  if (o.checks == "on") {
+    bool ok = RunChecks(o, engine.get(), info, before_after, "after the run", &after, &error);
+    if (!error.ok()) return Failure(o, "consistency check", error);
+    consistent = consistent && ok;
+    out["conditions_after"] = ConditionsJson(after);
+  }
+  if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
+
+  out["consistency"] = o.checks != "on" ? "not checked" : consistent ? "pass" : "fail";
+  out["measured_s"] = res.measured_s;
+  out["throughput_tx_per_s"] = res.tx_per_s;
+  out["nopm"] = res.nopm;
+  out["nopm_note"] = "New-Orders per minute, rollbacks included; NOPM, not an audited tpmC";
+  out["completed"] = res.completed;
+  json types = json::object();
+  for (int t = 0; t < kTxnTypeCount; ++t) {
+    const TypeResult& tr = res.types[t];
+    json j = {{"count", tr.completed},
+              {"mix_percent", res.mix_percent[t]},
+              {"deadlock_retries", tr.deadlock_retries},
+              {"lock_timeout_retries", tr.lock_timeout_retries},
+              {"latency", LatencyJson(tr.latency)}};
+    if (t == 0) j["rolled_back"] = tr.rolled_back;
+    types[TxnTypeName(static_cast<TxnType>(t))] = j;
+  }
+  out["transactions"] = types;
+  out["latency"] = LatencyJson(res.latency);
+  out["aborts"] = {{"deadlock", res.deadlock_retries}, {"lock_timeout", res.lock_timeout_retries}};
+  out["input_audit"] = {{"new_order_rollback_percent", res.new_order_rollback_percent},
+                        {"order_lines_per_order", res.order_lines_per_order},
+                        {"remote_order_line_percent", res.remote_order_line_percent},
+                        {"remote_payment_percent", res.remote_payment_percent},
+                        {"payment_by_name_percent", res.payment_by_name_percent},
+                        {"order_status_by_name_percent", res.order_status_by_name_percent}};
+  const EngineStats& e = res.engine;
+  out["buffer_pool"] = {{"bytes_option", o.buffer_pool}, {"hits", e.pool_hits}, {"misses", e.pool_misses},
+                        {"writes", e.pool_writes}, {"dirty_pages", e.pool_dirty_pages}};
+  out["locks"] = {{"requests", e.lock_requests}, {"waits", e.lock_waits},
+                  {"deadlocks", e.deadlocks}, {"timeouts", e.lock_timeouts}};
+  out["log"] = {{"bytes", e.log_bytes}, {"syncs", e.log_syncs}, {"commits_per_sync", e.commits_per_sync}};
+  Say(o, "consistency: %s\n", out["consistency"].get<std::string>().c_str());
+  if (Json(o)) std::printf("%s\n", out.dump().c_str());
+  return consistent ? 0 : kExitFailed;
+}
+
+void AddCommon(CLI::App* app, CommonOptions* o) {
+  app->add_option("--db", o->db, "database directory")->capture_default_str();
+  app->add_option_function<uint32_t>(
+         "-w,--warehouses",
+         [o](const uint32_t& w) {
+           o->warehouses = w;
+           o->warehouses_given = true;
+         },
+         "warehouses (load: how many to load, default 1; run/check: must match the load)");
+  app->add_option("--workers", o->workers, "worker threads (default: all cores)");
+  app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
+      ->capture_default_str();
+  app->add_option("--commit", o->commit, "commit mode: durable, async or none")
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "random seed (the load and the run replay with it)")
+      ->capture_default_str();
+  app->add_option("--output", o->output, "plain or json (json: the last line is a JSON object)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "json"}));
+  app->add_option("--interval", o->interval_s, "seconds between progress lines (0: none)")
+      ->capture_default_str();
+  app->add_option("--checks", o->checks,
+                  "consistency checks: load runs 1-12 after loading, run 1-4 before and after")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"TPC-C-like workload over the storage manager (not an audited TPC-C)", "tpcc"};
+  app.require_subcommand(1);
+  CommonOptions common;
+  RunCliOptions run;
+  CheckCliOptions check;
+  CLI::App* load_cmd = app.add_subcommand("load", "populate a database per clause 4.3 (or reuse it)");
+  CLI::App* run_cmd = app.add_subcommand("run", "run the transaction mix");
+  CLI::App* check_cmd = app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
+  for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd}) AddCommon(cmd, &common);
+  run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
+  run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
+  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")->capture_default_str();
+  run_cmd->add_option("--mix", run.mix,
+                      "weights new_order,payment,order_status,delivery,stock_level, or one name")
+      ->capture_default_str();
+  run_cmd->add_option("--think-time", run.think_time,
+                      "mean think time in seconds after each transaction, or 'spec'")
+      ->capture_default_str();
+  run_cmd->add_option("--steps", run.steps, "on or off (not passed to the engine yet: always off)")
+      ->capture_default_str();
+  run_cmd->add_option("--team-size", run.team_size, "STEPS team size (not wired yet)");
+  run_cmd->add_option("--ctx-placement", run.ctx_placement, "STEPS CTX placement file (not wired yet)");
+  check_cmd->add_option("--conditions", check.conditions,
+                        "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
+                        "before the first run)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  if (common.interval_s < 0) return UsageError("--interval must not be negative");
+  if (load_cmd->parsed()) return LoadCommand(common);
+  if (run_cmd->parsed()) return RunCommand(common, run);
+  return CheckCommand(common, check);
+}
+
+}  // namespace
+}  // namespace sm::tpcc
+
+int main(int argc, char** argv) { return sm::tpcc::Main(argc, argv); }

@@ -1,0 +1,169 @@
+// SmEngine and its transaction: the adapter calls mapped onto sm/sm.h.
+#include "tpcc/sm_engine.h"
+
+#include <string>
+#include <utility>
+
+namespace sm::tpcc {
+
+namespace {
+
+class SmTxn final : public EngineTxn {
+ public:
+  explicit SmTxn(SmEngine* engine) : engine_(engine) {}
+  ~SmTxn() override = default;  // a live sm::Transaction aborts when destroyed
+
+  Status Begin(TxnIsolation isolation) override {
+    if (txn_ != nullptr && txn_->active()) {
+      return Status::InvalidArgument("Begin on an active transaction");
+    }
+    txn_.reset();
+    return engine_->database()->Begin(&txn_, isolation == TxnIsolation::kSerializable
+                                                 ? sm::Isolation::kSerializable
+                                                 : sm::Isolation::kReadCommitted);
+  }
+
+  Status Commit(CommitKind kind) override {
+    if (txn_ == nullptr) return Status::InvalidArgument("no transaction");
+    switch (kind) {
+      case CommitKind::kBulk:
+        return txn_->Commit(sm::CommitMode::kNone);
+      case CommitKind::kDurable:
+        return txn_->Commit(sm::CommitMode::kDurable);
+      case CommitKind::kDefault:
+        break;
+    }
+    return txn_->Commit();
+  }
+
+  Status Abort() override {
+    if (txn_ == nullptr) return Status::InvalidArgument("no transaction");
+    return txn_->Abort();
+  }
+
+  bool active() const override { return txn_ != nullptr && txn_->active(); }
+
+  Status Get(TableId table, std::string_view key, std::string* value) override {
+    return T(table)->Get(txn_.get(), key, value);
+  }
+
+  Status GetForUpdate(TableId table, std::string_view key, std::string* value) override {
+    if (engine_->lock_for_update()) {
+      // Takes the exclusive key lock, then finds the row present (sm_engine.h).
+      Status s = T(table)->Insert(txn_.get(), key, {});
+      if (s.ok()) {  // the row was absent: take the probe back out
+        SM_TRY(T(table)->Delete(txn_.get(), key));
+        return Status::NotFound();
+      }
+      if (!s.IsDuplicate()) return s;
+    }
+    return T(table)->Get(txn_.get(), key, value);
+  }
+
+  Status Insert(TableId table, std::string_view key, std::string_view value) override {
+    return T(table)->Insert(txn_.get(), key, value);
+  }
+
+  Status Update(TableId table, std::string_view key, std::string_view value) override {
+    return T(table)->Update(txn_.get(), key, value);
+  }
+
+  Status Delete(TableId table, std::string_view key) override {
+    return T(table)->Delete(txn_.get(), key);
+  }
+
+  Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
+              ScanVisitor visitor) override {
+    sm::ScanOptions options;
+    options.lower = lower;
+    options.has_lower = !lower.empty();
+    options.upper = upper;
+    options.has_upper = !upper.empty();
+    options.reverse = reverse;
+    std::unique_ptr<sm::Cursor> cursor;
+    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor));
+    while (cursor->Valid()) {
+      if (!visitor(cursor->key(), cursor->value())) break;
+      SM_TRY(cursor->Next());
+    }
+    return Status::OK();
+  }
+
+ private:
+  sm::Table* T(TableId table) const { return engine_->table(table); }
+
+  SmEngine* const engine_;
+  std::unique_ptr<sm::Transaction> txn_;
+};
+
+std::string Bytes(uint64_t bytes) {
+  if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
+Status SmEngine::Open(const SmEngineOptions& options, std::unique_ptr<SmEngine>* engine,
+                      sm::OpenReport* report) {
+  std::unique_ptr<SmEngine> e(new SmEngine(options));
+  SM_TRY(sm::Database::Open(options.db, &e->db_, report));
+  *engine = std::move(e);
+  return Status::OK();
+}
+
+SmEngine::~SmEngine() = default;
+
+std::string SmEngine::Describe() const {
+  return std::string("sm (buffer pool ") + Bytes(options_.db.buffer_pool_bytes) + ", commit " +
+         sm::CommitModeName(options_.db.commit_mode) + ", " + std::to_string(db_->workers()) +
+         " workers, read-for-update " + (options_.lock_for_update ? "locks X" : "off") + ")";
+}
+
+Status SmEngine::OpenSchema(bool create, bool* created) {
+  *created = false;
+  for (int i = 0; i < kTableCount; ++i) {
+    auto id = static_cast<TableId>(i);
+    Status s = db_->OpenTable(TableName(id), &tables_[i]);
+    if (s.ok()) continue;
+    if (!s.IsNotFound() || !create) return s;
+    SM_TRY(IsIndex(id) ? db_->CreateIndex(TableName(id), &tables_[i])
+                       : db_->CreateTable(TableName(id), &tables_[i]));
+    *created = true;
+  }
+  return Status::OK();
+}
+
+std::unique_ptr<EngineTxn> SmEngine::NewTxn() { return std::make_unique<SmTxn>(this); }
+
+Status SmEngine::Checkpoint() { return db_->Checkpoint(); }
+
+Status SmEngine::Verify() { return db_->Verify(); }
+
+EngineStats SmEngine::Stats() {
+  sm::DatabaseStats d = db_->stats();
+  EngineStats s;
+  s.lock_requests = d.lock_requests;
+  s.lock_waits = d.lock_waits;
+  s.deadlocks = d.deadlocks;
+  s.lock_timeouts = d.lock_timeouts;
+  s.pool_hits = d.pool_hits;
+  s.pool_misses = d.pool_misses;
+  s.pool_writes = d.pool_writes;
+  s.pool_dirty_pages = d.pool_dirty_pages;
+  s.log_bytes = d.log_bytes;
+  s.log_syncs = d.log_syncs;
+  s.commits_per_sync = d.commits_per_sync;
+  s.txn_committed = d.txn_committed;
+  s.txn_aborted = d.txn_aborted;
+  s.checkpoints = d.checkpoints;
+  return s;
+}
+
+void SmEngine::Spawn(std::function<void()> fn, int worker) { db_->Spawn(std::move(fn), worker); }
+
+unsigned SmEngine::workers() const { return db_->workers(); }
+
+Status SmEngine::Close() { return db_->Close(); }
+
+}  // namespace sm::tpcc

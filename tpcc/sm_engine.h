@@ -1,0 +1,66 @@
+// SmEngine: the engine adapter (tpcc/engine.h) over our storage manager's public API, sm/sm.h.
+//
+// Owns: the open Database, the handles of the twelve tables (one B-tree each; the two indexes
+// are CreateIndex tables), and the mapping of the adapter's calls onto Table and Cursor calls.
+//
+// Mapping:
+//   TxnIsolation    -> sm::Isolation (serializable / read committed), per transaction.
+//   CommitKind      kDefault -> Transaction::Commit() (Options::commit_mode); kBulk ->
+//                   CommitMode::kNone; kDurable -> CommitMode::kDurable.
+//   GetForUpdate    sm/sm.h has no read-for-update; see Options::lock_for_update.
+//   Scan            Table::NewCursor with a [lower, upper) range (reverse as asked).
+//
+// Thread/fiber safety: the adapter adds no shared state of its own beyond the handle array,
+// which is written once by EnsureSchema before any terminal starts.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "sm/sm.h"
+#include "tpcc/engine.h"
+
+namespace sm::tpcc {
+
+struct SmEngineOptions {
+  sm::Options db;  // passed to Database::Open
+  // GetForUpdate takes the row's exclusive key lock before it reads: it inserts the key,
+  // which takes the exclusive lock first and then fails with Duplicate because the row is
+  // there (index/btree.cc: Write locks before it looks). That avoids the shared-to-exclusive
+  // upgrade deadlocks of read-then-update on hot rows (district, warehouse) when terminals
+  // run on more than one worker. It relies on that ordering in the B-tree, which sm/sm.h does
+  // not promise; off: GetForUpdate is a plain Get.
+  bool lock_for_update = true;
+};
+
+class SmEngine final : public Engine {
+ public:
+  // Opens (creating or recovering) the database; *report says what Open did.
+  [[nodiscard]] static Status Open(const SmEngineOptions& options, std::unique_ptr<SmEngine>* engine,
+                                   sm::OpenReport* report = nullptr);
+  ~SmEngine() override;
+
+  std::string Describe() const override;
+  Status OpenSchema(bool create, bool* created) override;
+  std::unique_ptr<EngineTxn> NewTxn() override;
+  Status Checkpoint() override;
+  Status Verify() override;
+  EngineStats Stats() override;
+  void Spawn(std::function<void()> fn, int worker) override;
+  unsigned workers() const override;
+  Status Close() override;
+
+  sm::Database* database() { return db_.get(); }
+  sm::Table* table(TableId id) const { return tables_[static_cast<int>(id)]; }
+  bool lock_for_update() const { return options_.lock_for_update; }
+
+ private:
+  explicit SmEngine(const SmEngineOptions& options) : options_(options) {}
+
+  const SmEngineOptions options_;
+  std::unique_ptr<sm::Database> db_;
+  std::array<sm::Table*, kTableCount> tables_{};
+};
+
+}  // namespace sm::tpcc

@@ -1,0 +1,407 @@
+// The five TPC-C transactions: see transactions.h.
+#include "tpcc/transactions.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tpcc/keys.h"
+
+namespace sm::tpcc {
+
+const char* TxnTypeName(TxnType type) {
+  switch (type) {
+    case TxnType::kNewOrder: return "new_order";
+    case TxnType::kPayment: return "payment";
+    case TxnType::kOrderStatus: return "order_status";
+    case TxnType::kDelivery: return "delivery";
+    case TxnType::kStockLevel: return "stock_level";
+  }
+  return "?";
+}
+
+const char* TxnTypeTitle(TxnType type) {
+  switch (type) {
+    case TxnType::kNewOrder: return "New-Order";
+    case TxnType::kPayment: return "Payment";
+    case TxnType::kOrderStatus: return "Order-Status";
+    case TxnType::kDelivery: return "Delivery";
+    case TxnType::kStockLevel: return "Stock-Level";
+  }
+  return "?";
+}
+
+namespace {
+
+enum class Read : uint8_t { kShared, kForUpdate };
+
+template <typename Row>
+Status GetRow(EngineTxn* txn, TableId table, std::string_view key, Row* row,
+              Read mode = Read::kShared) {
+  std::string value;
+  Status s = mode == Read::kForUpdate ? txn->GetForUpdate(table, key, &value)
+                                      : txn->Get(table, key, &value);
+  if (s.IsNotFound()) {
+    return Status::Corruption(std::string(TableName(table)) + ": a row the workload needs is missing");
+  }
+  SM_TRY(s);
+  if (!DecodeRow(value, row)) {
+    return Status::Corruption(std::string(TableName(table)) + ": a row of the wrong size");
+  }
+  return Status::OK();
+}
+
+template <typename Row>
+Status PutRow(EngineTxn* txn, TableId table, std::string_view key, const Row& row) {
+  std::string value;
+  EncodeRow(row, &value);
+  return txn->Update(table, key, value);
+}
+
+// Runs body in a transaction: commit if it succeeds, abort (and return its status) if not.
+template <typename Body>
+Status InTransaction(EngineTxn* txn, TxnIsolation isolation, Body&& body) {
+  SM_TRY(txn->Begin(isolation));
+  Status s = body();
+  if (!s.ok()) {
+    if (txn->active()) txn->Abort().PermitUnchecked();
+    return s;
+  }
+  return txn->Commit();
+}
+
+// The id of the customer of a by-name selection (clauses 2.5.2.2 and 2.6.2.2): of the n
+// customers with that last name, sorted by C_FIRST, the one at position ceil(n / 2).
+Status CustomerByName(EngineTxn* txn, uint16_t w, uint8_t d, std::string_view last, uint32_t* c,
+                      uint32_t* matches) {
+  std::string prefix = CustomerNamePrefix(w, d, last);
+  std::vector<uint32_t> ids;
+  SM_TRY(txn->Scan(TableId::kCustomerByName, prefix, PrefixEnd(prefix), false,
+                   [&](std::string_view key, std::string_view) {
+                     KeyReader tail(key.substr(key.size() - 4));
+                     uint32_t id = 0;
+                     if (tail.U32(&id)) ids.push_back(id);
+                     return true;
+                   }));
+  *matches = static_cast<uint32_t>(ids.size());
+  if (ids.empty()) return Status::NotFound("no customer named " + std::string(last));
+  *c = ids[(ids.size() + 1) / 2 - 1];  // the index is in C_FIRST order already
+  return Status::OK();
+}
+
+bool ContainsOriginal(std::string_view s) { return s.find("ORIGINAL") != std::string_view::npos; }
+
+std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct values
+
+Status NewOrderBody(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+  WarehouseRow w;
+  SM_TRY(GetRow(txn, TableId::kWarehouse, WarehouseKey(in.w), &w));
+  out->w_tax = w.tax;
+
+  const std::string district_key = DistrictKey(in.w, in.d);
+  DistrictRow d;
+  SM_TRY(GetRow(txn, TableId::kDistrict, district_key, &d, Read::kForUpdate));
+  out->d_tax = d.tax;
+  const uint32_t o_id = d.next_o_id;
+  out->o_id = o_id;
+  d.next_o_id = o_id + 1;
+  SM_TRY(PutRow(txn, TableId::kDistrict, district_key, d));
+
+  CustomerRow c;
+  SM_TRY(GetRow(txn, TableId::kCustomer, CustomerKey(in.w, in.d, in.c), &c));
+  out->c_discount = c.discount;
+  out->c_last = View(c.last);
+  out->c_credit = View(c.credit);
+
+  OrderRow order{};
+  order.entry_d_us = in.entry_d_us;
+  order.c_id = in.c;
+  order.carrier_id = 0;
+  order.ol_cnt = in.ol_cnt;
+  order.all_local = 1;
+  for (int i = 0; i < in.ol_cnt; ++i) order.all_local &= in.lines[i].supply_w_id == in.w;
+  out->all_local = order.all_local != 0;
+  SM_TRY(txn->Insert(TableId::kOrder, OrderKey(in.w, in.d, o_id), EncodeRow(order)));
+  SM_TRY(txn->Insert(TableId::kOrderByCustomer, OrderByCustomerKey(in.w, in.d, in.c, o_id), {}));
+  SM_TRY(txn->Insert(TableId::kNewOrder, NewOrderKey(in.w, in.d, o_id), {}));
+
+  int64_t sum_cents = 0;
+  std::string value;
+  for (int i = 0; i < in.ol_cnt; ++i) {
+    const NewOrderInput::Line& line = in.lines[i];
+    NewOrderOutput::Line& result = out->lines[i];
+    Status s = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
+    if (s.IsNotFound()) {
+      // The unused item id, which only the last line may carry: the order is rolled back
+      // (clause 2.4.2.3). Anywhere else a missing item is damage, not input.
+      if (i != in.ol_cnt - 1) return Status::Corruption("tpcc.item: an item the order needs is missing");
+      out->rolled_back = true;
+      return Status::OK();
+    }
+    SM_TRY(s);
+    ItemRow item;
+    if (!DecodeRow(value, &item)) return Status::Corruption("tpcc.item: a row of the wrong size");
+
+    const std::string stock_key = StockKey(line.supply_w_id, line.i_id);
+    StockRow stock;
+    SM_TRY(GetRow(txn, TableId::kStock, stock_key, &stock, Read::kForUpdate));
+    if (stock.quantity >= line.quantity + 10) {
+      stock.quantity -= line.quantity;
+    } else {
+      stock.quantity = stock.quantity - line.quantity + 91;
+    }
+    stock.ytd += line.quantity;
+    stock.order_cnt += 1;
+    if (line.supply_w_id != in.w) stock.remote_cnt += 1;
+    SM_TRY(PutRow(txn, TableId::kStock, stock_key, stock));
+
+    OrderLineRow ol{};
+    ol.i_id = line.i_id;
+    ol.supply_w_id = line.supply_w_id;
+    ol.delivery_d_us = 0;
+    ol.quantity = line.quantity;
+    ol.amount_cents = int64_t(line.quantity) * item.price_cents;
+    std::memcpy(ol.dist_info, stock.dist[in.d - 1], sizeof ol.dist_info);
+    SM_TRY(txn->Insert(TableId::kOrderLine,
+                       OrderLineKey(in.w, in.d, o_id, static_cast<uint8_t>(i + 1)),
+                       EncodeRow(ol)));
+    sum_cents += ol.amount_cents;
+    result.i_price_cents = item.price_cents;
+    result.amount_cents = ol.amount_cents;
+    result.s_quantity = stock.quantity;
+    result.brand_generic =
+        ContainsOriginal(View(item.data)) && ContainsOriginal(View(stock.data)) ? 'B' : 'G';
+  }
+  // total = sum * (1 - discount) * (1 + w_tax + d_tax), rates in 1/10,000.
+  double total = double(sum_cents) * (10000 - c.discount) / 10000.0 *
+                 (10000 + w.tax + d.tax) / 10000.0;
+  out->total_cents = std::llround(total);
+  return Status::OK();
+}
+
+Status PaymentBody(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
+  const std::string warehouse_key = WarehouseKey(in.w);
+  WarehouseRow w;
+  SM_TRY(GetRow(txn, TableId::kWarehouse, warehouse_key, &w, Read::kForUpdate));
+  w.ytd_cents += in.amount_cents;
+  SM_TRY(PutRow(txn, TableId::kWarehouse, warehouse_key, w));
+
+  const std::string district_key = DistrictKey(in.w, in.d);
+  DistrictRow d;
+  SM_TRY(GetRow(txn, TableId::kDistrict, district_key, &d, Read::kForUpdate));
+  d.ytd_cents += in.amount_cents;
+  SM_TRY(PutRow(txn, TableId::kDistrict, district_key, d));
+
+  uint32_t c_id = in.c;
+  if (in.by_name) SM_TRY(CustomerByName(txn, in.c_w, in.c_d, in.c_last, &c_id, &out->name_matches));
+  out->c_id = c_id;
+  const std::string customer_key = CustomerKey(in.c_w, in.c_d, c_id);
+  CustomerRow c;
+  SM_TRY(GetRow(txn, TableId::kCustomer, customer_key, &c, Read::kForUpdate));
+  c.balance_cents -= in.amount_cents;
+  c.ytd_payment_cents += in.amount_cents;
+  c.payment_cnt += 1;
+  out->bad_credit = View(c.credit) == "BC";
+  if (out->bad_credit) {
+    char entry[96];
+    int n = std::snprintf(entry, sizeof entry, "%u %u %u %u %u %lld.%02lld|", c_id,
+                          unsigned(in.c_d), unsigned(in.c_w), unsigned(in.d), unsigned(in.w),
+                          static_cast<long long>(in.amount_cents / 100),
+                          static_cast<long long>(in.amount_cents % 100));
+    std::string data(entry, static_cast<size_t>(n));
+    data += View(c.data);
+    Set(c.data, data);  // truncated to 500 characters
+  }
+  out->c_balance_cents = c.balance_cents;
+  SM_TRY(PutRow(txn, TableId::kCustomer, customer_key, c));
+
+  HistoryRow h{};
+  h.c_id = c_id;
+  h.c_d_id = in.c_d;
+  h.c_w_id = in.c_w;
+  h.d_id = in.d;
+  h.w_id = in.w;
+  h.date_us = in.date_us;
+  h.amount_cents = in.amount_cents;
+  std::string h_data(View(w.name));
+  h_data += "    ";
+  h_data += View(d.name);
+  Set(h.data, h_data);
+  const std::string value = EncodeRow(h);
+  for (;;) {  // the history key only has to be unique
+    uint32_t seq = history_seq.fetch_add(1, std::memory_order_relaxed);
+    Status s = txn->Insert(TableId::kHistory, HistoryKey(in.w, in.d, in.date_us, seq), value);
+    if (!s.IsDuplicate()) return s;
+  }
+}
+
+Status OrderStatusBody(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOutput* out) {
+  uint32_t c_id = in.c;
+  uint32_t matches = 0;
+  if (in.by_name) SM_TRY(CustomerByName(txn, in.w, in.d, in.c_last, &c_id, &matches));
+  out->c_id = c_id;
+  CustomerRow c;
+  SM_TRY(GetRow(txn, TableId::kCustomer, CustomerKey(in.w, in.d, c_id), &c));
+  out->c_balance_cents = c.balance_cents;
+  out->c_first = View(c.first);
+  out->c_middle = View(c.middle);
+  out->c_last = View(c.last);
+
+  // The customer's most recent order: the last entry of the index under (w, d, c).
+  const std::string prefix = OrderByCustomerPrefix(in.w, in.d, c_id);
+  uint32_t o_id = 0;
+  SM_TRY(txn->Scan(TableId::kOrderByCustomer, prefix, PrefixEnd(prefix), /*reverse=*/true,
+                   [&](std::string_view key, std::string_view) {
+                     KeyReader tail(key.substr(key.size() - 4));
+                     return !tail.U32(&o_id);
+                   }));
+  out->o_id = o_id;
+  if (o_id == 0) return Status::OK();
+  OrderRow order;
+  SM_TRY(GetRow(txn, TableId::kOrder, OrderKey(in.w, in.d, o_id), &order));
+  out->o_entry_d_us = order.entry_d_us;
+  out->o_carrier_id = order.carrier_id;
+
+  const std::string lines = OrderKey(in.w, in.d, o_id);
+  Status bad = Status::OK();
+  SM_TRY(txn->Scan(TableId::kOrderLine, lines, PrefixEnd(lines), false,
+                   [&](std::string_view, std::string_view value) {
+                     OrderLineRow ol;
+                     if (!DecodeRow(value, &ol) || out->line_count == kMaxOrderLines) {
+                       bad = Status::Corruption("tpcc.order_line: a bad row or too many lines");
+                       return false;
+                     }
+                     OrderStatusOutput::Line& line = out->lines[out->line_count++];
+                     line.i_id = ol.i_id;
+                     line.supply_w_id = ol.supply_w_id;
+                     line.quantity = ol.quantity;
+                     line.amount_cents = ol.amount_cents;
+                     line.delivery_d_us = ol.delivery_d_us;
+                     return true;
+                   }));
+  return bad;
+}
+
+Status DeliverDistrict(EngineTxn* txn, const DeliveryInput& in, uint8_t d, uint32_t* delivered) {
+  *delivered = 0;
+  // Deliveries of one district take turns: without this, two of them read the same oldest
+  // NEW-ORDER row (a shared lock each) and then both upgrade to delete it, a deadlock every
+  // time they overlap. The district row's exclusive lock orders them instead.
+  const std::string prefix = DistrictKey(in.w, d);
+  DistrictRow district;
+  SM_TRY(GetRow(txn, TableId::kDistrict, prefix, &district, Read::kForUpdate));
+  // The oldest undelivered order of the district.
+  uint32_t o_id = 0;
+  SM_TRY(txn->Scan(TableId::kNewOrder, prefix, PrefixEnd(prefix), false,
+                   [&](std::string_view key, std::string_view) {
+                     KeyReader tail(key.substr(key.size() - 4));
+                     return !tail.U32(&o_id);
+                   }));
+  if (o_id == 0) return Status::OK();  // none: skipped (clause 2.7.4.2)
+  SM_TRY(txn->Delete(TableId::kNewOrder, NewOrderKey(in.w, d, o_id)));
+
+  const std::string order_key = OrderKey(in.w, d, o_id);
+  OrderRow order;
+  SM_TRY(GetRow(txn, TableId::kOrder, order_key, &order, Read::kForUpdate));
+  order.carrier_id = in.carrier_id;
+  SM_TRY(PutRow(txn, TableId::kOrder, order_key, order));
+
+  int64_t sum_cents = 0;
+  for (uint8_t number = 1; number <= order.ol_cnt; ++number) {
+    const std::string line_key = OrderLineKey(in.w, d, o_id, number);
+    OrderLineRow ol;
+    SM_TRY(GetRow(txn, TableId::kOrderLine, line_key, &ol, Read::kForUpdate));
+    ol.delivery_d_us = in.date_us;
+    sum_cents += ol.amount_cents;
+    SM_TRY(PutRow(txn, TableId::kOrderLine, line_key, ol));
+  }
+
+  const std::string customer_key = CustomerKey(in.w, d, order.c_id);
+  CustomerRow c;
+  SM_TRY(GetRow(txn, TableId::kCustomer, customer_key, &c, Read::kForUpdate));
+  c.balance_cents += sum_cents;
+  c.delivery_cnt += 1;
+  SM_TRY(PutRow(txn, TableId::kCustomer, customer_key, c));
+  *delivered = o_id;
+  return Status::OK();
+}
+
+Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutput* out) {
+  DistrictRow d;
+  SM_TRY(GetRow(txn, TableId::kDistrict, DistrictKey(in.w, in.d), &d));
+  const uint32_t next = d.next_o_id;
+  const uint32_t first = next > 20 ? next - 20 : 1;
+  std::vector<uint32_t> items;
+  items.reserve(20 * kMaxOrderLines);
+  Status bad = Status::OK();
+  SM_TRY(txn->Scan(TableId::kOrderLine, OrderKey(in.w, in.d, first), OrderKey(in.w, in.d, next),
+                   false, [&](std::string_view, std::string_view value) {
+                     OrderLineRow ol;
+                     if (!DecodeRow(value, &ol)) {
+                       bad = Status::Corruption("tpcc.order_line: a row of the wrong size");
+                       return false;
+                     }
+                     items.push_back(ol.i_id);
+                     return true;
+                   }));
+  SM_TRY(bad);
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  uint32_t low = 0;
+  for (uint32_t i : items) {
+    StockRow stock;
+    SM_TRY(GetRow(txn, TableId::kStock, StockKey(in.w, i), &stock));
+    if (stock.quantity < in.threshold) ++low;
+  }
+  out->low_stock = low;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+  *out = NewOrderOutput();
+  SM_TRY(txn->Begin(TxnIsolation::kSerializable));
+  Status s = NewOrderBody(txn, in, out);
+  if (!s.ok() || out->rolled_back) {
+    Status a = txn->Abort();
+    if (!s.ok()) return s;
+    return a;
+  }
+  return txn->Commit();
+}
+
+Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
+  *out = PaymentOutput();
+  return InTransaction(txn, TxnIsolation::kSerializable, [&] { return PaymentBody(txn, in, out); });
+}
+
+Status OrderStatus(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOutput* out) {
+  *out = OrderStatusOutput();
+  return InTransaction(txn, TxnIsolation::kSerializable,
+                       [&] { return OrderStatusBody(txn, in, out); });
+}
+
+Status Delivery(EngineTxn* txn, const DeliveryInput& in, DeliveryOutput* out) {
+  *out = DeliveryOutput();
+  return InTransaction(txn, TxnIsolation::kSerializable, [&]() -> Status {
+    for (uint8_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
+      SM_TRY(DeliverDistrict(txn, in, d, &out->delivered_o_id[d - 1]));
+      if (out->delivered_o_id[d - 1] == 0) ++out->skipped;
+    }
+    return Status::OK();
+  });
+}
+
+Status StockLevel(EngineTxn* txn, const StockLevelInput& in, StockLevelOutput* out) {
+  *out = StockLevelOutput();
+  return InTransaction(txn, TxnIsolation::kReadCommitted,
+                       [&] { return StockLevelBody(txn, in, out); });
+}
+
+}  // namespace sm::tpcc
