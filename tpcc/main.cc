@@ -30,6 +30,7 @@
 #include "tpcc/consistency.h"
 #include "tpcc/driver.h"
 #include "tpcc/loader.h"
+#include "steps/steps.h"
 #include "tpcc/sm_engine.h"
 
 #ifndef TPCC_GIT_REVISION
@@ -55,6 +56,11 @@ struct CommonOptions {
   std::string output = "plain";
   double interval_s = 1;
   std::string checks = "on";
+  std::string read_for_update = "lock-row-hot";
+  // STEPS (run only).
+  bool steps = false;
+  uint32_t team_size = 32;
+  std::string ctx_placement;
 };
 
 struct RunCliOptions {
@@ -64,7 +70,7 @@ struct RunCliOptions {
   std::string mix = "45,43,4,4,4";
   std::string think_time = "0";
   std::string steps = "off";
-  uint32_t team_size = 0;
+  uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
   std::string ctx_placement;
 };
 
@@ -176,6 +182,21 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   } else {
     return UsageError("--commit takes durable, async or none, not '" + o.commit + "'");
   }
+  if (o.read_for_update == "lock-row-hot") {
+    options.read_for_update = ReadForUpdate::kLockRowHot;
+  } else if (o.read_for_update == "lock-row") {
+    options.read_for_update = ReadForUpdate::kLockRow;
+  } else if (o.read_for_update == "insert-probe") {
+    options.read_for_update = ReadForUpdate::kInsertProbe;
+  } else if (o.read_for_update == "plain") {
+    options.read_for_update = ReadForUpdate::kPlain;
+  } else {
+    return UsageError("--read-for-update takes lock-row-hot, lock-row, insert-probe or plain, not '" +
+                      o.read_for_update + "'");
+  }
+  options.db.steps = o.steps;
+  options.db.steps_team_size = o.team_size;
+  options.db.ctx_placement = o.ctx_placement;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   options.db.workers = o.workers == 0 ? cores : o.workers;
   if (!create) {
@@ -365,8 +386,8 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
                   const RunResult& res, const SmEngine& engine, uint32_t users) {
   Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
   Say(o, "engine:      %s\n", engine.Describe().c_str());
-  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, STEPS off\n", users,
-      o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str());
+  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, STEPS %s\n", users,
+      o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(), r.steps.c_str());
   Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
   Say(o, "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an audited tpmC)\n",
       res.tx_per_s, res.nopm);
@@ -409,6 +430,29 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
       e.commits_per_sync, static_cast<unsigned long long>(e.checkpoints));
 }
 
+// STEPS team statistics per operation (the paper's Table 4): printed, and returned as JSON.
+json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::TeamStats>& teams) {
+  json out = json::array();
+  if (!steps) return out;
+  Say(o, "STEPS teams (run and warm-up):\n%-28s %9s %11s %11s %9s %10s %12s\n", "operation", "teams",
+      "entered", "completed", "strays", "avg size", "CTX switches");
+  for (const steps::TeamStats& t : teams) {
+    Say(o, "%-28s %9llu %11llu %11llu %9llu %10.2f %12llu\n", t.name.c_str(),
+        static_cast<unsigned long long>(t.teams), static_cast<unsigned long long>(t.entered),
+        static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(t.strays()),
+        t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches));
+    out.push_back({{"operation", t.name},
+                   {"teams", t.teams},
+                   {"entered", t.entered},
+                   {"completed", t.completed},
+                   {"strays", t.strays()},
+                   {"average_team_size", t.AverageTeamSize()},
+                   {"ctx_switches", t.ctx_switches},
+                   {"ctx_skipped_latch", t.ctx_skipped_latch}});
+  }
+  return out;
+}
+
 int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   Mix mix;
   if (Status s = Mix::Parse(r.mix, &mix); !s.ok()) return UsageError(std::string(s.message()));
@@ -434,14 +478,17 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   if (r.steps != "on" && r.steps != "off") {
     return UsageError("--steps takes on or off, not '" + r.steps + "'");
   }
-  const bool steps_requested = r.steps == "on" || r.team_size != 0 || !r.ctx_placement.empty();
-  const char* steps_note =
-      "this driver does not pass STEPS to the engine yet, so this run has STEPS off; --steps, "
-      "--team-size and --ctx-placement are accepted and ignored";
-  if (steps_requested) std::fprintf(stderr, "tpcc: note: %s\n", steps_note);
+  const bool steps = r.steps == "on";
+  if ((r.team_size != 0 || !r.ctx_placement.empty()) && !steps) {
+    return UsageError("--team-size and --ctx-placement need --steps on");
+  }
+  CommonOptions with_steps = o;
+  with_steps.steps = steps;
+  if (r.team_size != 0) with_steps.team_size = r.team_size;
+  with_steps.ctx_placement = r.ctx_placement;
 
   std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(o, /*create=*/false, &engine); rc != 0) return rc;
+  if (int rc = OpenEngine(with_steps, /*create=*/false, &engine); rc != 0) return rc;
   DatabaseInfo info;
   if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
     engine->Close().PermitUnchecked();
@@ -458,17 +505,15 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"workers", engine->workers()},
               {"commit_mode", o.commit},
               {"buffer_pool", o.buffer_pool},
-              {"steps", "off"},
-              {"steps_requested", steps_requested ? "on" : "off"},
+              {"steps", steps ? "on" : "off"},
               {"mix", mix.ToString()},
               {"think_time", r.think_time},
               {"duration_s", r.duration_s},
               {"warmup_s", r.warmup_s},
               {"seed", o.seed}};
-  if (steps_requested) {
-    out["steps_note"] = steps_note;
-    out["team_size"] = r.team_size;
-    out["ctx_placement"] = r.ctx_placement;
+  if (steps) {
+    out["team_size"] = with_steps.team_size;
+    out["ctx_placement"] = r.ctx_placement.empty() ? "built-in default" : r.ctx_placement;
   }
 
   const std::vector<int> before_after = {1, 2, 3, 4};
@@ -494,9 +539,12 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
         static_cast<unsigned long long>(p.aborts));
   };
   RunResult res;
+  steps::ResetStats();
   Status run = sm::tpcc::Run(engine.get(), info, ro, progress, &res);
   if (!run.ok()) return Failure(o, "run", run);
+  const std::vector<steps::TeamStats> teams = steps::Stats();
   PrintSummary(o, r, mix, res, *engine, ro.users);
+  out["steps_teams"] = PrintTeams(o, steps, teams);
 
   if (o.checks == "on") {
     bool ok = RunChecks(o, engine.get(), info, before_after, "after the run", &after, &error);
@@ -568,6 +616,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
                   "consistency checks: load runs 1-12 after loading, run 1-4 before and after")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  app->add_option("--read-for-update", o->read_for_update,
+                  "how rows read for update are locked first: lock-row-hot, lock-row, insert-probe or plain "
+                  "(sm/sm.h has no read-for-update; see tpcc/sm_engine.h)")
+      ->capture_default_str();
 }
 
 int Main(int argc, char** argv) {
@@ -589,10 +641,12 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--think-time", run.think_time,
                       "mean think time in seconds after each transaction, or 'spec'")
       ->capture_default_str();
-  run_cmd->add_option("--steps", run.steps, "on or off (not passed to the engine yet: always off)")
+  run_cmd->add_option("--steps", run.steps, "on or off: run storage operations in STEPS teams")
       ->capture_default_str();
-  run_cmd->add_option("--team-size", run.team_size, "STEPS team size (not wired yet)");
-  run_cmd->add_option("--ctx-placement", run.ctx_placement, "STEPS CTX placement file (not wired yet)");
+  run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
+      ->check(CLI::Range(1u, 1000000u));
+  run_cmd->add_option("--ctx-placement", run.ctx_placement,
+                      "STEPS CTX placement file (default: the built-in placement)");
   check_cmd->add_option("--conditions", check.conditions,
                         "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
                         "before the first run)");

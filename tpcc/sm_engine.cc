@@ -48,14 +48,27 @@ class SmTxn final : public EngineTxn {
   }
 
   Status GetForUpdate(TableId table, std::string_view key, std::string* value) override {
-    if (engine_->lock_for_update()) {
-      // Takes the exclusive key lock, then finds the row present (sm_engine.h).
-      Status s = T(table)->Insert(txn_.get(), key, {});
-      if (s.ok()) {  // the row was absent: take the probe back out
-        SM_TRY(T(table)->Delete(txn_.get(), key));
-        return Status::NotFound();
+    switch (engine_->read_for_update()) {
+      case ReadForUpdate::kPlain:
+        break;
+      case ReadForUpdate::kInsertProbe: {
+        Status s = T(table)->Insert(txn_.get(), key, {});
+        if (s.ok()) {  // the row was absent: take the probe back out
+          SM_TRY(T(table)->Delete(txn_.get(), key));
+          return Status::NotFound();
+        }
+        if (!s.IsDuplicate()) return s;
+        break;
       }
-      if (!s.IsDuplicate()) return s;
+      case ReadForUpdate::kLockRowHot:
+        if (table != TableId::kWarehouse && table != TableId::kDistrict) break;
+        [[fallthrough]];
+      case ReadForUpdate::kLockRow: {
+        lock_key_.assign(1, static_cast<char>(table));
+        lock_key_.append(key);
+        SM_TRY(engine_->row_lock_table()->Upsert(txn_.get(), lock_key_, {}));
+        break;
+      }
     }
     return T(table)->Get(txn_.get(), key, value);
   }
@@ -94,6 +107,7 @@ class SmTxn final : public EngineTxn {
 
   SmEngine* const engine_;
   std::unique_ptr<sm::Transaction> txn_;
+  std::string lock_key_;
 };
 
 std::string Bytes(uint64_t bytes) {
@@ -103,6 +117,16 @@ std::string Bytes(uint64_t bytes) {
 }
 
 }  // namespace
+
+const char* ReadForUpdateName(ReadForUpdate mode) {
+  switch (mode) {
+    case ReadForUpdate::kPlain: return "plain";
+    case ReadForUpdate::kInsertProbe: return "insert-probe";
+    case ReadForUpdate::kLockRow: return "lock-row";
+    case ReadForUpdate::kLockRowHot: return "lock-row-hot";
+  }
+  return "?";
+}
 
 Status SmEngine::Open(const SmEngineOptions& options, std::unique_ptr<SmEngine>* engine,
                       sm::OpenReport* report) {
@@ -117,7 +141,7 @@ SmEngine::~SmEngine() = default;
 std::string SmEngine::Describe() const {
   return std::string("sm (buffer pool ") + Bytes(options_.db.buffer_pool_bytes) + ", commit " +
          sm::CommitModeName(options_.db.commit_mode) + ", " + std::to_string(db_->workers()) +
-         " workers, read-for-update " + (options_.lock_for_update ? "locks X" : "off") + ")";
+         " workers, read-for-update: " + ReadForUpdateName(options_.read_for_update) + ")";
 }
 
 Status SmEngine::OpenSchema(bool create, bool* created) {
@@ -130,6 +154,14 @@ Status SmEngine::OpenSchema(bool create, bool* created) {
     SM_TRY(IsIndex(id) ? db_->CreateIndex(TableName(id), &tables_[i])
                        : db_->CreateTable(TableName(id), &tables_[i]));
     *created = true;
+  }
+  if (options_.read_for_update == ReadForUpdate::kLockRow ||
+      options_.read_for_update == ReadForUpdate::kLockRowHot) {
+    // The adapter's own table: made even when `create` is false (it holds no workload data).
+    constexpr std::string_view kRowLocks = "tpcc.row_lock";
+    Status s = db_->OpenTable(kRowLocks, &row_locks_);
+    if (s.IsNotFound()) s = db_->CreateTable(kRowLocks, &row_locks_);
+    SM_TRY(s);
   }
   return Status::OK();
 }

@@ -7,7 +7,7 @@
 //   TxnIsolation    -> sm::Isolation (serializable / read committed), per transaction.
 //   CommitKind      kDefault -> Transaction::Commit() (Options::commit_mode); kBulk ->
 //                   CommitMode::kNone; kDurable -> CommitMode::kDurable.
-//   GetForUpdate    sm/sm.h has no read-for-update; see Options::lock_for_update.
+//   GetForUpdate    sm/sm.h has no read-for-update; see ReadForUpdate.
 //   Scan            Table::NewCursor with a [lower, upper) range (reverse as asked).
 //
 // Thread/fiber safety: the adapter adds no shared state of its own beyond the handle array,
@@ -23,15 +23,27 @@
 
 namespace sm::tpcc {
 
+// How GetForUpdate takes its row's exclusive lock before it reads (sm/sm.h has no
+// read-for-update; without one, read-then-update of the hot district and warehouse rows makes
+// two terminals on different workers hold shared locks and deadlock on the upgrade, several
+// times per completed transaction).
+enum class ReadForUpdate : uint8_t {
+  kPlain,        // a plain Get: correct, and deadlock-prone as said
+  kInsertProbe,  // Insert(key) first: the B-tree X-locks the key and then finds it present
+                 // (Duplicate). Relies on the order of index/btree.cc's Write, which sm/sm.h
+                 // does not promise (a change under way takes S there instead).
+  kLockRow,      // Upsert the row's entry in the adapter's own table "tpcc.row_lock" (key:
+                 // table id + row key, empty value), which takes its X lock, then Get. Only the
+                 // public API's promises are used; it costs a tiny logged write per call.
+  kLockRowHot,   // kLockRow for WAREHOUSE and DISTRICT rows, which every New-Order or Payment of
+                 // a warehouse updates; kPlain for the rest (customer, stock, order, order line),
+                 // where two terminals rarely meet on one row. The default.
+};
+const char* ReadForUpdateName(ReadForUpdate mode);
+
 struct SmEngineOptions {
   sm::Options db;  // passed to Database::Open
-  // GetForUpdate takes the row's exclusive key lock before it reads: it inserts the key,
-  // which takes the exclusive lock first and then fails with Duplicate because the row is
-  // there (index/btree.cc: Write locks before it looks). That avoids the shared-to-exclusive
-  // upgrade deadlocks of read-then-update on hot rows (district, warehouse) when terminals
-  // run on more than one worker. It relies on that ordering in the B-tree, which sm/sm.h does
-  // not promise; off: GetForUpdate is a plain Get.
-  bool lock_for_update = true;
+  ReadForUpdate read_for_update = ReadForUpdate::kLockRowHot;
 };
 
 class SmEngine final : public Engine {
@@ -53,7 +65,8 @@ class SmEngine final : public Engine {
 
   sm::Database* database() { return db_.get(); }
   sm::Table* table(TableId id) const { return tables_[static_cast<int>(id)]; }
-  bool lock_for_update() const { return options_.lock_for_update; }
+  ReadForUpdate read_for_update() const { return options_.read_for_update; }
+  sm::Table* row_lock_table() const { return row_locks_; }
 
  private:
   explicit SmEngine(const SmEngineOptions& options) : options_(options) {}
@@ -61,6 +74,7 @@ class SmEngine final : public Engine {
   const SmEngineOptions options_;
   std::unique_ptr<sm::Database> db_;
   std::array<sm::Table*, kTableCount> tables_{};
+  sm::Table* row_locks_ = nullptr;  // the table of kLockRow and kLockRowHot
 };
 
 }  // namespace sm::tpcc

@@ -28,6 +28,8 @@ expect 2 "commit"            -- run --commit maybe --db "$db"
 expect 2 "buffer-pool"       -- load --buffer-pool lots --db "$db"
 expect 2 "think-time"        -- run --think-time soon --db "$db"
 expect 2 "steps"             -- run --steps maybe --db "$db"
+expect 2 "need --steps on"   -- run --team-size 4 --db "$db"
+expect 2 "read-for-update"   -- run --read-for-update never --db "$db"
 expect 2 ""                  -- frobnicate
 expect 1 "no database"       -- run --db "$dir/none"
 expect 1 "no database"       -- check --db "$dir/none"
@@ -40,8 +42,8 @@ expect 2 "loaded with 1 warehouses" -- run -w 2 --db "$db"
 expect 0 '"throughput_tx_per_s"' -- run --db "$db" --duration 1 --users 4 --commit async --output json --interval 0.5
 out=$("$tpcc" run --db "$db" --duration 0.5 --output json --steps on --interval 0 2>&1 | tail -1)
 for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode":"durable"' \
-           '"steps":"off"' '"steps_requested":"on"' '"workers"' '"warehouses":1' '"users":10' \
-           '"new_order"' '"p95_ms"'; do
+           '"steps":"on"' '"steps_teams"' '"average_team_size"' '"workers"' '"warehouses":1' \
+           '"users":10' '"new_order"' '"p95_ms"'; do
   if ! printf '%s' "$out" | grep -q -- "$key"; then
     echo "FAIL: the JSON line lacks $key: $out"; failures=$((failures + 1))
   fi

@@ -51,6 +51,23 @@ TEST_CASE("a mixed run on two workers keeps conditions 1-10 and 12", "[random][t
   REQUIRE(db->engine->Verify().ok());
 }
 
+// Every way of reading for update is correct; they differ in deadlocks (counted, retried).
+TEST_CASE("each read-for-update mode keeps the conditions", "[random][tpcc]") {
+  const uint64_t seed = ::sm::test::TestSeed("tpcc read-for-update modes");
+  for (ReadForUpdate mode : {ReadForUpdate::kPlain, ReadForUpdate::kInsertProbe,
+                             ReadForUpdate::kLockRow, ReadForUpdate::kLockRowHot}) {
+    INFO(ReadForUpdateName(mode));
+    auto db = LoadTestDb(1, TinyScale(), seed, /*workers=*/2, 64u << 20, mode);
+    RunOptions options;
+    options.users = 6;
+    options.duration_s = 0.4;
+    options.seed = seed;
+    RunResult r = MustRun(*db, options);
+    CHECK(r.completed > 0);
+    CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
+  }
+}
+
 TEST_CASE("single-transaction mixes, a warm-up and think times", "[unit][tpcc]") {
   auto db = LoadTestDb(1, TinyScale(), 31, /*workers=*/2);
   SECTION("payment only") {
