@@ -278,7 +278,18 @@ Status LogRecordOp(txn::TxnManager* txns, OpKind kind, void* txn_ptr, const BTre
   if (compensation) record.undo_next = txn->compensation_undo_next();
   record.payload = payload;
   Lsn start;
-  return txns->LogRecord(txn, &record, &start, lsn);
+  SM_TRY(txns->LogRecord(txn, &record, &start, lsn));
+  // The leaf's first change since the last checkpoint also logs the leaf's full image (after
+  // the change, so it comes after the record: redo repeats the record, then installs the same
+  // state), from which redo rebuilds the leaf if a crash tears a later write of it.
+  uint32_t epoch = 0;
+  if (!leaf.NeedsFullImage(&epoch)) return Status::OK();
+  txn::PageImage image;
+  image.page = &leaf;
+  Node(leaf.data()).FreeGap(&image.hole_offset, &image.hole_bytes);
+  SM_TRY(txn::LogFullPageImage(txns, image, lsn));
+  leaf.FullImageLogged(epoch);
+  return Status::OK();
 }
 
 }  // namespace
@@ -335,13 +346,18 @@ Status BtreeWal::EndStructureChange(const BTree& tree, std::span<PageHandle* con
                                     Lsn* lsn) {
   std::vector<txn::PageImage> images;
   images.reserve(pages.size());
+  uint32_t epoch = 0;
   for (PageHandle* page : pages) {
     txn::PageImage image;
     image.page = page;
     Node(page->data()).FreeGap(&image.hole_offset, &image.hole_bytes);
     images.push_back(image);
+    page->NeedsFullImage(&epoch);
   }
-  return txn::LogPageImages(txns_, images, lsn);
+  SM_TRY(txn::LogPageImages(txns_, images, lsn));
+  // Whole images of these pages are in the log now: they count as the pages' full images.
+  for (PageHandle* page : pages) page->FullImageLogged(epoch);
+  return Status::OK();
 }
 
 Status BtreeWal::LogFormatRoot(const BTree& tree, PageHandle& root, Lsn* lsn) {

@@ -473,6 +473,7 @@ Status Recover(LogManager* log, RecoveryTarget* target, const RecoveryOptions& o
   Recovery recovery(log, target, report);
   SM_TRY(recovery.Analyze());
   SM_TRY(recovery.RedoPass());
+  SM_TRY(target->EndRedo());
   SM_TRY(recovery.UndoPass(options.undo));
   report->end_lsn = log->end_lsn();
   return Status::OK();

@@ -106,6 +106,9 @@ class RecoveryTarget {
   // page LSN test; sm/ stamps a page with the end LSN of the last record applied, as
   // PostgreSQL does, so the WAL rule flushes whole records). *pages_applied: pages changed.
   virtual Status Redo(const LogRecordView& record, uint32_t* pages_applied) = 0;
+  // Between redo and undo: the target checks that redo left every page whole (e.g. that each
+  // torn page was rebuilt from a full image); an error stops recovery before undo.
+  virtual Status EndRedo() { return Status::OK(); }
   // Undo pass: undoes the undo-redo record `record` of loser `txn` logically, logging a
   // compensation record with prev_lsn = txn->last_lsn and undo_next = record.prev_lsn, and
   // sets txn->last_lsn to that record's LSN.

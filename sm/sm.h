@@ -88,6 +88,7 @@ struct OpenReport {
   uint64_t redo_records = 0;
   uint64_t redo_bytes = 0;
   uint64_t losers = 0;
+  uint64_t torn_pages_repaired = 0;  // data pages a crash tore, rebuilt from full images
   double recovery_seconds = 0;
   std::string ToString() const;
 };

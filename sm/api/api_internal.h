@@ -143,10 +143,12 @@ class DatabaseImpl final : public Database {
   // Verify with a per-table report (one line per table: height, pages, records, bytes).
   Status VerifyWithReport(std::string* report);
 
-  // Test hook: the log stops as a killed process's would (nothing more reaches it); whatever
-  // the database does afterwards cannot make anything durable that was not. Pair with
-  // io::FaultInjectionFileSystem::SimulateCrash after destroying the database.
-  void TEST_KillLog() { log_->TEST_Kill(); }
+  // Test hook: the process dies here. The log stops (nothing more reaches it), the background
+  // threads stop, and the database is left to its destructor, which writes, syncs and
+  // checkpoints nothing: unsynced page and log writes stay unsynced. Transactions still open
+  // fail (their aborts are refused); destroy them, then the database, then call
+  // io::FaultInjectionFileSystem::SimulateCrash.
+  void TEST_Crash();
 
  private:
   Status OpenParts(bool create);

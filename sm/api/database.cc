@@ -88,7 +88,7 @@ DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {}
 
 DatabaseImpl::~DatabaseImpl() {
   if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) Close().PermitUnchecked();
-  Teardown();
+  Teardown();  // after TEST_Crash: the parts are dropped without writing anything
 }
 
 Status DatabaseImpl::Start(OpenReport* report) {
@@ -185,6 +185,7 @@ Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
   report->redo_records = recovery.redo_records;
   report->redo_bytes = recovery.redo_bytes;
   report->losers = recovery.losers.size();
+  report->torn_pages_repaired = txns_->torn_pages_repaired();
   report->recovery_seconds =
       recovery.analysis_seconds + recovery.redo_seconds + recovery.undo_seconds;
   index::BtreeOptions tree_options;
@@ -407,6 +408,14 @@ Status DatabaseImpl::Close() {
   if (s.ok()) s = volume_closed;
   volume_closed.PermitUnchecked();
   return s;
+}
+
+void DatabaseImpl::TEST_Crash() {
+  closed_.store(true, std::memory_order_release);
+  log_->TEST_Kill();
+  runtime_->Shutdown();
+  txns_->StopCheckpointer();
+  pool_->StopWriter();
 }
 
 void DatabaseImpl::Teardown() {

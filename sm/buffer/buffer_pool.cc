@@ -79,6 +79,17 @@ void PageHandle::MarkDirty(Lsn rec_lsn) {
   }
 }
 
+bool PageHandle::NeedsFullImage(uint32_t* epoch) const {
+  SM_DASSERT(mode_ == LatchMode::kExclusive);
+  *epoch = pool_->fpi_epoch_.load(std::memory_order_seq_cst);
+  return frame_->fpi_epoch != *epoch;
+}
+
+void PageHandle::FullImageLogged(uint32_t epoch) const {
+  SM_DASSERT(mode_ == LatchMode::kExclusive);
+  frame_->fpi_epoch = epoch;
+}
+
 bool PageHandle::TryUpgrade() {
   if (mode_ == LatchMode::kExclusive) return true;
   if (!frame_->latch.TryUpgrade()) return false;
@@ -144,12 +155,12 @@ void BufferPool::SetWalFlush(WalFlush flush) {
 // ---- fixing ------------------------------------------------------------------------------
 
 Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
-  return FixImpl(id, mode, LoadKind::kRead, handle);
+  return FixImpl(id, mode, LoadKind{}, handle);
 }
 
-Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle) {
-  return FixImpl(id, LatchMode::kExclusive, may_be_new ? LoadKind::kRedoMayBeNew : LoadKind::kRedo,
-                 handle);
+Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle, bool* torn) {
+  if (torn != nullptr) *torn = false;
+  return FixImpl(id, LatchMode::kExclusive, LoadKind{may_be_new, torn}, handle);
 }
 
 Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle* handle) {
@@ -216,11 +227,19 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = volume_->ReadPage(id, frame->data);
-  if (!s.ok() && kind == LoadKind::kRedoMayBeNew && IsZeroPage(frame->data)) {
+  frame->fpi_epoch = 0;
+  if (!s.ok() && s.IsCorruption() && kind.may_be_new && IsZeroPage(frame->data)) {
     // A page allocated before the crash whose first write never reached the disk: the
     // record being redone formats it (invariant: page LSN 0 makes every record apply).
     s.PermitUnchecked();
     InitPage(frame->data, id, PageType::kFree);
+    s = Status::OK();
+  } else if (!s.ok() && s.IsCorruption() && kind.torn != nullptr) {
+    // Torn (or otherwise damaged): redo rebuilds it from the full image the log holds after
+    // the last checkpoint, or reports it (TxnManager::EndRedo).
+    s.PermitUnchecked();
+    InitPage(frame->data, id, PageType::kFree);
+    *kind.torn = true;
     s = Status::OK();
   }
   if (s.ok()) {
@@ -442,6 +461,13 @@ Status BufferPool::FlushAll() {
     Status s = WriteBackUnpinned(f);
     if (!s.ok() && first.ok()) first = s;
     s.PermitUnchecked();
+  }
+  // A write-back another fiber or the writer started (the page already marked clean) must
+  // reach the file before we return: a checkpoint's volume sync must cover it.
+  for (size_t i = 0; i < frame_count_; ++i) {
+    while (frames_[i].writing_rec_lsn.load(std::memory_order_acquire).valid()) {
+      threads::SleepFor(std::chrono::microseconds(50));
+    }
   }
   return first;
 }

@@ -97,6 +97,9 @@ struct alignas(64) Frame {
   // page is already marked clean then). DirtyPages reports it, so a checkpoint taken during the
   // write still counts the page as dirty until the write has reached the file.
   std::atomic<Lsn> writing_rec_lsn{Lsn::Invalid()};
+  // The full-page-image epoch the page's image was last logged in (changed under the
+  // exclusive latch; 0 after a load). See BufferPool::AdvanceFpiEpoch.
+  uint32_t fpi_epoch = 0;
   char* data = nullptr;   // kPageBytes, aligned for O_DIRECT
   threads::Event loaded;  // set when a kLoading state ends
   Status load_status;     // the failed load's Status, written before `loaded`
@@ -122,6 +125,11 @@ class PageHandle {
   void MarkDirty();
   // The same with an explicit rec_lsn (redo: the LSN of the record being repeated).
   void MarkDirty(Lsn rec_lsn);
+  // Torn-write protection (BufferPool::AdvanceFpiEpoch): true if the next change must be
+  // logged together with a full image of the page; *epoch is what FullImageLogged records.
+  // Requires the exclusive latch.
+  bool NeedsFullImage(uint32_t* epoch) const;
+  void FullImageLogged(uint32_t epoch) const;
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -149,17 +157,26 @@ class BufferPool {
   Status Fix(PageId id, threads::LatchMode mode, PageHandle* handle);
   // Fix for recovery redo: exclusive. With may_be_new, a page the volume has never written
   // (all zeros) is handed over initialized as an empty kFree page with LSN 0 instead of
-  // failing verification; any other bad page fails as in Fix.
-  Status FixForRedo(PageId id, bool may_be_new, PageHandle* handle);
+  // failing verification. With torn non-null, a page that fails verification otherwise (a
+  // torn write) is handed over the same way with *torn set, for redo to rebuild from a full
+  // image; with torn null it fails as in Fix.
+  Status FixForRedo(PageId id, bool may_be_new, PageHandle* handle, bool* torn = nullptr);
   // Allocates a new page in the volume and fixes it exclusively, initialized as `type`
   // and dirty. No read is issued.
   Status FixNew(PageType type, PageHandle* handle);
   // Frees page `id` in the volume and drops it from the pool. The page must not be fixed.
   Status FreePage(PageId id);
 
-  // Writes every dirty page (checkpoint, close). Returns the first error; pages that
-  // failed stay dirty.
+  // Writes every dirty page (checkpoint, close) and waits for write-backs already in flight,
+  // so every page clean when it returns is on the volume. Returns the first error; pages
+  // that failed stay dirty.
   Status FlushAll();
+  // Full-page images against torn writes (PostgreSQL's full_page_writes, per checkpoint):
+  // a checkpoint advances the epoch (after its begin record, before its FlushAll), and the
+  // first change of each page in a new epoch is logged with a full image of the page. A page
+  // written after the checkpoint's volume sync - the only writes a crash can tear - was
+  // changed in the epoch, so the log after the checkpoint holds an image to rebuild it from.
+  void AdvanceFpiEpoch() { fpi_epoch_.fetch_add(1, std::memory_order_seq_cst); }
   // Starts the background writer: a fiber on worker 0 of `runtime` (I/O through the
   // reactor), or a plain thread if runtime is null. StopWriter joins it.
   void StartWriter(threads::Runtime* runtime);
@@ -192,7 +209,10 @@ class BufferPool {
   bool TryEvict(Frame* frame);
   Status WriteBack(Frame* frame);
   Status WriteBackUnpinned(Frame* frame);
-  enum class LoadKind : uint8_t { kRead, kRedo, kRedoMayBeNew };
+  struct LoadKind {
+    bool may_be_new = false;  // a zero page is handed over empty
+    bool* torn = nullptr;     // a page failing verification is handed over empty, *torn set
+  };
   Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
   Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
@@ -215,6 +235,7 @@ class BufferPool {
   threads::Mutex wal_mu_;
   WalFlush wal_flush_;  // guarded by wal_mu_ for updates; copied under it
   RecLsnSource rec_lsn_source_;
+  std::atomic<uint32_t> fpi_epoch_{1};
 
   // Background writer.
   std::atomic<bool> writer_stop_{false};

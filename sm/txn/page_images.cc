@@ -57,7 +57,7 @@ Status RedoPageImages(RedoContext& ctx) {
     }
     buffer::PageHandle page;
     bool apply = false;
-    SM_TRY(ctx.Fix(PageId(id), /*may_be_new=*/true, &page, &apply));
+    SM_TRY(ctx.Fix(PageId(id), /*full_image=*/true, &page, &apply));
     if (!apply) continue;
     Install(page.data(), before, after, hole_offset, hole_bytes);
     ctx.Applied(page);
@@ -75,10 +75,14 @@ void RegisterPageImageHandler() {
     handler.name = "page_images";
     handler.redo = &RedoPageImages;
     RegisterRecordHandler(log::RecordType::kPageRedo, kSubtypePageImages, handler);
+    handler.name = "full_page_image";
+    RegisterRecordHandler(log::RecordType::kPageRedo, kSubtypeFullPageImage, handler);
   });
 }
 
-Status LogPageImages(TxnManager* txns, std::span<const PageImage> images, Lsn* page_lsn) {
+namespace {
+Status LogImages(TxnManager* txns, std::span<const PageImage> images, uint8_t subtype,
+                 Lsn* page_lsn) {
   SM_ASSERT(!images.empty() && images.size() <= UINT16_MAX);
   std::string payload;
   size_t bytes = 2;
@@ -102,10 +106,19 @@ Status LogPageImages(TxnManager* txns, std::span<const PageImage> images, Lsn* p
   }
   log::LogRecord record;
   record.type = log::RecordType::kPageRedo;
-  record.subtype = kSubtypePageImages;
+  record.subtype = subtype;
   record.page = images.front().page->page_id();
   record.payload = payload;
   return txns->LogSystem(&record, page_lsn);
+}
+}  // namespace
+
+Status LogPageImages(TxnManager* txns, std::span<const PageImage> images, Lsn* page_lsn) {
+  return LogImages(txns, images, kSubtypePageImages, page_lsn);
+}
+
+Status LogFullPageImage(TxnManager* txns, const PageImage& image, Lsn* page_lsn) {
+  return LogImages(txns, std::span<const PageImage>(&image, 1), kSubtypeFullPageImage, page_lsn);
 }
 
 }  // namespace sm::txn

@@ -29,7 +29,7 @@ namespace sm::txn {
 class TxnManager;
 
 struct PageImage {
-  buffer::PageHandle* page = nullptr;  // latched exclusively
+  const buffer::PageHandle* page = nullptr;  // latched exclusively
   uint16_t hole_offset = 0;            // unused bytes the image may leave out
   uint16_t hole_bytes = 0;
 };
@@ -39,6 +39,9 @@ struct PageImage {
 // record_handlers.h.
 [[nodiscard]] Status LogPageImages(TxnManager* txns, std::span<const PageImage> images,
                                    Lsn* page_lsn);
+// The same for one page, as the full image that protects it against torn writes (sub-type
+// kSubtypeFullPageImage; BufferPool::AdvanceFpiEpoch).
+[[nodiscard]] Status LogFullPageImage(TxnManager* txns, const PageImage& image, Lsn* page_lsn);
 
 // Registers the page-image redo handler (idempotent); TxnManager does it at construction.
 void RegisterPageImageHandler();

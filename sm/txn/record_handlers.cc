@@ -70,14 +70,21 @@ const char* RecordHandlerName(log::RecordType type, uint8_t subtype) {
   return handler != nullptr ? handler->name : "unregistered";
 }
 
-Status RedoContext::Fix(PageId page, bool may_be_new, buffer::PageHandle* handle, bool* apply) {
-  if (may_be_new) SM_TRY(volume_->RedoAllocate(page));
-  SM_TRY(pool_->FixForRedo(page, may_be_new, handle));
+Status RedoContext::Fix(PageId page, bool full_image, buffer::PageHandle* handle, bool* apply) {
+  if (full_image) SM_TRY(volume_->RedoAllocate(page));
+  bool torn = false;
+  SM_TRY(pool_->FixForRedo(page, full_image, handle, torn_ != nullptr ? &torn : nullptr));
+  if (torn) torn_->pending.insert(page.value());
+  if (torn_ != nullptr && torn_->pending.count(page.value()) != 0) {
+    *apply = full_image;  // only a whole image can rebuild it
+    return Status::OK();
+  }
   *apply = PageLsn(handle->data()) <= record_.lsn;
   return Status::OK();
 }
 
 void RedoContext::Applied(buffer::PageHandle& handle) {
+  if (torn_ != nullptr && torn_->pending.erase(handle.page_id().value()) != 0) ++torn_->repaired;
   SetPageLsn(handle.data(), record_.end_lsn());
   handle.MarkDirty(record_.lsn);
   ++pages_applied_;

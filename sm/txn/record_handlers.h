@@ -8,6 +8,8 @@
 //
 // Sub-types (on disk; never reuse a number):
 //   1        kSubtypePageImages    sm/txn/page_images.h   after-images of whole pages
+//   2        kSubtypeFullPageImage sm/txn/page_images.h   the same, logged as a page's first
+//                                                         change after a checkpoint
 //   16..47   index/ (B-tree record operations and their compensations, index/btree_wal.h)
 //
 // Handler contract:
@@ -32,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 
 #include "log/log_record.h"
 #include "sm/buffer/buffer_pool.h"
@@ -47,19 +50,29 @@ class Txn;
 class TxnManager;
 
 inline constexpr uint8_t kSubtypePageImages = 1;
+inline constexpr uint8_t kSubtypeFullPageImage = 2;  // same format: torn-write protection
 inline constexpr uint8_t kSubtypeIndexFirst = 16;
 inline constexpr uint8_t kSubtypeIndexLast = 47;
 
+// Pages found torn during redo (failing verification): each is rebuilt by the first full image
+// of it that redo meets, and records before that image are skipped for it. One per restart.
+struct TornPages {
+  std::set<uint64_t> pending;  // torn, no image met yet
+  uint64_t repaired = 0;
+};
+
 class RedoContext {
  public:
-  RedoContext(buffer::BufferPool* pool, space::Volume* volume, const log::LogRecordView& record)
-      : pool_(pool), volume_(volume), record_(record) {}
+  RedoContext(buffer::BufferPool* pool, space::Volume* volume, const log::LogRecordView& record,
+              TornPages* torn = nullptr)
+      : pool_(pool), volume_(volume), record_(record), torn_(torn) {}
 
   // Fixes `page` exclusively and sets *apply if it does not reflect the record yet (page LSN
-  // <= record.lsn, see the page LSN convention above). With
-  // may_be_new, a page the volume does not hold yet (beyond its end, or never written: all
-  // zeros) is allocated and handed over as an empty kFree page with LSN 0.
-  Status Fix(PageId page, bool may_be_new, buffer::PageHandle* handle, bool* apply);
+  // <= record.lsn, see the page LSN convention above). full_image: the record holds the whole
+  // page, so a page the volume does not hold yet (beyond its end, or never written: all zeros)
+  // is allocated and handed over as an empty kFree page with LSN 0, and a torn page is rebuilt.
+  // A torn page gets *apply = false for every other record until an image rebuilds it.
+  Status Fix(PageId page, bool full_image, buffer::PageHandle* handle, bool* apply);
   // After a change: stamps the record's end LSN on the page and marks it dirty (rec_lsn = the
   // record's LSN).
   void Applied(buffer::PageHandle& handle);
@@ -73,6 +86,7 @@ class RedoContext {
   buffer::BufferPool* const pool_;
   space::Volume* const volume_;
   const log::LogRecordView& record_;
+  TornPages* const torn_;
   uint32_t pages_applied_ = 0;
 };
 

@@ -19,8 +19,11 @@
 // then the locks are released. Rollback of a transaction larger than the log buffer works: the
 // records are read back from the log (LogManager::ReadRecord).
 //
-// Checkpoint (fuzzy, ARIES): kCheckpointBegin; snapshot the active transactions and the buffer
-// pool's dirty pages; sync the volume (every page written before the snapshot, and the
+// Checkpoint (fuzzy, ARIES): kCheckpointBegin; advance the buffer pool's full-page-image epoch
+// and write every dirty page (torn-write protection, BufferPool::AdvanceFpiEpoch: a page
+// torn by a crash is rebuilt by redo from the full image logged at its first change after the
+// checkpoint); snapshot the active transactions and the buffer pool's dirty pages; sync the
+// volume (every page written before the snapshot, and the
 // allocation map, become durable, so a page absent from the dirty table needs no redo from
 // before the checkpoint); kCheckpointEnd with both tables; flush the log; record the begin LSN in
 // the log's control file; truncate the log below CheckpointData::OldestNeeded(). Checkpoints run
@@ -47,6 +50,7 @@
 #include "log/recovery.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
+#include "sm/txn/record_handlers.h"
 #include "sm/txn/txn.h"
 #include "threads/baton.h"
 #include "threads/sync.h"
@@ -130,7 +134,10 @@ class TxnManager final : public log::RecoveryTarget {
 
   // log::RecoveryTarget
   Status Redo(const log::LogRecordView& record, uint32_t* pages_applied) override;
+  Status EndRedo() override;
   Status Undo(log::RecoveredTxn* txn, const log::LogRecordView& record) override;
+  // Pages the last Restart found torn and rebuilt from full images.
+  uint64_t torn_pages_repaired() const { return torn_.repaired; }
 
  private:
   using ActiveList = boost::intrusive::list<
@@ -151,6 +158,7 @@ class TxnManager final : public log::RecoveryTarget {
   const TxnManagerOptions options_;
 
   std::atomic<uint64_t> next_txn_id_{1};
+  TornPages torn_;  // restart only (single-threaded)
   mutable threads::Mutex active_mu_;  // guards active_
   ActiveList active_;
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time

@@ -34,7 +34,7 @@ Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applie
                               ": no handler for " + log::RecordTypeName(record.type) +
                               " sub-type " + std::to_string(record.subtype));
   }
-  RedoContext ctx(pool_, volume_, record);
+  RedoContext ctx(pool_, volume_, record, &torn_);
   if (handler->redo != nullptr) {
     SM_TRY(handler->redo(ctx));
   } else {
@@ -45,7 +45,7 @@ Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applie
     }
     buffer::PageHandle page;
     bool apply = false;
-    SM_TRY(ctx.Fix(record.page, /*may_be_new=*/false, &page, &apply));
+    SM_TRY(ctx.Fix(record.page, /*full_image=*/false, &page, &apply));
     if (apply) {
       SM_TRY(handler->redo_page(record, page.data()));
       ctx.Applied(page);
@@ -53,6 +53,15 @@ Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applie
   }
   *pages_applied = ctx.pages_applied();
   return Status::OK();
+}
+
+Status TxnManager::EndRedo() {
+  if (torn_.pending.empty()) return Status::OK();
+  std::string pages;
+  for (uint64_t id : torn_.pending) pages += (pages.empty() ? "" : ", ") + std::to_string(id);
+  return Status::Corruption("page(s) " + pages +
+                            " failed verification (torn or damaged) and the log after the "
+                            "last checkpoint holds no full image to rebuild them from");
 }
 
 Status TxnManager::Undo(log::RecoveredTxn* loser, const log::LogRecordView& record) {
@@ -78,6 +87,11 @@ Status TxnManager::Checkpoint(CheckpointReport* report) {
   begin_record.type = log::RecordType::kCheckpointBegin;
   log::CheckpointData data;
   SM_TRY(log_->Insert(begin_record, &data.begin_lsn));
+  // Torn-write protection (BufferPool::AdvanceFpiEpoch): from here on the first change of
+  // each page logs its full image; then every page dirty now is written, so that the only
+  // page writes left unsynced at a crash are of pages changed - and imaged - after this point.
+  pool_->AdvanceFpiEpoch();
+  SM_TRY(pool_->FlushAll());
   {
     std::lock_guard<threads::Mutex> guard(active_mu_);
     for (Txn& txn : active_) {

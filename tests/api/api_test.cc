@@ -206,7 +206,7 @@ TEST_CASE("crash recovery through Open", "[crash][api]") {
       REQUIRE(t->Upsert(in_flight.get(), Key(static_cast<int>(rng() % 3000)), "lost").ok());
     }
     if (rng() % 2 == 0) REQUIRE(db->Checkpoint().ok());
-    static_cast<api::DatabaseImpl*>(db.get())->TEST_KillLog();
+    static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
     in_flight.reset();
     db.reset();
     fs.SimulateCrash(rng() % 2 == 0 ? io::CrashMode::kDropUnsynced : io::CrashMode::kTearUnsynced);

@@ -299,7 +299,7 @@ RestartRun RestartRecovery(const Config& config) {
     Check("commit", txn->Commit());
   }
   txn.reset();
-  static_cast<sm::api::DatabaseImpl*>(db.get())->TEST_KillLog();
+  static_cast<sm::api::DatabaseImpl*>(db.get())->TEST_Crash();
   db.reset();
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
   sm::OpenReport report;
