@@ -507,6 +507,8 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"buffer_pool", o.buffer_pool},
               {"steps", steps ? "on" : "off"},
               {"mix", mix.ToString()},
+              {"read_for_update", o.read_for_update},
+              {"interval_s", o.interval_s},
               {"think_time", r.think_time},
               {"duration_s", r.duration_s},
               {"warmup_s", r.warmup_s},
