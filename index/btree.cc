@@ -280,7 +280,9 @@ Status BTree::Delete(std::string_view key, const OpContext& ctx) {
 Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
                     const OpContext& ctx) {
   SM_TRY(op == WriteOp::kDelete ? CheckKey(key) : CheckRecord(key, value));
-  if (ctx.locks != nullptr) {
+  if (ctx.locks != nullptr && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) {
+    // They write the key or, if it is absent, read its gap: X before the descent. Insert and
+    // Upsert may insert, so they check the gap first and lock the key at the leaf (LockAtLeaf).
     SM_TRY(ctx.locks->LockKey(KeyLockRequest{key, false, KeyLockPurpose::kWrite}));
   }
   threads::CtxSite* site = op == WriteOp::kInsert   ? &kCtxInsertLeaf
@@ -320,22 +322,15 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
   Node node(leaf->data());
   uint16_t index = node.LowerBound(key);
   bool found = index < node.count() && node.KeyAt(index) == key;
-  if (found && op == WriteOp::kInsert) return Status::Duplicate("key already present");
-  if (!found && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) {
-    SM_TRY(TryLockAt(ctx, *leaf, index, KeyLockPurpose::kReadNext, wait));
-    if (wait->pending) *retry = Retry::kLockWait;
-    return wait->pending ? Status::OK() : Status::NotFound();
-  }
-  if (!found) {
-    SM_TRY(TryLockAt(ctx, *leaf, index, KeyLockPurpose::kInsertNext, wait));
-  } else if (op == WriteOp::kDelete) {
-    SM_TRY(
-        TryLockAt(ctx, *leaf, static_cast<uint16_t>(index + 1), KeyLockPurpose::kDeleteNext, wait));
-  }
+  // What `found` decides holds only once its locks are granted: a wait releases the latch, and
+  // the restart searches the leaf again (the key may have come or gone meanwhile).
+  SM_TRY(LockAtLeaf(op, key, ctx, *leaf, index, found, wait));
   if (wait->pending) {
     *retry = Retry::kLockWait;
     return Status::OK();
   }
+  if (found && op == WriteOp::kInsert) return Status::Duplicate("key already present");
+  if (!found && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) return Status::NotFound();
   if (op == WriteOp::kDelete) return ApplyDelete(*leaf, index, key, ctx);
 
   size_t bytes = LeafRecordBytes(key.size(), value.size());
@@ -358,6 +353,34 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
   }
   return found ? ApplyUpdate(*leaf, index, key, value, ctx)
                : ApplyInsert(*leaf, index, key, value, ctx);
+}
+
+Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx, PageHandle& leaf,
+                         uint16_t index, bool found, LockWait* wait) const {
+  if (ctx.locks == nullptr) return Status::OK();
+  const KeyLockRequest write{key, false, KeyLockPurpose::kWrite};
+  if (found) {
+    switch (op) {
+      case WriteOp::kInsert:  // S keeps the key present, so Duplicate stays true (serializable)
+        return TryLock(ctx, KeyLockRequest{key, false, KeyLockPurpose::kRead}, wait);
+      case WriteOp::kUpsert:
+        return TryLock(ctx, write, wait);
+      case WriteOp::kUpdate:  // kWrite taken by Write
+        return Status::OK();
+      case WriteOp::kDelete:
+        return TryLockAt(ctx, leaf, static_cast<uint16_t>(index + 1), KeyLockPurpose::kDeleteNext,
+                         wait);
+    }
+    SM_UNREACHABLE();
+  }
+  if (op == WriteOp::kUpdate || op == WriteOp::kDelete) {
+    return TryLockAt(ctx, leaf, index, KeyLockPurpose::kReadNext, wait);
+  }
+  // An insertion: the gap first, then the key (lock_manager.h), so that waiting for a reader of
+  // the gap never holds the key against that reader's own insert of it.
+  SM_TRY(TryLockAt(ctx, leaf, index, KeyLockPurpose::kInsertNext, wait));
+  if (wait->pending) return Status::OK();
+  return TryLock(ctx, write, wait);
 }
 
 Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key,
@@ -427,6 +450,7 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
 // ---- key locks ---------------------------------------------------------------------------------
 
 Status BTree::TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const {
+  if (ctx.locks == nullptr) return Status::OK();
   Status s = ctx.locks->TryLockKey(request);
   if (s.code() != Status::Code::kBusy) return s;
   wait->pending = true;

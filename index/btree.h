@@ -56,6 +56,11 @@
 //      scans never latch leftwards: they re-descend for the key below a leaf's low fence.
 //   6. No latch is held while a fiber waits for a key lock (btree_hooks.h); a buffer-pool read
 //      may suspend a fiber that holds latches on the path above it, as latch coupling implies.
+//      Key locks are asked for under the leaf latch, after the search that decides what the
+//      operation does; if one must be waited for, the operation releases its latches, waits and
+//      restarts from the root, searching again (locking contract 1). An insertion checks the
+//      gap (kInsertNext) before it locks its key (kWrite); Update and Delete lock their key
+//      before the descent.
 //   7. CTX points (threads/ctx_point.h) sit where the fiber holds only shared latches or none:
 //      "btree.descend.inner" (per inner level visited), "btree.leaf.search", "btree.leaf.copy_out",
 //      "btree.insert.leaf", "btree.update.leaf", "btree.delete.leaf" (before the leaf is latched
@@ -149,7 +154,7 @@ class BTree {
   // NotFound if absent; *value receives a copy.
   [[nodiscard]] Status Lookup(std::string_view key, std::string* value,
                               const OpContext& ctx = {}) const;
-  // Duplicate if the key is present.
+  // Duplicate if the key is present (then read-locked: kRead).
   [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
   // NotFound if absent.
@@ -206,6 +211,13 @@ class BTree {
   enum class Retry : uint8_t { kNone, kPessimistic, kLockWait };
   Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
                      buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait);
+  // The key locks a write takes at its exclusively latched leaf, given whether the key is at
+  // `index` (found) or would go there (btree_hooks.h, locking 3): an insertion kInsertNext and
+  // then kWrite; an Upsert that found the key kWrite; an Insert that found it kRead; a Delete
+  // that found it kDeleteNext; an Update or Delete that did not, kReadNext. Same answers as
+  // TryLockAt.
+  Status LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx,
+                    buffer::PageHandle& leaf, uint16_t index, bool found, LockWait* wait) const;
   Status ApplyInsert(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      std::string_view value, const OpContext& ctx);
   Status ApplyUpdate(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
@@ -220,6 +232,7 @@ class BTree {
   // wait: OK with *wait filled. Other errors are returned.
   Status TryLockAt(const OpContext& ctx, buffer::PageHandle& leaf, uint16_t index,
                    KeyLockPurpose purpose, LockWait* wait) const;
+  // The same for a request naming its key.
   Status TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const;
   // With no latch held: waits for the lock TryLock could not grant.
   Status WaitForLock(const OpContext& ctx, const LockWait& wait) const;

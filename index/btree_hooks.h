@@ -40,20 +40,35 @@
 //      and whether it may be null is the logger's business (btree_wal.h: a txn::Txn*, never
 //      null).
 //
-// Locking contract (ARIES/KVL-style next-key locking; the lock modes are the hook's business):
+// Locking contract (ARIES/KVL-style next-key locking, sm/lock/lock_manager.h; the lock modes and
+// durations are the hook's business):
 //   1. KeyLockHook::TryLockKey is called with a leaf latched (shared or exclusive) and must not
 //      wait: OK means granted, Busy means "would wait". On Busy the tree copies the request,
 //      releases every latch, calls LockKey (which may suspend the fiber), and then restarts the
-//      operation from the root; a lock granted that way stays held (the next TryLockKey of the
-//      same key by the same transaction is expected to succeed at once). Any other error ends the
-//      operation with that error (deadlock victim, lock timeout).
-//   2. LockKey is also called directly, with no latch held, for kWrite before a modification
-//      descends.
-//   3. Requests (purpose -> key):
-//        kWrite       the key being inserted, updated or deleted (before the descent)
-//        kInsertNext  the first key after an insertion point (or end of index)
+//      operation from the root: it searches the leaf again, since the key and its next key may
+//      have changed while nothing was latched, and asks for the locks that search calls for.
+//      Any other error ends the operation with that error (deadlock victim, lock timeout).
+//      Termination: when the restart asks again for the lock LockKey granted (the search found
+//      the same thing), that TryLockKey must succeed at once. A commit-duration lock stays
+//      held anyway (kWrite must be one: an insertion that waited for it asks for kInsertNext
+//      first on the restart). A hook that grants other purposes with instant duration must
+//      keep such a lock across the restart, at least until its next call, which is then the
+//      same request (index/btree_locks.h, the pin); otherwise the restart may find it Busy
+//      again every time (an inserter behind a stream of readers of its next key). So an
+//      operation restarts again only if the tree or the lock table changed meanwhile.
+//   2. LockKey is also called directly, with no latch held, for kWrite before an Update or a
+//      Delete descends. Insert and Upsert lock their key at the leaf instead (3).
+//   3. Requests (purpose -> key), all at the leaf with TryLockKey unless said otherwise:
+//        kWrite       the key being written: for Update and Delete before the descent (2); for
+//                     an insertion (Insert, or an Upsert of an absent key) right after its
+//                     kInsertNext is granted; for an Upsert that found the key, that key
+//        kInsertNext  the first key after an insertion point (or end of index), asked for
+//                     BEFORE the insertion's kWrite: the gap check comes first, so an inserter
+//                     that must wait for a reader of the gap does not hold the key meanwhile
+//                     (which would deadlock with that reader inserting the same key)
 //        kDeleteNext  the first key after a deleted key (or end of index)
-//        kRead        a key Lookup found, or a key a cursor returns
+//        kRead        a key Lookup found, a key a cursor returns, or the key an Insert found
+//                     present (taken before it returns Duplicate, which it then stays)
 //        kReadNext    Lookup of an absent key, Update/Delete that found nothing: the first key
 //                     after the searched one; a cursor: the first key after its range (for a
 //                     backward scan, taken when it is positioned at the upper end). Together

@@ -19,7 +19,7 @@
 // transaction holds a conflicting lock at that moment, and nothing stays in the lock table, so
 // no Release call is needed and a later writer does not wait for the reader. That suffices
 // because the tree asks for it with the leaf latched and copies the record under the same
-// latch, while every writer holds X on its key (kWrite, taken before it latches the leaf) and,
+// latch, while every writer holds X on its key (kWrite, granted before it changes the leaf) and,
 // for a delete, X on the next key until it commits: so a record read is committed, and a key
 // found absent was not removed by an uncommitted delete. The latter is why kReadNext takes an
 // instant S under read committed rather than nothing: without it a lookup or a scan end would
@@ -37,6 +37,9 @@
 // the same next key), it is granted at once: the lock was held up to this moment, under the
 // caller's latch, which is all an instant lock promises. The pin only ever extends a lock's
 // hold, which two-phase locking allows, and while it is held the transaction waits for nothing.
+// An insertion asks for kInsertNext and then kWrite; after a wait for the former, the restart's
+// kInsertNext is granted by the pin and drops it, so if its kWrite must then wait, it waits
+// holding nothing on the next key.
 //
 // Intention. Key locks need IS (for S) or IX (for IX, X) on the table and the database. The
 // hook takes them through LockTable on its first key lock of each kind and remembers the mode,

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "index/btree.h"
@@ -106,22 +107,25 @@ class RecordingLocks : public index::KeyLockHook {
   std::vector<std::string> calls;
   std::set<std::string> busy_once;  // keys (as given) whose next TryLockKey says Busy
   Status fail = Status::OK();
+  // Run by the LockKey that follows a Busy (the tree's wait), not by a direct LockKey.
   std::function<void()> while_waiting;
 
   Status TryLockKey(const KeyLockRequest& request) override {
     calls.push_back("try " + Describe(request));
     if (!fail.ok()) return fail;
     if (!request.end_of_index && busy_once.erase(std::string(request.key)) != 0) {
+      said_busy_ = true;
       return Status::Busy();
     }
     return Status::OK();
   }
   Status LockKey(const KeyLockRequest& request) override {
     calls.push_back("wait " + Describe(request));
-    if (while_waiting && request.purpose != KeyLockPurpose::kWrite) while_waiting();
+    const bool after_busy = std::exchange(said_busy_, false);
+    if (while_waiting && after_busy) while_waiting();
     return Status::OK();
   }
-  // The calls other than the kWrite locks, which every modification takes first.
+  // The calls other than the kWrite locks.
   std::vector<std::string> NonWrite() const {
     std::vector<std::string> out;
     for (const std::string& c : calls) {
@@ -134,6 +138,9 @@ class RecordingLocks : public index::KeyLockHook {
     return std::string(index::KeyLockPurposeName(r.purpose)) + " " +
            (r.end_of_index ? std::string("EOI") : Printable(r.key));
   }
+
+ private:
+  bool said_busy_ = false;
 };
 
 std::string K(uint64_t n) { return Printable(Key64(n)); }
@@ -311,14 +318,92 @@ TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit]
   REQUIRE(env.tree->Lookup(Key64(25), &value, ctx).IsNotFound());
   REQUIRE(env.tree->Update(Key64(26), "v", ctx).IsNotFound());
   REQUIRE(env.tree->Insert(Key64(10), "v", ctx).IsDuplicate());
-  REQUIRE(locks.calls == std::vector<std::string>{"wait write " + K(15), "try insert-next " + K(20),
-                                                  "wait write " + K(35), "try insert-next EOI",
-                                                  "wait write " + K(20), "try delete-next " + K(30),
-                                                  "wait write " + K(35), "try delete-next EOI",
-                                                  "try read " + K(30), "try read-next " + K(30),
-                                                  "wait write " + K(26), "try read-next " + K(30),
-                                                  "wait write " + K(10)});
+  REQUIRE(env.tree->Upsert(Key64(30), "u", ctx).ok());
+  REQUIRE(env.tree->Upsert(Key64(31), "u", ctx).ok());
+  // An insertion checks the gap before it locks its key; Update and Delete lock their key
+  // before the descent; an Insert that finds its key reads it.
+  REQUIRE(locks.calls == std::vector<std::string>{
+                             "try insert-next " + K(20), "try write " + K(15),
+                             "try insert-next EOI", "try write " + K(35), "wait write " + K(20),
+                             "try delete-next " + K(30), "wait write " + K(35),
+                             "try delete-next EOI", "try read " + K(30), "try read-next " + K(30),
+                             "wait write " + K(26), "try read-next " + K(30), "try read " + K(10),
+                             "try write " + K(30), "try insert-next EOI", "try write " + K(31)});
   REQUIRE(env.tree->counters().lock_waits == 0);
+}
+
+TEST_CASE("btree hooks: a write that waits at the leaf restarts and searches again",
+          "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  Model model;
+  for (uint64_t n : {10, 20, 30}) {
+    REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+    model[Key64(n)] = "v";
+  }
+  RecordingLocks locks;
+  index::OpContext ctx{nullptr, &locks};
+  std::function<void()> meanwhile;  // what another transaction does while the write waits
+  locks.while_waiting = [&] { meanwhile(); };
+  auto run = [&](uint64_t busy, std::function<void()> other, std::function<Status()> op) {
+    locks.calls.clear();
+    locks.busy_once = {Key64(busy)};
+    meanwhile = std::move(other);
+    Status s = op();
+    REQUIRE(locks.busy_once.empty());
+    return s;
+  };
+  SECTION("an insert waits for its key, which stays absent") {
+    auto nothing = [] {};
+    REQUIRE(run(15, nothing, [&] { return env.tree->Insert(Key64(15), "t", ctx); }).ok());
+    REQUIRE(locks.calls == std::vector<std::string>{"try insert-next " + K(20),
+                                                    "try write " + K(15), "wait write " + K(15),
+                                                    "try insert-next " + K(20),
+                                                    "try write " + K(15)});
+    model[Key64(15)] = "t";
+  }
+  SECTION("an insert waits for its key, which another inserts meanwhile: Duplicate") {
+    auto other = [&] { REQUIRE(env.tree->Insert(Key64(15), "o").ok()); };
+    REQUIRE(run(15, other, [&] { return env.tree->Insert(Key64(15), "t", ctx); }).IsDuplicate());
+    REQUIRE(locks.calls == std::vector<std::string>{"try insert-next " + K(20),
+                                                    "try write " + K(15), "wait write " + K(15),
+                                                    "try read " + K(15)});
+    model[Key64(15)] = "o";
+  }
+  SECTION("an insert waits for the gap, whose next key changes meanwhile") {
+    auto other = [&] { REQUIRE(env.tree->Insert(Key64(17), "o").ok()); };
+    REQUIRE(run(20, other, [&] { return env.tree->Insert(Key64(15), "t", ctx); }).ok());
+    REQUIRE(locks.calls ==
+            std::vector<std::string>{"try insert-next " + K(20), "wait insert-next " + K(20),
+                                     "try insert-next " + K(17), "try write " + K(15)});
+    model[Key64(15)] = "t";
+    model[Key64(17)] = "o";
+  }
+  SECTION("a duplicate's key is deleted while the insert waits to read it: it inserts") {
+    auto other = [&] { REQUIRE(env.tree->Delete(Key64(20)).ok()); };
+    REQUIRE(run(20, other, [&] { return env.tree->Insert(Key64(20), "t", ctx); }).ok());
+    REQUIRE(locks.calls == std::vector<std::string>{"try read " + K(20), "wait read " + K(20),
+                                                    "try insert-next " + K(30),
+                                                    "try write " + K(20)});
+    model[Key64(20)] = "t";
+  }
+  SECTION("an upsert waits for the key it found, which is deleted meanwhile: it inserts") {
+    auto other = [&] { REQUIRE(env.tree->Delete(Key64(30)).ok()); };
+    REQUIRE(run(30, other, [&] { return env.tree->Upsert(Key64(30), "t", ctx); }).ok());
+    REQUIRE(locks.calls == std::vector<std::string>{"try write " + K(30), "wait write " + K(30),
+                                                    "try insert-next EOI", "try write " + K(30)});
+    model[Key64(30)] = "t";
+  }
+  SECTION("an upsert waits for its key, which another inserts meanwhile: it updates") {
+    auto other = [&] { REQUIRE(env.tree->Insert(Key64(25), "o").ok()); };
+    REQUIRE(run(25, other, [&] { return env.tree->Upsert(Key64(25), "t", ctx); }).ok());
+    REQUIRE(locks.calls == std::vector<std::string>{"try insert-next " + K(30),
+                                                    "try write " + K(25), "wait write " + K(25),
+                                                    "try write " + K(25)});
+    model[Key64(25)] = "t";
+  }
+  REQUIRE(env.tree->counters().lock_waits == 1);
+  RequireSameAsModel(*env.tree, model);
+  RequireVerified(*env.tree);
 }
 
 TEST_CASE("btree hooks: the next key is found across leaves, past empty ones",

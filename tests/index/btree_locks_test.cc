@@ -5,10 +5,12 @@
 // per-call cost, phantom protection under serializable (a lookup of an absent key, a forward and
 // a backward scan, the gap at the end of the index, an empty tree), phantoms allowed but dirty
 // reads refused under read committed, deletes and the next key, writer/writer and reader/writer
-// conflicts, sharing among readers, and deadlocks (on keys and on gaps) reported to exactly one
-// transaction. Where waiting matters the blocked operation runs on a fiber and the other
-// transactions continue on the same worker through the same leaf: a lock wait suspends the fiber
-// and holds no latch. The [random] case runs serializable and read-committed transactions on
+// conflicts, sharing among readers, deadlocks (on keys and on gaps) reported to exactly one
+// transaction, the order of an insert's locks (the gap before the key; a regression test), and
+// an insert of a key another transaction is inserting (a duplicate is read, an insert that
+// restarts searches again). Where waiting matters the blocked operation runs on a fiber and the
+// other transactions continue on the same worker through the same leaf: a lock wait suspends the
+// fiber and holds no latch. The [random] case runs serializable and read-committed transactions on
 // fibers and checks repeatable reads without phantoms, no dirty reads, and that the tree ends
 // equal to the committed writes.
 #include "index/btree_locks.h"
@@ -558,15 +560,15 @@ TEST_CASE("btree locks: a deadlock is reported to exactly one transaction", "[un
   EndAll(db.lm, {&t1.owner, &t2.owner});
 }
 
-// Regression test for the order of an insert's locks in BTree::Write: it takes X on the key
-// (kWrite) before the instant IX on the next key (kInsertNext), where the protocol of
-// lock_manager.h takes the gap check first. A reader of the gap that then inserts the same key
-// deadlocks with an inserter that waits for the gap while holding the key. With the protocol's
-// order the inserter waits without holding the key, the reader's insert converts its S on the
-// next key to SIX (no other holder) and takes the key, and the inserter later finds a duplicate.
-// Hidden until BTree::Write is changed; run it with its tag.
+// Regression test: BTree::Write took an insert's X on the key (kWrite) before the descent, and
+// the instant IX on the next key (kInsertNext) only at the leaf, where the protocol of
+// lock_manager.h checks the gap first. A reader of the gap that then inserted the same key
+// deadlocked with an inserter that waited for the gap while holding the key, and the inserter
+// was the victim. With the protocol's order the inserter waits without holding the key, the
+// reader's insert converts its S on the next key to SIX (no other holder) and takes the key,
+// and the inserter later finds a duplicate, which it reads (S), not writes.
 TEST_CASE("btree locks: an insert holding its key while it waits for the gap deadlocks",
-          "[.][locks_insert_order]") {
+          "[unit][locks][locks_insert_order]") {
   auto rt = MakeRuntime(2);
   Db db({"a", "c"});
   TestTxn t1(&db.lm, 1, kSer), t2(&db.lm, 2, kSer);
@@ -574,6 +576,7 @@ TEST_CASE("btree locks: an insert holding its key while it waits for the gap dea
   REQUIRE(db.tree().Lookup("b", &value, t1.ctx()).IsNotFound());  // S on c
   FiberCall insert2(rt.get(), 0, [&] { return db.tree().Insert("b", "t2", t2.ctx()); });
   REQUIRE(db.Waiting(KeyId("c")));
+  CHECK(t2.held(KeyId("b")) == LockMode::kNone);  // the gap first: T2 waits holding nothing
   FiberCall insert1(rt.get(), 1, [&] { return db.tree().Insert("b", "t1", t1.ctx()); });
   REQUIRE(Eventually([&] { return insert1.finished() || insert2.finished(); }));
   // The bug: T1 waits for T2's X on b, T2 for T1's S on c, and T2 is the deadlock victim.
@@ -582,10 +585,48 @@ TEST_CASE("btree locks: an insert holding its key while it waits for the gap dea
   Status s1 = insert1.Join();
   INFO(s1.ToString());
   CHECK(s1.ok());
+  CHECK(t1.held(KeyId("b")) == LockMode::kX);
+  CHECK(t1.held(KeyId("c")) == LockMode::kSIX);  // its S, and the instant IX the manager keeps
+  CHECK_FALSE(insert2.finished());               // T2 still waits for the gap
   db.lm.ReleaseAll(&t1.owner);
   Status s2 = insert2.Join();
   INFO(s2.ToString());
   CHECK(s2.IsDuplicate());
+  CHECK(t2.held(KeyId("b")) == LockMode::kS);     // a duplicate is read, not written
+  CHECK(t2.held(KeyId("c")) == LockMode::kNone);  // the restart released the pin
+  CHECK_FALSE(t2.locks.TEST_pinned().valid());
+  REQUIRE(db.tree().Lookup("b", &value).ok());
+  CHECK(value == "t1");
+  EndAll(db.lm, {&t1.owner, &t2.owner});
+}
+
+TEST_CASE("btree locks: an insert of a key another transaction is inserting waits for its outcome",
+          "[unit][locks]") {
+  const Isolation isolation = GENERATE(kSer, kRc);  // of the second inserter
+  auto rt = MakeRuntime(2);
+  Db db({"a", "c"});
+  TestTxn t1(&db.lm, 1, kSer), t2(&db.lm, 2, isolation);
+  REQUIRE(db.tree().Insert("b", "t1", t1.ctx()).ok());  // not committed yet
+  FiberCall insert2(rt.get(), 0, [&] { return db.tree().Insert("b", "t2", t2.ctx()); });
+  REQUIRE(db.Waiting(KeyId("b")));  // the duplicate must be read, and T1 holds X on it
+  std::string value;
+  SECTION("the first insert commits: Duplicate") {
+    db.lm.ReleaseAll(&t1.owner);
+    REQUIRE(insert2.Join().IsDuplicate());
+    // Serializable: S to commit; read committed: instant, so nothing stays.
+    CHECK(t2.held(KeyId("b")) == (isolation == kSer ? LockMode::kS : LockMode::kNone));
+    REQUIRE(db.tree().Lookup("b", &value).ok());
+    CHECK(value == "t1");
+  }
+  SECTION("the first insert rolls back: the restart finds the key absent and inserts") {
+    REQUIRE(db.tree().Delete("b").ok());  // the rollback, under T1's locks
+    db.lm.ReleaseAll(&t1.owner);
+    REQUIRE(insert2.Join().ok());
+    CHECK(t2.held(KeyId("b")) == LockMode::kX);
+    REQUIRE(db.tree().Lookup("b", &value).ok());
+    CHECK(value == "t2");
+  }
+  CHECK_FALSE(t2.locks.TEST_pinned().valid());
   EndAll(db.lm, {&t1.owner, &t2.owner});
 }
 
@@ -825,7 +866,7 @@ class RandomHarness {
     std::string value = Value(a->id);
     Status s = env_.tree->Insert(Key(k), value, ctx);
     if (s.IsDuplicate()) {
-      // The key is present (and X-locked by us now): what we knew must agree.
+      // The key is present (and read-locked by us now): what we knew must agree.
       if (a->isolation == kSer && a->known[k] && !*a->known[k]) inconsistent_reads_.fetch_add(1);
       return Status::OK();
     }
