@@ -597,7 +597,7 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
     std::unique_lock<std::mutex> lock(st.mu);
     st.cv.wait(lock, [&] { return st.finished == st.terminals.size(); });
   }
-  SM_TRY(st.error);
+  if (!st.error.ok()) return st.error;
   const double measured_s =
       std::chrono::duration<double>(stopped_at - std::max(warmup_end, start)).count();
   Fill(ReadStats(st).Since(at_warmup_end), measured_s, result);

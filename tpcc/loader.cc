@@ -402,7 +402,7 @@ Status Load(Engine* engine, const LoadOptions& options, LoadResult* result) {
       }
     }
   }
-  SM_TRY(sh.error);
+  if (!sh.error.ok()) return sh.error;
   return Finish(engine, options, sh, seconds(), result);
 }
 

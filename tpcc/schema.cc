@@ -58,9 +58,11 @@ Status ReadDatabaseInfo(Engine* engine, DatabaseInfo* info) {
   SM_TRY(txn->Begin(TxnIsolation::kReadCommitted));
   std::string value;
   Status s = txn->Get(TableId::kMeta, kMetaKey, &value);
-  Status c = txn->Commit();
-  SM_TRY(s);
-  SM_TRY(c);
+  if (!s.ok()) {
+    txn->Abort().PermitUnchecked();  // the read's error is the one to report
+    return s;
+  }
+  SM_TRY(txn->Commit());
   MetaRow meta;
   if (!DecodeRow(value, &meta)) return Status::Corruption("the TPC-C meta row is damaged");
   if (meta.format_version != kMetaFormatVersion) {

@@ -94,6 +94,15 @@ Status CustomerByName(EngineTxn* txn, uint16_t w, uint8_t d, std::string_view la
   return Status::OK();
 }
 
+// The visitor's error if it stopped the scan with one, else the scan's own status.
+Status FirstError(Status visitor, Status scan) {
+  if (!visitor.ok()) {
+    scan.PermitUnchecked();
+    return visitor;
+  }
+  return scan;
+}
+
 bool ContainsOriginal(std::string_view s) { return s.find("ORIGINAL") != std::string_view::npos; }
 
 std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct values
@@ -269,7 +278,7 @@ Status OrderStatusBody(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOu
 
   const std::string lines = OrderKey(in.w, in.d, o_id);
   Status bad = Status::OK();
-  SM_TRY(txn->Scan(TableId::kOrderLine, lines, PrefixEnd(lines), false,
+  Status scan = txn->Scan(TableId::kOrderLine, lines, PrefixEnd(lines), false,
                    [&](std::string_view, std::string_view value) {
                      OrderLineRow ol;
                      if (!DecodeRow(value, &ol) || out->line_count == kMaxOrderLines) {
@@ -283,8 +292,8 @@ Status OrderStatusBody(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOu
                      line.amount_cents = ol.amount_cents;
                      line.delivery_d_us = ol.delivery_d_us;
                      return true;
-                   }));
-  return bad;
+                   });
+  return FirstError(std::move(bad), std::move(scan));
 }
 
 Status DeliverDistrict(EngineTxn* txn, const DeliveryInput& in, uint8_t d, uint32_t* delivered) {
@@ -339,7 +348,7 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
   std::vector<uint32_t> items;
   items.reserve(20 * kMaxOrderLines);
   Status bad = Status::OK();
-  SM_TRY(txn->Scan(TableId::kOrderLine, OrderKey(in.w, in.d, first), OrderKey(in.w, in.d, next),
+  Status scan = txn->Scan(TableId::kOrderLine, OrderKey(in.w, in.d, first), OrderKey(in.w, in.d, next),
                    false, [&](std::string_view, std::string_view value) {
                      OrderLineRow ol;
                      if (!DecodeRow(value, &ol)) {
@@ -348,8 +357,8 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
                      }
                      items.push_back(ol.i_id);
                      return true;
-                   }));
-  SM_TRY(bad);
+                   });
+  SM_TRY(FirstError(std::move(bad), std::move(scan)));
   std::sort(items.begin(), items.end());
   items.erase(std::unique(items.begin(), items.end()), items.end());
   uint32_t low = 0;
@@ -368,11 +377,11 @@ Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   *out = NewOrderOutput();
   SM_TRY(txn->Begin(TxnIsolation::kSerializable));
   Status s = NewOrderBody(txn, in, out);
-  if (!s.ok() || out->rolled_back) {
-    Status a = txn->Abort();
-    if (!s.ok()) return s;
-    return a;
+  if (!s.ok()) {
+    if (txn->active()) txn->Abort().PermitUnchecked();  // the first error is the one to report
+    return s;
   }
+  if (out->rolled_back) return txn->Abort();
   return txn->Commit();
 }
 
