@@ -165,10 +165,8 @@ void CheckModels(Database* db, Table* table, int fibers,
   REQUIRE(txn->Commit().ok());
 }
 
-TEST_CASE("concurrent random transactions on 2 workers match the model", "[random][api]") {
-  const bool use_steps = GENERATE(false, true);
-  uint64_t seed = test::TestSeed("api concurrent random");
-  INFO("STEPS " << (use_steps ? "on" : "off"));
+void RunConcurrentRandom(bool use_steps, int rounds, uint64_t seed) {
+  INFO("STEPS " << (use_steps ? "on" : "off") << ", seed " << seed);
   io::FaultInjectionFileSystem fs(seed);
   Options options;
   options.path = "/db";
@@ -192,7 +190,7 @@ TEST_CASE("concurrent random transactions on 2 workers match the model", "[rando
     REQUIRE(txn->Commit().ok());
   }
   const int kFibers = 8;
-  const int kRounds = 300;
+  const int kRounds = rounds;
   std::vector<std::map<std::string, std::string>> models(kFibers);
   threads::WaitGroup done;
   done.Add(kFibers);
@@ -250,6 +248,18 @@ TEST_CASE("concurrent random transactions on 2 workers match the model", "[rando
   REQUIRE(Audit(db.get(), &shared));
   REQUIRE(shared.failures.load() == 0);
   REQUIRE(db->Close().ok());
+}
+
+// About 15,000 operations per configuration.
+TEST_CASE("concurrent random transactions on 2 workers match the model", "[random][api]") {
+  const bool use_steps = GENERATE(false, true);
+  RunConcurrentRandom(use_steps, 300, test::TestSeed("api concurrent random"));
+}
+
+// The slow tier (tools/run test --slow): about 2.5 million operations.
+TEST_CASE("concurrent random transactions, millions of operations", "[random][api][.slow]") {
+  const bool use_steps = GENERATE(false, true);
+  RunConcurrentRandom(use_steps, 50000, test::TestSeed("api concurrent random slow"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <cstring>
 #include <string>
 
 #include "sm/api/api_internal.h"
@@ -167,6 +168,25 @@ TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   meta.reset();
   std::unique_ptr<Database> db;
   CHECK(Database::Open(TestOptions(&fs), &db).code() == Status::Code::kCorruption);
+}
+
+TEST_CASE("a damaged data volume is reported, not opened", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(5);
+  { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }
+  std::unique_ptr<io::File> volume;
+  io::OpenOptions open;
+  open.direct = false;
+  REQUIRE(fs.Open("/db/data.sm", open, &volume).ok());
+  char junk[512];
+  std::memset(junk, 0x5a, sizeof junk);
+  REQUIRE(volume->Write(0, junk, sizeof junk).ok());  // the volume header
+  REQUIRE(volume->Sync().ok());
+  volume.reset();
+  std::unique_ptr<Database> db;
+  Status s = Database::Open(TestOptions(&fs), &db);
+  INFO(s.ToString());
+  CHECK_FALSE(s.ok());
+  CHECK((s.IsCorruption() || s.IsInvalidArgument()));
 }
 
 // Crash through the public API: durable commits survive, in-flight work is undone, the trees
