@@ -13,6 +13,14 @@
 
 namespace sm::test {
 
+// True in the sanitizer builds (-DSM_SANITIZE=...), where heavy randomized tests run fewer
+// iterations to stay inside the per-test timeout.
+#if defined(SM_ASAN) || defined(SM_TSAN)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // The seed of a [random] test: SM_SEED from the environment if set (to replay a failure),
 // else a fresh one. Always printed, so every failing run can be replayed.
 inline uint64_t TestSeed(const char* test_name) {

@@ -126,7 +126,7 @@ TEST_CASE("histogram percentiles are within 1/16 of the exact ones", "[random][t
   CHECK(Histogram::BucketOf(~uint64_t(0)) == Histogram::kBuckets - 1);
 }
 
-TEST_CASE("--mix parses weights and single transactions, and refuses the rest", "[unit][tpcc]") {
+TEST_CASE("the --mix option parses weights and single transactions, and refuses the rest", "[unit][tpcc]") {
   Mix mix;
   REQUIRE(Mix::Parse("45,43,4,4,4", &mix).ok());
   CHECK(mix.total() == 100);
