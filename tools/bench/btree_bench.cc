@@ -1,23 +1,39 @@
-// Benchmark "btree": B+-tree throughput on N 8-byte keys with 100-byte values.
+// Benchmark "btree": table throughput on N 8-byte keys with 100-byte values, each operation its
+// own transaction (issue 6, section Benchmark), next to the same workload on the bare B-tree.
 //
-//   inserts_per_s_<w>w     inserts in random order: all N keys into an empty tree (large pool)
-//   lookups_per_s_<w>w     M point lookups of random present keys
-//   updates_per_s_<w>w     M / 2 updates of random present keys (same value size)
-//   scan_rows_per_s_<w>w   M rows read by cursors, 100 rows per seek from a random key
-// for <w> = 1 and 2 workers (threads::Runtime, --fibers-per-worker fibers each, the work split
-// among the fibers), once with a buffer pool larger than the data (M = N) and once (suffix
-// _small_pool) with a pool of 10 % of the data (--small-pool-fibers-per-worker fibers each to
-// keep reads in flight), where descents evict and read pages from the volume file (under --dir,
-// real I/O through the reactor). Each configuration builds its own tree. The small-pool runs
-// load 7/8 of the keys with the large pool (untimed), write the pages back, switch to the small
-// pool, and then time the inserts of the last N / 8 keys and M = N / 4 of each other operation:
-// a database larger than memory, without minutes of loading through a 10 % pool. The
-// background writer runs only with the small pool.
+// Two ways of running one workload, written against one adapter interface (Insert, Lookup,
+// Update, Scan), so that the operations, keys and counts are identical:
+//   ApiStore  through the public API (sm/sm.h): a database in a fresh directory under --dir,
+//             Options{buffer_pool_bytes, commit_mode = kAsync, workers, checkpoint_interval},
+//             one table; every operation is Begin, the call, Commit (serializable, so key-range
+//             locks are taken; every change logged; async commit). A retryable failure (deadlock,
+//             lock timeout) aborts and runs the transaction again, counted as a retry. Fibers
+//             run on the database's runtime (Database::Spawn).
+//   RawStore  the B-tree core alone (index::BTree on its own volume, pool and threads::Runtime):
+//             no transactions, no locks, no log. Its keys carry the infix _raw.
 //
-// The tree runs without locking and without logging (BTree core only: those are wired in
-// later), which the output says. Figures are wall time over the whole phase, one run each:
-// compare ratios within one run on a shared machine.
+// The workload, for <w> = 1 and 2 workers (--workers), --fibers-per-worker fibers each (the work
+// split among the fibers, keys drawn by a per-fiber seeded generator):
+//   inserts_per_s[_raw]_<w>w     all N keys, in one random order, into an empty table
+//   lookups_per_s[_raw]_<w>w     M point lookups of random present keys (M = --ops, default N)
+//   updates_per_s[_raw]_<w>w     M / 2 updates of random present keys (same value size)
+//   scan_rows_per_s[_raw]_<w>w   M rows read by cursors, 100 rows per cursor opened at a random
+//                                key (for ApiStore one transaction per cursor)
+// once with a buffer pool larger than the data and once (suffix _small_pool) with a pool of 10 %
+// of the data as the first run (normally the 1-worker one) laid it out, with
+// --small-pool-fibers-per-worker fibers each to keep reads in flight. The small-pool runs load
+// 7/8 of the keys with the large pool (untimed; through the API one transaction per insert, as
+// batches of random keys deadlock on each other's next-key locks), write everything back (the
+// API: Close; raw: FlushAll), continue with the small pool (the API: reopen with the smaller
+// buffer_pool_bytes), and then time the inserts of the last N / 8 keys and M / 4 of each other
+// operation: a database larger than the pool without minutes of loading through a 10 % pool.
+//
+// Targets (issue 6), pool larger than the data, 1 worker, per-operation transactions:
+// lookups_per_s_1w >= 1 M and inserts_per_s_1w >= 500 K; the run prints whether they are met.
+// Figures are wall time over the whole phase, one run each, on a shared machine: compare ratios
+// within one run rather than across runs. --quick is a small configuration for smoke runs.
 #include <unistd.h>
+#include <valgrind/callgrind.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -28,72 +44,367 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "index/btree.h"
 #include "sm/buffer/buffer_pool.h"
 #include "sm/io/file.h"
+#include "sm/sm.h"
 #include "sm/space/volume.h"
 #include "threads/runtime.h"
 #include "threads/sync.h"
 #include "tools/bench/bench_util.h"
 
-using namespace sm;
-using sm::bench::NowSeconds;
-
 namespace {
+
+using sm::Status;
+using sm::bench::NowSeconds;
 
 constexpr size_t kValueBytes = 100;
 constexpr uint64_t kScanRowsPerSeek = 100;
+constexpr double kTargetLookups1w = 1e6;
+constexpr double kTargetInserts1w = 5e5;
 
 [[noreturn]] void Die(const char* what, const Status& s) {
   std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
   std::exit(1);
 }
 
-std::string Key(uint64_t n) {
-  std::string key(8, '\0');
-  for (int i = 7; i >= 0; --i, n >>= 8) key[i] = static_cast<char>(n & 0xff);
-  return key;
+void Check(const Status& s, const char* what) {
+  if (!s.ok()) Die(what, s);
 }
 
-struct Options {
-  uint64_t keys = 1000000;
+// An 8-byte big-endian key, so that memcmp order is numeric order; no allocation.
+class Key {
+ public:
+  explicit Key(uint64_t n) {
+    for (int i = 7; i >= 0; --i, n >>= 8) bytes_[i] = static_cast<char>(n & 0xff);
+  }
+  std::string_view view() const { return {bytes_, sizeof bytes_}; }
+
+ private:
+  char bytes_[8];
+};
+
+struct BenchOptions {
+  uint64_t keys = 10000000;
+  uint64_t ops = 0;  // 0: keys
   unsigned fibers_per_worker = 4;
   // With the small pool most operations wait for a read: more fibers keep more reads in flight.
   unsigned small_pool_fibers_per_worker = 32;
   std::string dir = "/tmp";
+  unsigned checkpoint_interval_ms = 30000;  // the API's default
   bool verify = true;
+  bool raw = true;
+  bool api = true;
+  bool small_pool = true;
+  std::vector<unsigned> worker_counts = {1, 2};
 };
 
 struct Figures {
   double inserts = 0, lookups = 0, updates = 0, scan_rows = 0;
-  uint64_t pages = 0;
-  uint32_t height = 0;
-  uint64_t reads = 0, writes = 0;
-  uint64_t switches = 0, remote_wakeups = 0, idle_sleeps = 0;  // fiber scheduling, all phases
-  uint64_t pessimistic = 0;                                    // write restarts
+  uint64_t data_bytes = 0;         // of the tree's pages (raw) or the volume file (API)
+  uint64_t reads = 0, writes = 0;  // buffer pool (raw; API: misses, writes)
+  uint64_t switches = 0, remote_wakeups = 0, idle_sleeps = 0;  // raw: fiber scheduling
+  uint64_t pessimistic = 0;                                    // raw: write restarts
+  std::string untimed;  // where the rest of the configuration's wall time went
+  // API only.
+  uint64_t retries = 0;
+  sm::DatabaseStats db;
 };
 
-// One database: a volume file in a fresh directory, a pool, a tree.
-class Database {
- public:
-  Database(const std::string& parent, size_t pool_bytes) {
-    std::string tmpl = parent + "/sm-btree-bench-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) Die("mkdtemp", Status::IOError(parent, errno));
-    dir_ = buf.data();
-    space::VolumeOptions volume_options;
-    volume_options.extent_pages = 4096;
-    Status s = space::Volume::Create(io::FileSystem::Default(), dir_ + "/btree.vol", volume_options,
-                                     &volume_);
-    if (!s.ok()) Die("create volume", s);
-    MakePool(pool_bytes);
-    s = index::BTree::Create(pool_.get(), {}, &root_, &tree_);
-    if (!s.ok()) Die("create tree", s);
+// How many operations each phase of a configuration runs.
+struct Plan {
+  uint64_t keys = 0;       // N
+  uint64_t preloaded = 0;  // keys loaded untimed before the timed inserts (small pool)
+  uint64_t ops = 0;        // lookups and scanned rows; updates are ops / 2
+};
+
+// Runs body(fiber, fibers) on `fibers` fibers spread over the workers with
+// spawn(fn, worker); returns the wall time in seconds. Under callgrind the phase's cost (every
+// thread's) is a part of its own, dumped with the description `label`; the part before it ends
+// with "before <label>".
+template <typename SpawnFn, typename Body>
+double Phase(const std::string& label, SpawnFn spawn, unsigned workers, unsigned fibers,
+             Body body) {
+  const std::string before = "before " + label;  // outlives the client request
+  CALLGRIND_DUMP_STATS_AT(before.c_str());
+  sm::threads::WaitGroup done;
+  done.Add(fibers);
+  double t0 = NowSeconds();
+  for (unsigned f = 0; f < fibers; ++f) {
+    spawn(
+        [&, f] {
+          body(f, fibers);
+          done.Done();
+        },
+        static_cast<int>(f % workers));
   }
-  ~Database() {
+  done.Wait();
+  double secs = NowSeconds() - t0;
+  CALLGRIND_DUMP_STATS_AT(label.c_str());
+  return secs;
+}
+
+// The timed phases, identical for both stores. Store: Insert(key, value), Lookup(key, *value),
+// Update(key, value), Scan(key, rows) -> rows read; each dies on an unexpected error.
+template <typename Store, typename SpawnFn>
+void RunPhases(const std::string& label, Store& store, SpawnFn spawn, unsigned workers,
+               unsigned fibers, const Plan& plan, const std::vector<uint64_t>& order,
+               Figures* fig) {
+  const std::string value(kValueBytes, 'v');
+  double secs = Phase(label + " inserts", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+    for (uint64_t i = plan.preloaded + f; i < plan.keys; i += count) {
+      store.Insert(Key(order[i]).view(), value);
+    }
+  });
+  fig->inserts = double(plan.keys - plan.preloaded) / secs;
+
+  secs = Phase(label + " lookups", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+    std::mt19937_64 rng(1000 + f);
+    std::string got;
+    for (uint64_t i = f; i < plan.ops; i += count) {
+      store.Lookup(Key(rng() % plan.keys).view(), &got);
+      if (got.size() != kValueBytes) Die("lookup", Status::Corruption("wrong value size"));
+    }
+  });
+  fig->lookups = double(plan.ops) / secs;
+
+  secs = Phase(label + " updates", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+    std::mt19937_64 rng(2000 + f);
+    const std::string updated(kValueBytes, static_cast<char>('a' + f % 26));
+    for (uint64_t i = f; i < plan.ops / 2; i += count) {
+      store.Update(Key(rng() % plan.keys).view(), updated);
+    }
+  });
+  fig->updates = double(plan.ops / 2) / secs;
+
+  std::atomic<uint64_t> rows{0};
+  secs = Phase(label + " scans", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+    std::mt19937_64 rng(3000 + f);
+    uint64_t mine = 0;
+    for (uint64_t i = f * kScanRowsPerSeek; i < plan.ops; i += count * kScanRowsPerSeek) {
+      mine += store.Scan(Key(rng() % plan.keys).view(), kScanRowsPerSeek);
+    }
+    rows.fetch_add(mine, std::memory_order_relaxed);  // read after the phase's Wait
+  });
+  fig->scan_rows = double(rows.load(std::memory_order_relaxed)) / secs;
+}
+
+// "txn 1w", "raw 2w small pool": names a configuration's phases for callgrind.
+std::string Label(const char* store, unsigned workers, bool small_pool) {
+  return std::string(store) + " " + std::to_string(workers) + "w" +
+         (small_pool ? " small pool" : "");
+}
+
+Plan MakePlan(const BenchOptions& options, bool small_pool) {
+  Plan plan;
+  plan.keys = options.keys;
+  plan.ops = options.ops != 0 ? options.ops : options.keys;
+  if (small_pool) {
+    plan.preloaded = plan.keys - plan.keys / 8;
+    plan.ops /= 4;  // to keep the run short; the rates are per operation either way
+  }
+  return plan;
+}
+
+// Appends "what N.N s" to *out for each lap (what == nullptr: a timed lap, not reported).
+class Stopwatch {
+ public:
+  explicit Stopwatch(std::string* out) : out_(out), t0_(NowSeconds()) {}
+  void Lap(const char* what) {
+    double now = NowSeconds();
+    if (what != nullptr) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.1f s", out_->empty() ? "" : ", ", what, now - t0_);
+      *out_ += buf;
+    }
+    t0_ = now;
+  }
+
+ private:
+  std::string* const out_;
+  double t0_;
+};
+
+std::string MakeTempDir(const std::string& parent) {
+  std::string tmpl = parent + "/sm-btree-bench-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) Die("mkdtemp", Status::IOError(parent, errno));
+  return buf.data();
+}
+
+// ---- through the public API ------------------------------------------------------------------
+
+// Every operation its own transaction.
+class ApiStore {
+ public:
+  ApiStore(sm::Database* db, sm::Table* table) : db_(db), table_(table) {}
+
+  void Insert(std::string_view key, std::string_view value) {
+    InTxn("insert", [&](sm::Transaction* txn) { return table_->Insert(txn, key, value); });
+  }
+  void Lookup(std::string_view key, std::string* value) {
+    InTxn("lookup", [&](sm::Transaction* txn) { return table_->Get(txn, key, value); });
+  }
+  void Update(std::string_view key, std::string_view value) {
+    InTxn("update", [&](sm::Transaction* txn) { return table_->Update(txn, key, value); });
+  }
+  uint64_t Scan(std::string_view key, uint64_t rows) {
+    uint64_t n = 0;
+    sm::ScanOptions range;
+    range.lower = std::string(key);
+    range.has_lower = true;
+    InTxn("scan", [&](sm::Transaction* txn) -> Status {
+      n = 0;
+      std::unique_ptr<sm::Cursor> cursor;
+      SM_TRY(table_->NewCursor(txn, range, &cursor));
+      for (; cursor->Valid() && n < rows; ++n) SM_TRY(cursor->Next());
+      return Status::OK();
+    });
+    return n;
+  }
+
+  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+
+ private:
+  // Begin, body, Commit; a retryable failure aborts and runs it all again.
+  template <typename Body>
+  void InTxn(const char* what, Body body) {
+    for (;;) {
+      std::unique_ptr<sm::Transaction> txn;
+      Check(db_->Begin(&txn), "begin");
+      Status s = body(txn.get());
+      if (s.ok()) s = txn->Commit();
+      if (s.ok()) return;
+      if (!s.IsRetryable()) Die(what, s);
+      if (txn->active()) txn->Abort().PermitUnchecked();  // retried below in any case
+      retries_.fetch_add(1, std::memory_order_relaxed);   // a statistic only
+    }
+  }
+
+  sm::Database* const db_;
+  sm::Table* const table_;
+  std::atomic<uint64_t> retries_{0};
+};
+
+constexpr const char* kTableName = "bench";
+
+sm::Options ApiOptions(const BenchOptions& options, const std::string& path, unsigned workers,
+                       size_t pool_bytes) {
+  sm::Options o;
+  o.path = path;
+  o.buffer_pool_bytes = pool_bytes;
+  o.commit_mode = sm::CommitMode::kAsync;
+  o.workers = workers;
+  o.checkpoint_interval = std::chrono::milliseconds(options.checkpoint_interval_ms);
+  return o;
+}
+
+template <typename Fn>
+double ApiPhase(const std::string& label, sm::Database& db, unsigned fibers, Fn body) {
+  return Phase(
+      label, [&](std::function<void()> fn, int worker) { db.Spawn(std::move(fn), worker); },
+      db.workers(), fibers, body);
+}
+
+// Inserts order[0, end), each its own transaction like the timed inserts (untimed preload).
+// Larger transactions of random keys would deadlock on each other's next-key locks, and
+// every deadlock victim's rollback reads its records back from the log.
+void ApiLoad(sm::Database& db, ApiStore& store, unsigned fibers, const std::vector<uint64_t>& order,
+             uint64_t end) {
+  const std::string value(kValueBytes, 'v');
+  ApiPhase("txn load", db, fibers, [&](unsigned f, unsigned count) {
+    for (uint64_t i = f; i < end; i += count) store.Insert(Key(order[i]).view(), value);
+  });
+}
+
+// Counts the rows with one read-committed cursor (no key locks held).
+uint64_t ApiCountRows(sm::Database& db, sm::Table* table) {
+  std::unique_ptr<sm::Transaction> txn;
+  Check(db.Begin(&txn, sm::Isolation::kReadCommitted), "begin");
+  uint64_t rows = 0;
+  {
+    std::unique_ptr<sm::Cursor> cursor;
+    Check(table->NewCursor(txn.get(), sm::ScanOptions::All(), &cursor), "count");
+    for (; cursor->Valid(); ++rows) Check(cursor->Next(), "count");
+  }
+  Check(txn->Commit(), "commit");
+  return rows;
+}
+
+// small_pool_bytes == 0: the whole run with a pool of large_pool_bytes. Else 7/8 of the keys
+// are loaded (untimed) with the large pool, the database closed and reopened with a pool of
+// small_pool_bytes for the timed phases.
+Figures RunApi(const BenchOptions& options, unsigned workers, size_t large_pool_bytes,
+               size_t small_pool_bytes, const std::vector<uint64_t>& order) {
+  const bool small_pool = small_pool_bytes != 0;
+  const Plan plan = MakePlan(options, small_pool);
+  const unsigned fibers =
+      workers * (small_pool ? options.small_pool_fibers_per_worker : options.fibers_per_worker);
+  const std::string dir = MakeTempDir(options.dir);
+  const std::string path = dir + "/db";
+  Figures fig;
+  Stopwatch watch(&fig.untimed);
+  std::unique_ptr<sm::Database> db;
+  Check(sm::Database::Open(ApiOptions(options, path, workers, large_pool_bytes), &db), "open");
+  sm::Table* table = nullptr;
+  Check(db->CreateTable(kTableName, &table), "create table");
+  watch.Lap("open");
+  if (small_pool) {
+    // With the large pool the load needs no more fibers than the large-pool runs.
+    ApiStore loader(db.get(), table);
+    ApiLoad(*db, loader, workers * options.fibers_per_worker, order, plan.preloaded);
+    watch.Lap("load");
+    Check(db->Close(), "close");
+    db.reset();
+    watch.Lap("close");
+    Check(sm::Database::Open(ApiOptions(options, path, workers, small_pool_bytes), &db), "reopen");
+    Check(db->OpenTable(kTableName, &table), "open table");
+    watch.Lap("reopen");
+  }
+  ApiStore store(db.get(), table);
+  RunPhases(
+      Label("txn", workers, small_pool), store,
+      [&](std::function<void()> fn, int worker) { db->Spawn(std::move(fn), worker); }, workers,
+      fibers, plan, order, &fig);
+  watch.Lap(nullptr);
+  fig.retries = store.retries();
+  fig.db = db->stats();
+  fig.reads = fig.db.pool_misses;
+  fig.writes = fig.db.pool_writes;
+  if (options.verify) {
+    Check(db->Verify(), "verify");
+    uint64_t rows = ApiCountRows(*db, table);
+    if (rows != plan.keys) Die("verify", Status::Corruption("row count differs"));
+    watch.Lap("verify");
+  }
+  Check(db->Close(), "close");
+  db.reset();
+  watch.Lap("close");
+  std::error_code ec;
+  fig.data_bytes = std::filesystem::file_size(path + "/data.sm", ec);
+  std::filesystem::remove_all(dir, ec);
+  return fig;
+}
+
+// ---- the B-tree core alone -------------------------------------------------------------------
+
+// A volume file in a fresh directory, a pool, a tree without logger or key locks.
+class RawDatabase {
+ public:
+  RawDatabase(const std::string& parent, size_t pool_bytes) : dir_(MakeTempDir(parent)) {
+    sm::space::VolumeOptions volume_options;
+    volume_options.extent_pages = 4096;
+    Check(sm::space::Volume::Create(sm::io::FileSystem::Default(), dir_ + "/btree.vol",
+                                    volume_options, &volume_),
+          "create volume");
+    MakePool(pool_bytes);
+    Check(sm::index::BTree::Create(pool_.get(), {}, &root_, &tree_), "create tree");
+  }
+  ~RawDatabase() {
     tree_.reset();
     pool_->StopWriter();
     pool_.reset();
@@ -106,236 +417,299 @@ class Database {
   // with the background writer, which a pool larger than the data does without, as it would
   // only write pages nobody needs evicted, on the benchmark's cores).
   void ShrinkPool(size_t pool_bytes) {
-    Status s = pool_->FlushAll();
-    if (!s.ok()) Die("flush", s);
+    Check(pool_->FlushAll(), "flush");
     tree_.reset();
     pool_.reset();
     MakePool(pool_bytes);
     pool_->StartWriter(nullptr);
-    s = index::BTree::Open(pool_.get(), root_, {}, &tree_);
-    if (!s.ok()) Die("open tree", s);
+    Check(sm::index::BTree::Open(pool_.get(), root_, {}, &tree_), "open tree");
   }
 
-  index::BTree& tree() { return *tree_; }
-  buffer::BufferPool& pool() { return *pool_; }
+  sm::index::BTree& tree() { return *tree_; }
+  sm::buffer::BufferPool& pool() { return *pool_; }
 
  private:
   void MakePool(size_t pool_bytes) {
-    buffer::BufferPoolOptions pool_options;
+    sm::buffer::BufferPoolOptions pool_options;
     pool_options.pool_bytes = pool_bytes;
-    Status s = buffer::BufferPool::Create(volume_.get(), pool_options, &pool_);
-    if (!s.ok()) Die("create pool", s);
+    Check(sm::buffer::BufferPool::Create(volume_.get(), pool_options, &pool_), "create pool");
   }
 
-  std::string dir_;
-  std::unique_ptr<space::Volume> volume_;
-  std::unique_ptr<buffer::BufferPool> pool_;
-  PageId root_;
-  std::unique_ptr<index::BTree> tree_;
+  const std::string dir_;
+  std::unique_ptr<sm::space::Volume> volume_;
+  std::unique_ptr<sm::buffer::BufferPool> pool_;
+  sm::PageId root_;
+  std::unique_ptr<sm::index::BTree> tree_;
 };
 
-// Runs body(fiber, fibers) on every fiber of the runtime; returns the wall time in seconds.
-template <typename Body>
-double Phase(threads::Runtime& runtime, unsigned fibers, Body body) {
-  threads::WaitGroup done;
-  done.Add(fibers);
-  double t0 = NowSeconds();
-  for (unsigned f = 0; f < fibers; ++f) {
-    runtime.Spawn(
-        [&, f] {
-          body(f, fibers);
-          done.Done();
-        },
-        static_cast<int>(f % runtime.worker_count()));
+class RawStore {
+ public:
+  explicit RawStore(sm::index::BTree* tree) : tree_(tree) {}
+  void Insert(std::string_view key, std::string_view value) {
+    Check(tree_->Insert(key, value), "insert");
   }
-  done.Wait();
-  return NowSeconds() - t0;
-}
+  void Lookup(std::string_view key, std::string* value) {
+    Check(tree_->Lookup(key, value), "lookup");
+  }
+  void Update(std::string_view key, std::string_view value) {
+    Check(tree_->Update(key, value), "update");
+  }
+  uint64_t Scan(std::string_view key, uint64_t rows) {
+    sm::index::Cursor cursor(tree_);
+    Status st = cursor.Seek(key);
+    uint64_t n = 0;
+    for (; st.ok() && cursor.Valid() && n < rows; ++n) st = cursor.Next();
+    Check(st, "scan");
+    return n;
+  }
 
-// Inserts order[begin, end) from every fiber of the runtime; returns the seconds.
-double InsertKeys(threads::Runtime& runtime, unsigned fibers, index::BTree& tree,
-                  const std::vector<uint64_t>& order, uint64_t begin, uint64_t end) {
-  const std::string value(kValueBytes, 'v');
-  return Phase(runtime, fibers, [&](unsigned f, unsigned count) {
-    for (uint64_t i = begin + f; i < end; i += count) {
-      Status st = tree.Insert(Key(order[i]), value);
-      if (!st.ok()) Die("insert", st);
-    }
-  });
-}
+ private:
+  sm::index::BTree* const tree_;
+};
 
-// small_pool_bytes == 0: the whole run with a pool of large_pool_bytes. Else the first 7/8 of
-// the keys are loaded (untimed) with the large pool, the pages written back, and the rest of
-// the run (inserts of the last 1/8 included) uses a pool of small_pool_bytes.
-Figures RunConfiguration(const Options& options, unsigned workers, size_t large_pool_bytes,
-                         size_t small_pool_bytes, const std::vector<uint64_t>& order) {
+// As RunApi, on the bare tree; the small-pool runs write every page back instead of closing.
+Figures RunRaw(const BenchOptions& options, unsigned workers, size_t large_pool_bytes,
+               size_t small_pool_bytes, const std::vector<uint64_t>& order) {
   const bool small_pool = small_pool_bytes != 0;
-  Database db(options.dir, large_pool_bytes);
-  threads::RuntimeOptions runtime_options;
-  runtime_options.workers = workers;
-  std::unique_ptr<threads::Runtime> runtime;
-  Status s = threads::Runtime::Create(runtime_options, &runtime);
-  if (!s.ok()) Die("runtime", s);
+  const Plan plan = MakePlan(options, small_pool);
   const unsigned fibers =
       workers * (small_pool ? options.small_pool_fibers_per_worker : options.fibers_per_worker);
-  const uint64_t n = order.size();
-  // Operations per phase after the load: with the small pool a quarter, to keep the run short
-  // (the rates are per operation either way).
-  const uint64_t ops = small_pool ? n / 4 : n;
   Figures fig;
-  uint64_t preloaded = 0;
+  Stopwatch watch(&fig.untimed);
+  RawDatabase db(options.dir, large_pool_bytes);
+  sm::threads::RuntimeOptions runtime_options;
+  runtime_options.workers = workers;
+  std::unique_ptr<sm::threads::Runtime> runtime;
+  Check(sm::threads::Runtime::Create(runtime_options, &runtime), "runtime");
+  auto spawn = [&](std::function<void()> fn, int worker) { runtime->Spawn(std::move(fn), worker); };
   if (small_pool) {
-    preloaded = n - n / 8;
-    InsertKeys(*runtime, fibers, db.tree(), order, 0, preloaded);
-    db.ShrinkPool(small_pool_bytes);
-  }
-  index::BTree& tree = db.tree();
-  double secs = InsertKeys(*runtime, fibers, tree, order, preloaded, n);
-  fig.inserts = double(n - preloaded) / secs;
-
-  secs = Phase(*runtime, fibers, [&](unsigned f, unsigned count) {
-    std::mt19937_64 rng(1000 + f);
-    std::string got;
-    for (uint64_t i = f; i < ops; i += count) {
-      Status st = tree.Lookup(Key(rng() % n), &got);
-      if (!st.ok()) Die("lookup", st);
-    }
-  });
-  fig.lookups = double(ops) / secs;
-
-  secs = Phase(*runtime, fibers, [&](unsigned f, unsigned count) {
-    std::mt19937_64 rng(2000 + f);
-    std::string updated(kValueBytes, static_cast<char>('a' + f % 26));
-    for (uint64_t i = f; i < ops / 2; i += count) {
-      Status st = tree.Update(Key(rng() % n), updated);
-      if (!st.ok()) Die("update", st);
-    }
-  });
-  fig.updates = double(ops / 2) / secs;
-
-  std::atomic<uint64_t> rows{0};
-  secs = Phase(*runtime, fibers, [&](unsigned f, unsigned count) {
-    std::mt19937_64 rng(3000 + f);
-    uint64_t mine = 0;
-    for (uint64_t i = f * kScanRowsPerSeek; i < ops; i += count * kScanRowsPerSeek) {
-      index::Cursor cursor(&tree);
-      Status st = cursor.Seek(Key(rng() % n));
-      for (uint64_t r = 0; st.ok() && cursor.Valid() && r < kScanRowsPerSeek; ++r) {
-        ++mine;
-        st = cursor.Next();
+    const std::string value(kValueBytes, 'v');
+    RawStore loader(&db.tree());
+    Phase("raw load", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+      for (uint64_t i = f; i < plan.preloaded; i += count) {
+        loader.Insert(Key(order[i]).view(), value);
       }
-      if (!st.ok()) Die("scan", st);
-    }
-    rows.fetch_add(mine, std::memory_order_relaxed);
-  });
-  fig.scan_rows = double(rows.load()) / secs;
+    });
+    watch.Lap("load");
+    db.ShrinkPool(small_pool_bytes);
+    watch.Lap("flush");
+  }
+  RawStore store(&db.tree());
+  watch.Lap(nullptr);
+  RunPhases(Label("raw", workers, small_pool), store, spawn, workers, fibers, plan, order, &fig);
+  watch.Lap(nullptr);
   for (unsigned w = 0; w < workers; ++w) {
-    const threads::WorkerStats& ws = runtime->worker(w).stats();
+    const sm::threads::WorkerStats& ws = runtime->worker(w).stats();
     fig.switches += ws.scheduler_switches + ws.direct_switches;
     fig.remote_wakeups += ws.remote_wakeups;
     fig.idle_sleeps += ws.idle_sleeps;
   }
-  fig.pessimistic = tree.counters().pessimistic_descents;
+  fig.pessimistic = db.tree().counters().pessimistic_descents;
   runtime->Shutdown();
 
-  index::BtreeStats stats;
+  sm::index::BtreeStats stats;
   if (options.verify) {
-    s = tree.Verify(&stats);
-    if (!s.ok()) Die("verify", s);
-    if (stats.records != n) Die("verify", Status::Corruption("record count differs"));
+    Check(db.tree().Verify(&stats), "verify");
+    if (stats.records != plan.keys) Die("verify", Status::Corruption("record count differs"));
+    watch.Lap("verify");
   } else {
-    s = tree.GetStats(&stats);
-    if (!s.ok()) Die("stats", s);
+    Check(db.tree().GetStats(&stats), "stats");
   }
-  fig.pages = stats.pages();
-  fig.height = stats.height;
-  buffer::BufferPoolStats pool_stats = db.pool().stats();
+  fig.data_bytes = stats.pages() * sm::kPageBytes;
+  sm::buffer::BufferPoolStats pool_stats = db.pool().stats();
   fig.reads = pool_stats.reads;
   fig.writes = pool_stats.writes;
   return fig;
 }
 
-void Print(const char* name, unsigned workers, const Figures& f) {
+// ---- output ----------------------------------------------------------------------------------
+
+void Print(const char* store, const char* pool, unsigned workers, const Figures& f) {
   std::printf(
-      "  %-12s %uw  inserts %10.0f/s  lookups %10.0f/s  updates %10.0f/s  "
+      "  %-4s %-10s %uw  inserts %10.0f/s  lookups %10.0f/s  updates %10.0f/s  "
       "scan %11.0f rows/s\n",
-      name, workers, f.inserts, f.lookups, f.updates, f.scan_rows);
-  std::printf(
-      "  %-12s     height %u, %llu pages, %llu reads, %llu writes; %llu pessimistic "
-      "writes; %llu fiber switches, %llu cross-worker wake-ups, %llu idle sleeps\n",
-      "", f.height, static_cast<unsigned long long>(f.pages),
-      static_cast<unsigned long long>(f.reads), static_cast<unsigned long long>(f.writes),
-      static_cast<unsigned long long>(f.pessimistic), static_cast<unsigned long long>(f.switches),
-      static_cast<unsigned long long>(f.remote_wakeups),
-      static_cast<unsigned long long>(f.idle_sleeps));
+      store, pool, workers, f.inserts, f.lookups, f.updates, f.scan_rows);
+  const unsigned long long mib = f.data_bytes >> 20;
+  if (f.db.txn_begun != 0) {
+    // The database's counters since it was (re)opened: the timed phases, and for the pool
+    // larger than the data also the CreateTable transaction.
+    const double txns = std::max<double>(1, double(f.db.txn_committed));
+    std::printf(
+        "  %-4s %-10s     %llu MiB volume; %llu txns committed, %llu retries; %llu lock "
+        "requests (%.1f per txn), %llu lock waits, %llu deadlocks; log %llu MiB in %llu syncs; "
+        "%llu checkpoints; pool %llu misses, %llu writes\n",
+        "", "", mib, static_cast<unsigned long long>(f.db.txn_committed),
+        static_cast<unsigned long long>(f.retries),
+        static_cast<unsigned long long>(f.db.lock_requests), double(f.db.lock_requests) / txns,
+        static_cast<unsigned long long>(f.db.lock_waits),
+        static_cast<unsigned long long>(f.db.deadlocks),
+        static_cast<unsigned long long>(f.db.log_bytes >> 20),
+        static_cast<unsigned long long>(f.db.log_syncs),
+        static_cast<unsigned long long>(f.db.checkpoints), static_cast<unsigned long long>(f.reads),
+        static_cast<unsigned long long>(f.writes));
+  } else {
+    std::printf(
+        "  %-4s %-10s     %llu MiB of pages, %llu reads, %llu writes; %llu pessimistic writes; "
+        "%llu fiber switches, %llu cross-worker wake-ups, %llu idle sleeps\n",
+        "", "", mib, static_cast<unsigned long long>(f.reads),
+        static_cast<unsigned long long>(f.writes), static_cast<unsigned long long>(f.pessimistic),
+        static_cast<unsigned long long>(f.switches),
+        static_cast<unsigned long long>(f.remote_wakeups),
+        static_cast<unsigned long long>(f.idle_sleeps));
+  }
+  std::printf("  %-4s %-10s     untimed: %s\n", "", "", f.untimed.c_str());
   std::fflush(stdout);
 }
 
-void AddJson(nlohmann::json& json, const std::string& suffix, const Figures& f) {
-  json["lookups_per_s" + suffix] = f.lookups;
-  json["inserts_per_s" + suffix] = f.inserts;
-  json["updates_per_s" + suffix] = f.updates;
-  json["scan_rows_per_s" + suffix] = f.scan_rows;
+// Transactions, locks and log against the bare tree: how many times slower.
+void PrintCost(const char* pool, unsigned workers, const Figures& api, const Figures& raw) {
+  auto ratio = [](double raw_rate, double api_rate) {
+    return api_rate > 0 ? raw_rate / api_rate : 0.0;
+  };
+  std::printf(
+      "  cost %-10s %uw  raw/txn time ratio: inserts %.2fx, lookups %.2fx, updates %.2fx, "
+      "scans %.2fx\n",
+      pool, workers, ratio(raw.inserts, api.inserts), ratio(raw.lookups, api.lookups),
+      ratio(raw.updates, api.updates), ratio(raw.scan_rows, api.scan_rows));
+  std::fflush(stdout);
+}
+
+void AddJson(nlohmann::json& json, const std::string& infix, const std::string& suffix,
+             const Figures& f) {
+  json["lookups_per_s" + infix + suffix] = f.lookups;
+  json["inserts_per_s" + infix + suffix] = f.inserts;
+  json["updates_per_s" + infix + suffix] = f.updates;
+  json["scan_rows_per_s" + infix + suffix] = f.scan_rows;
+}
+
+void PrintTarget(const char* what, double figure, double target) {
+  std::printf(
+      "  target %-8s 1w large pool, a transaction per operation: %10.0f/s vs >= %.0f/s: "
+      "%s (%.0f %%)\n",
+      what, figure, target, figure >= target ? "met" : "MISSED", 100 * figure / target);
+  std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"B+-tree benchmark: inserts, lookups, updates, scans"};
-  Options options;
-  app.add_option("--keys", options.keys, "number of 8-byte keys (the issue's size: 10000000)")
+  CLI::App app{"B+-tree benchmark: inserts, lookups, updates, scans; per-op transactions"};
+  BenchOptions options;
+  app.add_option("--keys", options.keys, "number of 8-byte keys (default: the issue's 10000000)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--ops", options.ops,
+                 "lookups and scanned rows per phase, updates half of it (default: --keys; "
+                 "a quarter with the small pool)");
   app.add_option("--fibers-per-worker", options.fibers_per_worker, "fibers on each worker")
       ->check(CLI::PositiveNumber);
   app.add_option("--small-pool-fibers-per-worker", options.small_pool_fibers_per_worker,
                  "fibers on each worker with the small pool")
       ->check(CLI::PositiveNumber);
-  app.add_option("--dir", options.dir, "directory for the volume files");
+  app.add_option("--dir", options.dir, "directory for the database directories");
+  app.add_option("--workers", options.worker_counts, "worker counts to run (default: 1 2)")
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--checkpoint-interval-ms", options.checkpoint_interval_ms,
+                 "background checkpoints of the API runs (0: none)");
+  bool quick = false;
   bool no_verify = false;
   bool skip_small_pool = false;
-  app.add_flag("--no-verify", no_verify, "skip the Verify after each configuration");
+  bool skip_raw = false;
+  bool skip_api = false;
+  app.add_flag("--quick", quick, "a small configuration for smoke runs (100000 keys)");
+  app.add_flag("--no-verify", no_verify, "skip the Verify and row count after each run");
   app.add_flag("--skip-small-pool", skip_small_pool, "only the pool larger than the data");
+  app.add_flag("--skip-raw", skip_raw, "only the API runs (no _raw keys)");
+  app.add_flag("--skip-api", skip_api, "only the bare-tree runs (no headline keys)");
   CLI11_PARSE(app, argc, argv);
+  if (quick && app.count("--keys") == 0) options.keys = 100000;
   options.verify = !no_verify;
+  options.small_pool = !skip_small_pool;
+  options.raw = !skip_raw;
+  options.api = !skip_api;
 
   std::vector<uint64_t> order(options.keys);
   for (uint64_t i = 0; i < options.keys; ++i) order[i] = i;
   std::mt19937_64 rng(42);
   std::shuffle(order.begin(), order.end(), rng);
 
+  const uint64_t ops = options.ops != 0 ? options.ops : options.keys;
   std::printf(
-      "btree benchmark: %llu keys of 8 bytes, %zu-byte values, %u fibers per worker "
-      "(%u with the small pool)\n",
-      static_cast<unsigned long long>(options.keys), kValueBytes, options.fibers_per_worker,
+      "btree benchmark: %llu keys of 8 bytes, %zu-byte values, %llu ops per phase, %u fibers "
+      "per worker (%u with the small pool)\n"
+      "  txn: public API, every operation its own serializable transaction (key-range locks, "
+      "logged, async commit); raw: the B-tree core alone\n",
+      static_cast<unsigned long long>(options.keys), kValueBytes,
+      static_cast<unsigned long long>(ops), options.fibers_per_worker,
       options.small_pool_fibers_per_worker);
-  std::printf(
-      "  no locking and no logging yet: B-tree core only (OpContext without hooks, "
-      "no BtreeLogger)\n");
   std::fflush(stdout);
   // Pool larger than the data: random inserts leave leaves ~70 % full, so 2x the raw bytes.
-  size_t raw_bytes = options.keys * (8 + kValueBytes + 2 + 4);
-  size_t large_pool = std::max<size_t>(3 * raw_bytes, 64 << 20);
+  const size_t raw_bytes = options.keys * (8 + kValueBytes + 2 + 4);
+  const size_t large_pool = std::max<size_t>(3 * raw_bytes, 64 << 20);
   nlohmann::json json;
-  Figures large[2];
-  for (unsigned w = 1; w <= 2; ++w) {
-    large[w - 1] = RunConfiguration(options, w, large_pool, 0, order);
-    Print("large pool", w, large[w - 1]);
-    AddJson(json, "_" + std::to_string(w) + "w", large[w - 1]);
+  uint64_t data_bytes = 0;  // as the first run laid the data out
+  for (unsigned w : options.worker_counts) {
+    const std::string suffix = "_" + std::to_string(w) + "w";
+    Figures api, raw;
+    if (options.api) {
+      api = RunApi(options, w, large_pool, 0, order);
+      Print("txn", "large pool", w, api);
+      AddJson(json, "", suffix, api);
+      if (data_bytes == 0) data_bytes = api.data_bytes;
+    }
+    if (options.raw) {
+      raw = RunRaw(options, w, large_pool, 0, order);
+      Print("raw", "large pool", w, raw);
+      AddJson(json, "_raw", suffix, raw);
+      if (data_bytes == 0) data_bytes = raw.data_bytes;
+    }
+    if (options.api && options.raw) PrintCost("large pool", w, api, raw);
+    if (w == 1 && options.api) {
+      PrintTarget("lookups", api.lookups, kTargetLookups1w);
+      PrintTarget("inserts", api.inserts, kTargetInserts1w);
+      json["lookups_target_met_1w"] = api.lookups >= kTargetLookups1w;
+      json["inserts_target_met_1w"] = api.inserts >= kTargetInserts1w;
+    }
   }
-  // 10 % of the data as the 1-worker run laid it out.
-  size_t small_pool = std::max<size_t>(large[0].pages * kPageBytes / 10,
-                                       buffer::BufferPool::kMinFrames * 4 * kPageBytes);
-  std::printf("  small pool: %zu MiB for %llu MiB of pages\n", small_pool >> 20,
-              static_cast<unsigned long long>(large[0].pages * kPageBytes >> 20));
-  for (unsigned w = 1; w <= 2 && !skip_small_pool; ++w) {
-    Figures f = RunConfiguration(options, w, large_pool, small_pool, order);
-    Print("small pool", w, f);
-    AddJson(json, "_" + std::to_string(w) + "w_small_pool", f);
+  // At least kFramesPerFiber frames per fiber: every fiber fixes a path's worth of pages (a
+  // cursor a leaf and its sibling), and a pool with every frame fixed refuses with Busy. Only
+  // tiny --keys reach this floor.
+  constexpr size_t kFramesPerFiber = 4;
+  const unsigned max_workers =
+      *std::max_element(options.worker_counts.begin(), options.worker_counts.end());
+  const size_t min_small_pool =
+      std::max<size_t>(size_t{max_workers} * options.small_pool_fibers_per_worker * kFramesPerFiber,
+                       sm::buffer::BufferPool::kMinFrames * 4) *
+      sm::kPageBytes;
+  const size_t small_pool = std::max<size_t>(data_bytes / 10, min_small_pool);
+  if (options.small_pool) {
+    std::printf("  small pool: %zu KiB for %llu MiB of data%s\n", small_pool >> 10,
+                static_cast<unsigned long long>(data_bytes >> 20),
+                small_pool > data_bytes / 10 ? " (raised to 4 frames per fiber)" : "");
+  }
+  for (unsigned w : options.worker_counts) {
+    if (!options.small_pool) break;
+    const std::string suffix = "_" + std::to_string(w) + "w_small_pool";
+    Figures api, raw;
+    if (options.api) {
+      api = RunApi(options, w, large_pool, small_pool, order);
+      Print("txn", "small pool", w, api);
+      AddJson(json, "", suffix, api);
+    }
+    if (options.raw) {
+      raw = RunRaw(options, w, large_pool, small_pool, order);
+      Print("raw", "small pool", w, raw);
+      AddJson(json, "_raw", suffix, raw);
+    }
+    if (options.api && options.raw) PrintCost("small pool", w, api, raw);
   }
   json["keys"] = options.keys;
+  json["ops"] = ops;
   json["value_bytes"] = kValueBytes;
-  json["locking"] = false;
-  json["logging"] = false;
+  json["small_pool_bytes"] = options.small_pool ? small_pool : 0;
+  json["txn_per_op"] = options.api;
+  json["locking"] = options.api;
+  json["logging"] = options.api;
+  json["commit_mode"] = sm::CommitModeName(sm::CommitMode::kAsync);
   sm::bench::PrintJsonLine(json);
   return 0;
 }
