@@ -250,6 +250,10 @@ TEST_CASE("the consistency checker finds damage", "[unit][tpcc]") {
 // The full standard load of one warehouse (clause 4.3.3.1: 100,000 items and stock, 30,000
 // customers, orders and history rows, ~300,000 order lines) on the in-memory file system.
 TEST_CASE("a full one-warehouse load passes all twelve conditions", "[unit][tpcc][full]") {
+  if (::sm::test::kSanitized) {
+    WARN("skipped under the sanitizers (the reduced-scale load test covers the same code)");
+    return;
+  }
   auto start = std::chrono::steady_clock::now();
   auto db = LoadTestDb(1, Scale::Standard(), 1, /*workers=*/2, /*pool_bytes=*/512u << 20);
   std::printf("[full load] %llu rows in %.2f s\n",

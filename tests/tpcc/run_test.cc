@@ -24,7 +24,7 @@ TEST_CASE("a mixed run on two workers keeps conditions 1-10 and 12", "[random][t
   REQUIRE(FailedConditions(db->engine.get(), db->info, AllConditions()).empty());
   RunOptions options;
   options.users = 12;
-  options.duration_s = 1.5;
+  options.duration_s = ::sm::test::kSanitized ? 10 : 1.5;  // sanitizers run ~10x slower
   options.seed = seed;
   RunResult r = MustRun(*db, options);
   INFO("completed " << r.completed << ", deadlock retries " << r.deadlock_retries
@@ -85,7 +85,7 @@ TEST_CASE("single-transaction mixes, a warm-up and think times", "[unit][tpcc]")
     RunOptions options;
     REQUIRE(Mix::Parse("delivery", &options.mix).ok());
     options.users = 2;
-    options.duration_s = 0.5;
+    options.duration_s = ::sm::test::kSanitized ? 4 : 0.5;
     RunResult r = MustRun(*db, options);
     CHECK(r.types[3].completed >= 9);
     CHECK(r.delivery_skipped_districts > 0);
