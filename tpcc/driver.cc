@@ -443,6 +443,7 @@ void ThinkTimer::Main() {
 LatencySummary Summarize(const Histogram::Snapshot& h) {
   constexpr double kMs = 1e-6;
   LatencySummary s;
+  if (h.count == 0) return s;
   s.count = h.count;
   s.mean_ms = h.Mean() * kMs;
   s.p50_ms = static_cast<double>(h.Quantile(0.50)) * kMs;
@@ -563,6 +564,9 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
       if (st.phase.load(std::memory_order_relaxed) == Phase::kWarmup && now >= warmup_end) {
         lock.unlock();
         at_warmup_end = ReadStats(st);
+        for (auto& w : st.stats) {
+          for (Histogram& h : w->latency) h.ResetMax();
+        }
         lock.lock();
         st.phase.store(Phase::kMeasure, std::memory_order_relaxed);
       }

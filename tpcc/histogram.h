@@ -47,6 +47,10 @@ class Histogram {
     if (v > max_.load(std::memory_order_relaxed)) max_.store(v, std::memory_order_relaxed);
   }
 
+  // Forgets the maximum (at the end of a warm-up). A Record racing with it may keep a value
+  // from just before, which only blurs the boundary.
+  void ResetMax() { max_.store(0, std::memory_order_relaxed); }
+
   // A plain copy, for arithmetic (Snapshot - Snapshot over an interval, merging workers).
   struct Snapshot {
     std::array<uint64_t, kBuckets> counts{};
@@ -58,7 +62,7 @@ class Histogram {
       sum += o.sum;
       max = std::max(max, o.max);
     }
-    // this - earlier (max is this one's: a maximum cannot be subtracted).
+    // this - earlier (max is this one's: a maximum cannot be subtracted; see ResetMax).
     Snapshot Since(const Snapshot& earlier) const {
       Snapshot d = *this;
       for (int i = 0; i < kBuckets; ++i) d.counts[i] -= earlier.counts[i];

@@ -44,10 +44,12 @@ class SmTxn final : public EngineTxn {
   bool active() const override { return txn_ != nullptr && txn_->active(); }
 
   Status Get(TableId table, std::string_view key, std::string* value) override {
+    SM_TRY(Check(table));
     return T(table)->Get(txn_.get(), key, value);
   }
 
   Status GetForUpdate(TableId table, std::string_view key, std::string* value) override {
+    SM_TRY(Check(table));
     switch (engine_->read_for_update()) {
       case ReadForUpdate::kPlain:
         break;
@@ -74,19 +76,23 @@ class SmTxn final : public EngineTxn {
   }
 
   Status Insert(TableId table, std::string_view key, std::string_view value) override {
+    SM_TRY(Check(table));
     return T(table)->Insert(txn_.get(), key, value);
   }
 
   Status Update(TableId table, std::string_view key, std::string_view value) override {
+    SM_TRY(Check(table));
     return T(table)->Update(txn_.get(), key, value);
   }
 
   Status Delete(TableId table, std::string_view key) override {
+    SM_TRY(Check(table));
     return T(table)->Delete(txn_.get(), key);
   }
 
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
+    SM_TRY(Check(table));
     sm::ScanOptions options;
     options.lower = lower;
     options.has_lower = !lower.empty();
@@ -104,6 +110,12 @@ class SmTxn final : public EngineTxn {
 
  private:
   sm::Table* T(TableId table) const { return engine_->table(table); }
+  // A handle exists only after OpenSchema (a caller error, reported rather than crashed on).
+  Status Check(TableId table) const {
+    if (T(table) != nullptr) [[likely]] return Status::OK();
+    return Status::InvalidArgument(std::string(TableName(table)) +
+                                   " is not open: call Engine::OpenSchema first");
+  }
 
   SmEngine* const engine_;
   std::unique_ptr<sm::Transaction> txn_;
