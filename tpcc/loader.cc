@@ -323,7 +323,7 @@ Status CheckEmpty(Engine* engine) {
 }
 
 // The load is complete: the meta row, committed durably (which makes every batch before it
-// durable too), then, if asked, a checkpoint so that a restart has little to redo.
+// durable too), then a checkpoint so that a restart has nothing to redo.
 Status Finish(Engine* engine, const LoadOptions& options, const Shared& sh, double seconds,
               LoadResult* result) {
   DatabaseInfo info;
@@ -340,7 +340,7 @@ Status Finish(Engine* engine, const LoadOptions& options, const Shared& sh, doub
     return s;
   }
   SM_TRY(txn->Commit(CommitKind::kDurable));
-  if (options.checkpoint) SM_TRY(engine->Checkpoint());
+  SM_TRY(engine->Checkpoint());
   result->info = info;
   result->rows = sh.rows.load(std::memory_order_relaxed);
   result->retried_batches = sh.retried_batches.load(std::memory_order_relaxed);

@@ -10,9 +10,8 @@
 // worker take units from a shared counter, largest first; each writes its rows in
 // transactions of about `rows_per_txn` rows committed with CommitKind::kBulk (not durable one
 // by one). A batch that loses a deadlock or lock wait is retried whole. At the end the meta row
-// (tpcc/rows.h) is committed durably, which makes all the load durable. `tpcc load` then
-// closes the database, which flushes every page and checkpoints, so a restart has nothing to
-// redo; a caller that keeps the database open may ask for a checkpoint (LoadOptions).
+// (tpcc/rows.h) is committed durably, which makes all the load durable, and the engine
+// checkpoints, so a restart has nothing to redo.
 //
 // State: an empty database -> Load -> loaded (the meta row exists). A database with tables but
 // no meta row is a load that did not finish; Load refuses it rather than mixing two loads.
@@ -43,11 +42,6 @@ struct LoadOptions {
   uint64_t seed = 1;
   unsigned fibers_per_worker = 2;
   uint32_t rows_per_txn = 500;
-  // Checkpoint at the end. Off by default: in our engine a checkpoint's write-back can race
-  // the buffer pool's background writer and leave a stale page on disk behind a clean frame
-  // (tests/tpcc/loader_test.cc, "checkpoint racing the background writer"); closing the
-  // database stops the writer first and is safe.
-  bool checkpoint = false;
   std::chrono::milliseconds progress_interval{1000};
   std::function<void(const LoadProgress&)> progress;  // may be empty
 };

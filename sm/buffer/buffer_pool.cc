@@ -412,6 +412,10 @@ Status BufferPool::WriteBackUnpinned(Frame* f) {
 Status BufferPool::WriteBack(Frame* f) {
   StagingBuffer staging;
   if (staging.data == nullptr) return Status::NoSpace("no memory for a write-back buffer");
+  // Invariant 7: a write-back that started earlier finishes before this one copies the page.
+  // Without this, a slow write of an older copy (the background writer's) could complete after
+  // a checkpoint's write of the newer copy and leave the file stale behind a clean frame.
+  std::lock_guard<threads::Mutex> one_writer(f->write_mu);
   Lsn old_rec_lsn;
   f->latch.AcquireShared();
   if (!f->dirty.load(std::memory_order_acquire)) {

@@ -28,6 +28,9 @@
 //      reaches every waiter as the same Status.
 //   6. A failed write-back leaves the page dirty and returns the error to the caller (the
 //      writer or the fixer that needed the frame); nothing proceeds as if it were written.
+//   7. At most one write-back of a frame is in flight (Frame::write_mu, held from the copy to
+//      the end of the write): the writes of a page reach the file in the order their copies
+//      were taken, so an older copy never lands on top of a newer one whose frame is clean.
 //
 // Thread/fiber safety: every public method may be called concurrently from fibers on any
 // worker and from plain threads. A PageHandle belongs to the fiber or thread that fixed it.
@@ -82,6 +85,7 @@ enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
 // One frame. Fields other than the atomics change only as the file comment describes.
 struct alignas(64) Frame {
   threads::Latch latch;                // guards the page bytes
+  threads::Mutex write_mu;             // serializes write-backs (invariant 7)
   std::atomic<uint32_t> pin_count{0};  // see invariant 2
   std::atomic<FrameState> state{FrameState::kFree};
   std::atomic<bool> dirty{false};
