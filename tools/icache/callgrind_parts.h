@@ -1,0 +1,55 @@
+// Running a binary under callgrind's cache and branch simulators and reading back the parts it
+// dumped (CALLGRIND_DUMP_STATS_AT), for the instruction-cache harnesses in tools/icache/.
+//
+// A measured program brackets each region with the client requests of valgrind/callgrind.h:
+// collection is off at start (--collect-atstart=no), CALLGRIND_TOGGLE_COLLECT turns it on at the
+// region's start, and CALLGRIND_DUMP_STATS_AT(label) then CALLGRIND_TOGGLE_COLLECT end it, so
+// that each dumped part holds exactly one region's events. Instrumentation stays on throughout,
+// so the simulated caches see every instruction between regions too (warm, as on hardware).
+//
+// The counts are exact and deterministic for a given binary, input and cache geometry; that is
+// why they, not wall time, are the figures checked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sm::icache {
+
+// A cache geometry as valgrind takes it: "size,associativity,line" in bytes.
+struct Geometry {
+  std::string i1 = "32768,8,64";
+  std::string d1 = "49152,12,64";
+  std::string ll = "2097152,16,64";
+  std::string Name() const;  // "32 KiB 8-way" (of the L1-I)
+  std::string Suffix() const;  // "" for the default I1, else e.g. "_16k4w"
+};
+
+// The events of one dumped part (callgrind's names: Ir, I1mr, D1mr, D1mw, Bcm, Bim, ...).
+struct Counters {
+  std::map<std::string, uint64_t> events;
+  uint64_t Get(const std::string& name) const;
+  uint64_t Instructions() const { return Get("Ir"); }
+  uint64_t L1iMisses() const { return Get("I1mr"); }
+  uint64_t L1dMisses() const { return Get("D1mr") + Get("D1mw"); }
+  uint64_t Mispredicts() const { return Get("Bcm") + Get("Bim"); }
+  uint64_t CondMispredicts() const { return Get("Bcm"); }
+};
+
+// Runs `command` (a program and its arguments, already quoted for the shell) under callgrind
+// with `geometry`, its output in `out_prefix`.* (removed afterwards unless keep), and returns
+// the dumped parts by label. False (with *error) if valgrind is missing or the run failed.
+bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
+                       const std::string& out_prefix, bool keep,
+                       std::map<std::string, Counters>* parts, std::string* error);
+
+// Parses one callgrind output file: its trigger label and its summary counters.
+bool ParseCallgrindFile(const std::string& path, std::string* label, Counters* counters);
+
+// "12.3" with one decimal; "-" for a ratio whose denominator is 0.
+std::string Percent(double numerator, double denominator);
+double ReductionPct(double baseline, double measured);  // 100 * (1 - measured / baseline)
+
+}  // namespace sm::icache
