@@ -189,12 +189,37 @@ struct RunState {
   std::vector<std::unique_ptr<Terminal>> terminals;
   std::unique_ptr<ThinkTimer> timer;
 
-  std::mutex mu;  // guards the two below; never held across a suspension
+  std::mutex mu;  // guards the four below; never held across a suspension
   std::condition_variable cv;
   uint32_t finished = 0;
   Status error;
+  Clock::time_point window_open, window_close;  // count mode
 
+  // Count mode: transactions started and ended (warm-up included); relaxed, as every
+  // decision on them is made by the one fiber whose increment crosses the edge.
+  std::atomic<uint64_t> started{0}, ended{0};
+
+  bool counting() const { return options->transactions > 0; }
+  uint64_t total_transactions() const {
+    return options->warmup_transactions + options->transactions;
+  }
   bool stopping() const { return phase.load(std::memory_order_relaxed) == Phase::kStop; }
+  void OpenWindow() {
+    {
+      std::lock_guard<std::mutex> guard(mu);
+      window_open = Clock::now();
+    }
+    if (options->on_window) options->on_window(true);
+  }
+  void CloseWindow() {
+    if (options->on_window) options->on_window(false);
+    {
+      std::lock_guard<std::mutex> guard(mu);
+      window_close = Clock::now();
+    }
+    phase.store(Phase::kStop, std::memory_order_relaxed);
+    cv.notify_all();
+  }
   void Fail(Status s) {
     {
       std::lock_guard<std::mutex> guard(mu);
@@ -237,10 +262,21 @@ class Terminal {
     WorkerStats& stats = *st_->stats[worker_];
     while (!st_->stopping()) {
       TxnType type = next_type_;
-      Status s = RunOne(type, stats);
+      bool measured = true;
+      if (st_->counting()) {
+        uint64_t number = st_->started.fetch_add(1, std::memory_order_relaxed);
+        if (number >= st_->total_transactions()) break;
+        if (number == st_->options->warmup_transactions) st_->OpenWindow();
+        measured = number >= st_->options->warmup_transactions;
+      }
+      Status s = RunOne(type, stats, measured);
       if (!s.ok()) {
         st_->Fail(std::move(s));
         break;
+      }
+      if (st_->counting() &&
+          st_->ended.fetch_add(1, std::memory_order_relaxed) + 1 == st_->total_transactions()) {
+        st_->CloseWindow();
       }
       next_type_ = NextType();
       double delay_s = ThinkSeconds(type, next_type_);
@@ -302,7 +338,8 @@ class Terminal {
     }
   }
 
-  Status RunOne(TxnType type, WorkerStats& stats) {
+  // measured: in count mode, whether this transaction is one of the measured ones.
+  Status RunOne(TxnType type, WorkerStats& stats, bool measured) {
     const auto start = Clock::now();
     const int64_t now_us = NowMicros();
     bool stopped = false;
@@ -335,7 +372,11 @@ class Terminal {
                        &stopped));
         break;
     }
-    if (stopped || st_->stopping()) return Status::OK();  // ended after the window: not counted
+    if (st_->counting()) {
+      if (!measured) return Status::OK();  // a warm-up transaction
+    } else if (stopped || st_->stopping()) {
+      return Status::OK();  // ended after the window: not counted
+    }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
     const int t = static_cast<int>(type);
     stats.latency[t].Record(static_cast<uint64_t>(ns.count()));
@@ -523,7 +564,14 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
            const RunProgressFn& progress, RunResult* result) {
   if (options.users == 0) return Status::InvalidArgument("--users must be at least 1");
   if (options.mix.total() == 0) return Status::InvalidArgument("the mix is empty");
-  if (!(options.duration_s > 0)) return Status::InvalidArgument("--duration must be positive");
+  if (options.transactions == 0 && !(options.duration_s > 0)) {
+    return Status::InvalidArgument("--duration must be positive");
+  }
+  if (options.transactions > 0 && options.warmup_s > 0) {
+    return Status::InvalidArgument(
+        "a run of a number of transactions warms up by number (--warmup-transactions), not by "
+        "time (--warmup)");
+  }
   if (options.warmup_s < 0 || options.think_time_s < 0 || options.interval_s < 0) {
     return Status::InvalidArgument("--warmup, --think-time and --interval must not be negative");
   }
@@ -547,7 +595,8 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
   };
   const auto warmup_end = start + to_duration(options.warmup_s);
-  auto measure_end = warmup_end + to_duration(options.duration_s);
+  auto measure_end = options.transactions > 0 ? Clock::time_point::max()
+                                              : warmup_end + to_duration(options.duration_s);
   if (options.warmup_s == 0) st.phase.store(Phase::kMeasure, std::memory_order_relaxed);
   for (auto& t : st.terminals) t->Spawn();
 
@@ -560,7 +609,7 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
     std::unique_lock<std::mutex> lock(st.mu);
     for (;;) {
       auto now = Clock::now();
-      if (!st.error.ok() || now >= measure_end) break;
+      if (!st.error.ok() || now >= measure_end || st.stopping()) break;
       if (st.phase.load(std::memory_order_relaxed) == Phase::kWarmup && now >= warmup_end) {
         lock.unlock();
         at_warmup_end = ReadStats(st);
@@ -603,7 +652,9 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
   }
   if (!st.error.ok()) return st.error;
   const double measured_s =
-      std::chrono::duration<double>(stopped_at - std::max(warmup_end, start)).count();
+      options.transactions > 0
+          ? std::chrono::duration<double>(st.window_close - st.window_open).count()
+          : std::chrono::duration<double>(stopped_at - std::max(warmup_end, start)).count();
   Fill(ReadStats(st).Since(at_warmup_end), measured_s, result);
   result->engine = Delta(engine->Stats(), engine_before);
   result->workers = engine->workers();

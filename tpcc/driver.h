@@ -23,7 +23,8 @@
 // thinking terminal costs no worker time.
 //
 // Measurement: statistics are recorded only for transactions that end inside the measured
-// window [warm-up end, warm-up end + duration). Each worker has its own counters and
+// window [warm-up end, warm-up end + duration), or in count mode (RunOptions::transactions) for
+// the measured transactions by number. Each worker has its own counters and
 // histograms, written only by that worker's fibers (which never run at the same time), read
 // racily for the progress line and exactly after the run.
 //
@@ -64,6 +65,15 @@ struct RunOptions {
   bool spec_think_times = false;  // clause 5.2.5 keying and think times instead
   uint64_t seed = 1;
   double interval_s = 1;  // progress callback period; 0: none
+  // Count mode (transactions > 0, instead of duration_s and warmup_s): the terminals together
+  // run warmup_transactions, then `transactions` measured ones, then stop. Transactions are
+  // numbered as they start; the window opens when number warmup_transactions starts and closes
+  // when the last measured one completes, and on_window(true / false) is called there on the
+  // fiber that crosses the edge (the instruction-cache harness toggles callgrind's collection).
+  // Unlike a timed window this is the same work on every run, fast or slow (under valgrind).
+  uint64_t transactions = 0;
+  uint64_t warmup_transactions = 0;
+  std::function<void(bool open)> on_window;
 };
 
 // One progress line's figures (cumulative since the measured window began, except where

@@ -12,6 +12,7 @@
 // are reported as "NOPM, not an audited tpmC".
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <valgrind/callgrind.h>
 
 #include <algorithm>
 #include <cctype>
@@ -72,6 +73,9 @@ struct RunCliOptions {
   std::string steps = "off";
   uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
   std::string ctx_placement;
+  uint64_t transactions = 0;  // > 0: count mode (RunOptions::transactions)
+  uint64_t warmup_transactions = 0;
+  bool callgrind_window = false;
 };
 
 struct CheckCliOptions {
@@ -462,6 +466,24 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   ro.warmup_s = r.warmup_s;
   ro.seed = o.seed;
   ro.interval_s = o.interval_s;
+  ro.transactions = r.transactions;
+  ro.warmup_transactions = r.warmup_transactions;
+  if (r.callgrind_window) {
+    if (r.transactions == 0) return UsageError("--callgrind-window needs --transactions");
+    // Under valgrind --tool=callgrind --collect-atstart=no: collect the measured transactions
+    // only (tools/icache). Outside valgrind the client requests do nothing.
+    ro.on_window = [](bool open) {
+      if (open) {
+        CALLGRIND_TOGGLE_COLLECT;
+      } else {
+        CALLGRIND_DUMP_STATS_AT("tpcc window");
+        CALLGRIND_TOGGLE_COLLECT;
+      }
+    };
+  }
+  if (r.transactions > 0 && r.warmup_s > 0) {
+    return UsageError("with --transactions, warm up by --warmup-transactions, not --warmup");
+  }
   if (r.think_time == "spec") {
     ro.spec_think_times = true;
   } else {
@@ -512,6 +534,8 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"think_time", r.think_time},
               {"duration_s", r.duration_s},
               {"warmup_s", r.warmup_s},
+              {"run_transactions", r.transactions},
+              {"warmup_transactions", r.warmup_transactions},
               {"seed", o.seed}};
   if (steps) {
     out["team_size"] = with_steps.team_size;
@@ -529,8 +553,16 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   }
   if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
 
-  Say(o, "running %u users on %u workers for %.1f s (warm-up %.1f s), %u warehouses, commit %s, mix %s\n",
-      ro.users, engine->workers(), ro.duration_s, ro.warmup_s, info.warehouses, o.commit.c_str(),
+  char length[96];
+  if (r.transactions > 0) {
+    std::snprintf(length, sizeof length, "%llu transactions (warm-up %llu)",
+                  static_cast<unsigned long long>(r.transactions),
+                  static_cast<unsigned long long>(r.warmup_transactions));
+  } else {
+    std::snprintf(length, sizeof length, "%.1f s (warm-up %.1f s)", ro.duration_s, ro.warmup_s);
+  }
+  Say(o, "running %u users on %u workers for %s, %u warehouses, commit %s, mix %s\n", ro.users,
+      engine->workers(), length, info.warehouses, o.commit.c_str(),
       mix.ToString().c_str());
   auto progress = [&](const RunProgress& p) {
     Say(o, "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts %llu\n",
@@ -637,6 +669,13 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
   run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
   run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")->capture_default_str();
+  run_cmd->add_option("--transactions", run.transactions,
+                      "run this many measured transactions instead of --duration");
+  run_cmd->add_option("--warmup-transactions", run.warmup_transactions,
+                      "with --transactions: this many run first, not measured");
+  run_cmd->add_flag("--callgrind-window", run.callgrind_window,
+                    "with --transactions under valgrind --tool=callgrind --collect-atstart=no: "
+                    "collect only the measured transactions (dumped as part 'tpcc window')");
   run_cmd->add_option("--mix", run.mix,
                       "weights new_order,payment,order_status,delivery,stock_level, or one name")
       ->capture_default_str();

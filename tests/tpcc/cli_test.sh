@@ -48,6 +48,13 @@ for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode
     echo "FAIL: the JSON line lacks $key: $out"; failures=$((failures + 1))
   fi
 done
+# A run of a number of transactions: exactly that many are measured.
+out=$("$tpcc" run --db "$db" --transactions 300 --warmup-transactions 50 --output json --interval 0 2>&1 | tail -1)
+if ! printf '%s' "$out" | grep -q -- '"completed":300,'; then
+  echo "FAIL: --transactions 300 did not measure 300: $out"; failures=$((failures + 1))
+fi
+expect 2 "warmup-transactions" -- run --db "$db" --transactions 10 --warmup 1
+expect 2 "needs --transactions" -- run --db "$db" --callgrind-window
 expect 0 "check: pass"       -- check --db "$db"
 expect 2 "conditions"        -- check --db "$db" --conditions 0-13
 

@@ -44,6 +44,7 @@
 #include "threads/sync.h"
 #include "tools/bench/bench_util.h"
 #include "tools/icache/callgrind_parts.h"
+#include "tools/icache/tpcc_runs.h"
 
 namespace sm::icache {
 namespace {
@@ -63,6 +64,8 @@ struct BenchOptions {
   uint32_t team_size = 32;
   bool keep = false;
   bool quick = false;
+  bool fetch = true;  // the index-fetch microbenchmark (--no-fetch skips it)
+  TpccRunOptions tpcc;  // with tpcc.tpcc set: also the TPC-C runs
   // Internal: run the rounds (under valgrind), "serial" and/or "steps".
   bool inner = false;
 };
@@ -275,12 +278,24 @@ nlohmann::json Figures(const std::vector<GeometryResult>& results, const BenchOp
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
-int RunOuter(BenchOptions bo, const char* self) {
-  if (bo.quick) {
-    bo.fibers = {1, 10};
-    if (bo.geometries.empty()) bo.geometries = {Geometry{}.i1};
-  }
-  if (bo.geometries.empty()) bo.geometries = {"32768,8,64", "16384,4,64", "65536,2,64"};
+// The TPC-C targets of the STEPS issue, met or not, with the figures.
+void PrintTargets(const nlohmann::json& j) {
+  auto say = [&](const char* what, const char* key, double target, bool at_least) {
+    if (!j.contains(key)) return;
+    double v = j[key];
+    bool met = at_least ? v >= target : v <= target;
+    std::printf("%-44s %7.1f %%  (target %s %.0f %%: %s)\n", what, v, at_least ? ">=" : "<=",
+                target, met ? "met" : "NOT met");
+  };
+  std::printf("\n");
+  say("Payment: fewer L1-I misses per transaction", "payment_l1i_reduction_pct", 60, true);
+  say("Payment: fewer mispredicted branches", "payment_branch_mispredict_reduction_pct", 40, true);
+  say("Payment: more instructions", "payment_instructions_increase_pct", 3, false);
+  say("Mix: fewer L1-I misses per transaction", "mix_l1i_reduction_pct", 50, true);
+}
+
+// The microbenchmark at every geometry; adds its figures to *j.
+bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   Prepare(bo);
   std::string fibers;
   for (unsigned n : bo.fibers) fibers += (fibers.empty() ? "" : ",") + std::to_string(n);
@@ -298,7 +313,7 @@ int RunOuter(BenchOptions bo, const char* self) {
     std::string prefix = bo.dir + "/callgrind.fetch" + r.g.Suffix();
     if (!RunUnderCallgrind(command, r.g, prefix, bo.keep, &r.parts, &error)) {
       std::fprintf(stderr, "steps_bench: %s\n", error.c_str());
-      return 1;
+      return false;
     }
     PrintGeometry(r, bo);
     results.push_back(std::move(r));
@@ -306,14 +321,34 @@ int RunOuter(BenchOptions bo, const char* self) {
   unsigned n = 10;
   bool have10 = std::find(bo.fibers.begin(), bo.fibers.end(), 10u) != bo.fibers.end();
   if (!have10) n = bo.fibers.back();
-  nlohmann::json j = Figures(results, bo, n);
-  double red = j["index_fetch_l1i_reduction_pct"];
-  double slope = j["index_fetch_per_extra_fiber_pct"];
+  j->update(Figures(results, bo, n));
+  double red = (*j)["index_fetch_l1i_reduction_pct"];
+  double slope = (*j)["index_fetch_per_extra_fiber_pct"];
   std::printf("\n%u fibers, %s: L1-I misses %.1f %% fewer than serial (target >= %.0f %%: %s); "
               "per additional fiber %.1f %% of serial (target <= %.0f %%: %s)\n",
               n, results.front().g.Name().c_str(), red, kTargetReductionPct,
               red >= kTargetReductionPct ? "met" : "NOT met", slope, kTargetSlopePct,
               slope <= kTargetSlopePct ? "met" : "NOT met");
+  return true;
+}
+
+int RunOuter(BenchOptions bo, const char* self) {
+  if (bo.quick) {
+    bo.fibers = {1, 10};
+    if (bo.geometries.empty()) bo.geometries = {Geometry{}.i1};
+    bo.tpcc.transactions = std::min<uint64_t>(bo.tpcc.transactions, 200);
+    bo.tpcc.warmup = std::min<uint64_t>(bo.tpcc.warmup, 100);
+  }
+  if (bo.geometries.empty()) bo.geometries = {"32768,8,64", "16384,4,64", "65536,2,64"};
+  nlohmann::json j;
+  if (bo.fetch && !RunFetch(bo, self, &j)) return 1;
+  if (!bo.tpcc.tpcc.empty()) {
+    bo.tpcc.ctx_placement = bo.ctx_placement;
+    bo.tpcc.keep = bo.keep;
+    std::vector<TpccWorkload> workloads = {{"payment", "payment"}, {"mix", "45,43,4,4,4"}};
+    if (!RunTpccIcache(bo.tpcc, workloads, Geometry{}, &j)) return 1;
+    PrintTargets(j);
+  }
   bench::PrintJsonLine(j);
   return 0;
 }
@@ -337,6 +372,16 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", bo.keep, "keep the callgrind output files under --dir");
   app.add_flag("--quick", bo.quick, "1 and 10 fibers, 32 KiB 8-way only");
   app.add_flag("--inner", bo.inner, "(internal) run the rounds; used under valgrind");
+  app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
+  app.add_option("--tpcc", bo.tpcc.tpcc, "the tpcc binary: also measure TPC-C Payment and the mix");
+  app.add_option("--tpcc-db", bo.tpcc.db, "loaded TPC-C database to copy for each run (loaded if absent)");
+  app.add_option("--tpcc-warehouses", bo.tpcc.warehouses, "warehouses of that database")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--tpcc-users", bo.tpcc.users, "terminals (fibers) on the one worker")
+      ->check(CLI::Range(1u, 10000u));
+  app.add_option("--tpcc-transactions", bo.tpcc.transactions, "measured transactions per run")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
+  app.add_option("--tpcc-warmup", bo.tpcc.warmup, "transactions run before measuring");
   CLI11_PARSE(app, argc, argv);
   if (bo.inner) {
     if (!RUNNING_ON_VALGRIND) {

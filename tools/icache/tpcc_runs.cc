@@ -1,0 +1,141 @@
+// TPC-C under callgrind, STEPS off and on.
+#include "tools/icache/tpcc_runs.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace sm::icache {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// Loads the database unless it is there (tpcc load reuses a loaded one).
+bool EnsureLoaded(const TpccRunOptions& o) {
+  std::string cmd = Quote(o.tpcc) + " load --db " + Quote(o.db) + " -w " +
+                    std::to_string(o.warehouses) + " --interval 0 > " + Quote(o.db + ".load.log") +
+                    " 2>&1";
+  fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "tpcc load failed; see %s.load.log\n", o.db.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The STEPS team table from a tpcc run's output (the lines after "STEPS teams").
+std::string TeamTable(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, out;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("STEPS teams", 0) == 0) in_table = true;
+    else if (in_table && line.rfind("consistency", 0) == 0) break;
+    if (in_table) out += "  " + line + "\n";
+  }
+  return out;
+}
+
+struct RunFigures {
+  Counters c;
+  std::string teams;
+};
+
+bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
+            RunFigures* out) {
+  const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
+  const std::string scratch = o.db + ".run";
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  fs::copy(o.db, scratch, fs::copy_options::recursive, ec);
+  if (ec) {
+    std::fprintf(stderr, "cannot copy %s: %s\n", o.db.c_str(), ec.message().c_str());
+    return false;
+  }
+  const std::string log = o.db + "." + tag + ".log";
+  std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
+                    std::to_string(o.users) + " --mix " + w.mix + " --transactions " +
+                    std::to_string(o.transactions) + " --warmup-transactions " +
+                    std::to_string(o.warmup) +
+                    " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
+                    " --steps " + (steps ? "on" : "off");
+  if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
+  cmd += " > " + Quote(log) + " 2>&1";
+  std::map<std::string, Counters> parts;
+  std::string error;
+  bool ok = RunUnderCallgrind(cmd, g, o.db + ".callgrind." + tag, o.keep, &parts, &error);
+  fs::remove_all(scratch, ec);
+  if (!ok) {
+    std::fprintf(stderr, "%s (tpcc output: %s)\n", error.c_str(), log.c_str());
+    return false;
+  }
+  auto it = parts.find("tpcc window");
+  if (it == parts.end()) {
+    std::fprintf(stderr, "the tpcc run dumped no measured window; see %s\n", log.c_str());
+    return false;
+  }
+  out->c = it->second;
+  out->teams = TeamTable(log);
+  if (!o.keep) fs::remove(log, ec);
+  return true;
+}
+
+void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
+                   const RunFigures& serial, const RunFigures& steps) {
+  const double t = double(o.transactions);
+  std::printf("\nTPC-C %s (--mix %s), %u warehouse(s), %u users, 1 worker, %llu transactions "
+              "after %llu, L1-I %s; per transaction:\n",
+              w.name.c_str(), w.mix.c_str(), o.warehouses, o.users,
+              static_cast<unsigned long long>(o.transactions),
+              static_cast<unsigned long long>(o.warmup), g.Name().c_str());
+  std::printf("  %-26s %12s %12s %9s\n", "", "serial", "steps", "change %");
+  auto row = [&](const char* name, double a, double b) {
+    std::printf("  %-26s %12.1f %12.1f %+9.1f\n", name, a / t, b / t,
+                a == 0 ? 0.0 : 100.0 * (b - a) / a);
+  };
+  row("L1-I misses", serial.c.L1iMisses(), steps.c.L1iMisses());
+  row("mispredicted branches", serial.c.Mispredicts(), steps.c.Mispredicts());
+  row("  conditional", serial.c.CondMispredicts(), steps.c.CondMispredicts());
+  row("L1-D misses", serial.c.L1dMisses(), steps.c.L1dMisses());
+  row("instructions", serial.c.Instructions(), steps.c.Instructions());
+  if (!steps.teams.empty()) std::printf("  with STEPS on:\n%s", steps.teams.c_str());
+}
+
+}  // namespace
+
+bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
+                   const Geometry& g, nlohmann::json* json) {
+  if (!EnsureLoaded(o)) return false;
+  for (const TpccWorkload& w : workloads) {
+    RunFigures serial, steps;
+    std::printf("running TPC-C %s under callgrind (STEPS off, then on) ...\n", w.name.c_str());
+    std::fflush(stdout);
+    if (!RunOne(o, w, false, g, &serial) || !RunOne(o, w, true, g, &steps)) return false;
+    PrintWorkload(o, w, g, serial, steps);
+    const double t = double(o.transactions);
+    const std::string k = w.name + "_";
+    const std::string sfx = g.Suffix();
+    (*json)[k + "l1i_reduction_pct" + sfx] =
+        ReductionPct(serial.c.L1iMisses(), steps.c.L1iMisses());
+    (*json)[k + "branch_mispredict_reduction_pct" + sfx] =
+        ReductionPct(serial.c.Mispredicts(), steps.c.Mispredicts());
+    (*json)[k + "instructions_increase_pct" + sfx] =
+        -ReductionPct(serial.c.Instructions(), steps.c.Instructions());
+    (*json)[k + "l1d_increase_pct" + sfx] = -ReductionPct(serial.c.L1dMisses(), steps.c.L1dMisses());
+    (*json)[k + "l1i_misses_per_txn_serial" + sfx] = serial.c.L1iMisses() / t;
+    (*json)[k + "l1i_misses_per_txn_steps" + sfx] = steps.c.L1iMisses() / t;
+    (*json)[k + "instructions_per_txn_serial" + sfx] = serial.c.Instructions() / t;
+  }
+  (*json)["tpcc_warehouses"] = o.warehouses;
+  (*json)["tpcc_users"] = o.users;
+  (*json)["tpcc_transactions"] = o.transactions;
+  return true;
+}
+
+}  // namespace sm::icache

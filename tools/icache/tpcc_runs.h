@@ -1,0 +1,41 @@
+// The TPC-C half of the STEPS harness: the `tpcc` driver binary run under callgrind for a fixed
+// number of transactions on one worker, STEPS off and on, Payment alone and the full mix.
+//
+// Each run starts from a fresh copy of a loaded database (so every run does the same work from
+// the same state) and uses `tpcc run --transactions T --warmup-transactions W --callgrind-window`:
+// only the T measured transactions are collected (all threads' events while the window is
+// open: the worker, and the background writer, which commit mode none keeps idle of log work).
+// The figures are per measured transaction.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/icache/callgrind_parts.h"
+
+namespace sm::icache {
+
+struct TpccRunOptions {
+  std::string tpcc;  // the tpcc binary
+  std::string db = "./data/icache-tpcc";  // loaded once (tpcc load), then copied per run
+  uint32_t warehouses = 1;
+  uint32_t users = 10;
+  uint64_t transactions = 1000;
+  uint64_t warmup = 300;
+  std::string ctx_placement;  // empty: the built-in placement
+  bool keep = false;
+};
+
+struct TpccWorkload {
+  std::string name;  // "payment", "mix": the JSON key prefix
+  std::string mix;   // the --mix argument
+};
+
+// Runs every workload STEPS off and on at `geometry`, prints a table per workload (and the
+// STEPS team statistics of the steps run), and adds the figures to *json. False on failure.
+bool RunTpccIcache(const TpccRunOptions& options, const std::vector<TpccWorkload>& workloads,
+                   const Geometry& geometry, nlohmann::json* json);
+
+}  // namespace sm::icache
