@@ -5,8 +5,9 @@
 #   index <- api (sm/sm.h, sm/api)
 #   api <- query, tpcc;  steps <- api, tpcc;  query <- tpcc
 #   tools/ (offline tools) include nothing of the engine; tools/admin (the database admin
-#   command) goes through the public API and the layers below it; tools/bench and tests/ may
-#   include all.
+#   command) goes through the public API and the layers below it; tools/icache (the STEPS
+#   measurement harness, a benchmark run under valgrind) goes through the public API and the
+#   fiber primitives; tools/bench and tests/ may include all.
 #
 # Quoted includes must name a path from the repository root ("threads/fiber.h").
 # Usage: cmake -DROOT=<repo> -DSTAMP=<file> -P check_layering.cmake
@@ -25,6 +26,8 @@ function(module_of path out)
     set(m bench)
   elseif(path MATCHES "^tools/admin/")
     set(m admin)
+  elseif(path MATCHES "^tools/icache/")
+    set(m icache)
   elseif(path MATCHES "^(threads|steps|log|index|query|tpcc|tools|tests)/")
     string(REGEX REPLACE "/.*" "" m "${path}")
   else()
@@ -45,6 +48,7 @@ set(allowed_query common threads api query)
 set(allowed_tpcc common api steps query tpcc)
 set(allowed_tools tools)
 set(allowed_admin common threads io log core index api admin)
+set(allowed_icache common threads steps api bench icache)
 set(allowed_bench common threads io steps log core index api query tpcc bench)
 set(allowed_tests common threads io steps log core index api query tpcc bench tests)
 

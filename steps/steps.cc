@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +40,7 @@ struct ListStats {
 };
 
 struct Team;
+struct TeamList;
 
 // Per-fiber state, kept in Fiber::team_slot.
 struct Member {
@@ -50,14 +50,21 @@ struct Member {
   Member* next = nullptr;
 };
 
-// One execution team: a ring of members, all wanting the same operation.
+// One execution team: a ring of members, all wanting the same operation. Teams are recycled
+// (WorkerTeams::free_teams), so forming one allocates nothing.
 struct Team {
-  uint64_t key = 0;
+  TeamList* list = nullptr;  // the team list (operation, index) it belongs to
   ListStats* stats = nullptr;
   Member* head = nullptr;  // the member that runs first when the team becomes active
   uint32_t size = 0;
   uint32_t passed_over = 0;
   bool measured = false;  // its size was counted at its first activation
+  // Links in its list's teams (formation order) and in the worker's waiting queue.
+  Team* list_prev = nullptr;
+  Team* list_next = nullptr;
+  Team* wait_prev = nullptr;
+  Team* wait_next = nullptr;
+  bool waiting = false;
 
   void Append(Member* m) {
     m->team = this;
@@ -86,13 +93,29 @@ struct Team {
   }
 };
 
-// Teams of one worker.
+// The teams of one list (one operation, and index where it matters) on one worker, oldest
+// first: a full team's overflow runs after it.
+struct TeamList {
+  uint64_t key = 0;
+  ListStats* stats = nullptr;
+  Team* first = nullptr;
+  Team* last = nullptr;
+};
+
+// Teams of one worker. Every structure on the BeginOp path is intrusive or directly indexed:
+// the wrapper runs at every storage operation, so its cost is paid by every transaction.
 struct WorkerTeams {
   Worker* worker = nullptr;
   Team* active = nullptr;
-  std::deque<Team*> waiting;                               // non-empty, not active, oldest first
-  std::unordered_map<uint64_t, std::deque<Team*>> by_key;  // the teams of each list, in order
-  std::map<uint64_t, std::unique_ptr<ListStats>> stats;    // per list; never shrinks
+  Team* wait_first = nullptr;  // non-empty teams, not active, oldest first
+  Team* wait_last = nullptr;
+  // The lists by operation and index: directly for small indexes, else by key.
+  static constexpr uint32_t kDirectIndexes = 256;
+  std::unique_ptr<TeamList> direct[kOpCount][kDirectIndexes];
+  std::unordered_map<uint64_t, std::unique_ptr<TeamList>> other_lists;
+  std::vector<std::unique_ptr<Team>> teams;  // every team ever made (owner)
+  std::vector<Team*> free_teams;
+  std::map<uint64_t, std::unique_ptr<ListStats>> stats;  // per list; never shrinks
 };
 
 struct Global {
@@ -130,9 +153,64 @@ ListStats* StatsFor(WorkerTeams& wt, uint64_t key) {
   return raw;
 }
 
+TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
+  std::unique_ptr<TeamList>* slot;
+  if (key.index < WorkerTeams::kDirectIndexes) {
+    slot = &wt.direct[static_cast<int>(key.op)][key.index];
+  } else {
+    slot = &wt.other_lists[key.packed()];
+  }
+  if (*slot == nullptr) {
+    *slot = std::make_unique<TeamList>();
+    (*slot)->key = key.packed();
+    (*slot)->stats = StatsFor(wt, key.packed());
+  }
+  return slot->get();
+}
+
+void PushWaiting(WorkerTeams& wt, Team* team, bool front) {
+  SM_DASSERT(!team->waiting);
+  team->waiting = true;
+  if (wt.wait_first == nullptr) {
+    team->wait_prev = team->wait_next = nullptr;
+    wt.wait_first = wt.wait_last = team;
+  } else if (front) {
+    team->wait_prev = nullptr;
+    team->wait_next = wt.wait_first;
+    wt.wait_first->wait_prev = team;
+    wt.wait_first = team;
+  } else {
+    team->wait_next = nullptr;
+    team->wait_prev = wt.wait_last;
+    wt.wait_last->wait_next = team;
+    wt.wait_last = team;
+  }
+}
+
 void RemoveWaiting(WorkerTeams& wt, Team* team) {
-  auto it = std::find(wt.waiting.begin(), wt.waiting.end(), team);
-  if (it != wt.waiting.end()) wt.waiting.erase(it);
+  if (!team->waiting) return;
+  team->waiting = false;
+  (team->wait_prev ? team->wait_prev->wait_next : wt.wait_first) = team->wait_next;
+  (team->wait_next ? team->wait_next->wait_prev : wt.wait_last) = team->wait_prev;
+  team->wait_prev = team->wait_next = nullptr;
+}
+
+Team* NewTeam(WorkerTeams& wt, TeamList* list) {
+  Team* team;
+  if (wt.free_teams.empty()) {
+    wt.teams.push_back(std::make_unique<Team>());
+    team = wt.teams.back().get();
+  } else {
+    team = wt.free_teams.back();
+    wt.free_teams.pop_back();
+    *team = Team();
+  }
+  team->list = list;
+  team->stats = list->stats;
+  team->list_prev = list->last;
+  (list->last ? list->last->list_next : list->first) = team;
+  list->last = team;
+  return team;
 }
 
 // A team lost its last member: forget it.
@@ -140,9 +218,10 @@ void DestroyTeam(WorkerTeams& wt, Team* team) {
   SM_DASSERT(team->size == 0);
   if (wt.active == team) wt.active = nullptr;
   RemoveWaiting(wt, team);
-  auto& list = wt.by_key[team->key];
-  list.erase(std::find(list.begin(), list.end(), team));
-  delete team;
+  TeamList* list = team->list;
+  (team->list_prev ? team->list_prev->list_next : list->first) = team->list_next;
+  (team->list_next ? team->list_next->list_prev : list->last) = team->list_prev;
+  wt.free_teams.push_back(team);
 }
 
 void Activate(WorkerTeams& wt, Team* team) {
@@ -159,14 +238,12 @@ void Activate(WorkerTeams& wt, Team* team) {
 // Picks the next team to run: `preferred` (the team the last member joined) unless the
 // oldest waiting team has been passed over too often. Returns null if no team waits.
 Team* PickTeam(WorkerTeams& wt, Team* preferred) {
-  if (wt.waiting.empty()) return nullptr;
+  if (wt.wait_first == nullptr) return nullptr;
   // Teams of one list run in the order they formed: a full team's overflow runs after it.
-  if (preferred != nullptr) preferred = wt.by_key[preferred->key].front();
-  Team* oldest = wt.waiting.front();
+  if (preferred != nullptr) preferred = preferred->list->first;
+  Team* oldest = wt.wait_first;
   Team* pick = oldest;
-  bool preferred_waits =
-      preferred != nullptr && preferred != wt.active &&
-      std::find(wt.waiting.begin(), wt.waiting.end(), preferred) != wt.waiting.end();
+  bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
   if (preferred_waits && oldest->passed_over < kMaxPassOvers) pick = preferred;
   if (pick != oldest) ++oldest->passed_over;
   Activate(wt, pick);
@@ -174,17 +251,13 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
 }
 
 Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
-  uint64_t packed = key.packed();
-  auto& list = wt.by_key[packed];
+  TeamList* list = ListFor(wt, key);
   uint32_t cap = G().max_team_size.load(std::memory_order_relaxed);
-  Team* team = list.empty() ? nullptr : list.back();
+  Team* team = list->last;
   if (team == nullptr || team->size >= cap) {
-    team = new Team();
-    team->key = packed;
-    team->stats = StatsFor(wt, packed);
+    team = NewTeam(wt, list);
     team->stats->teams.Add();
-    list.push_back(team);
-    wt.waiting.push_back(team);
+    PushWaiting(wt, team, /*front=*/false);
   }
   team->Append(m);
   team->stats->entered.Add();
@@ -306,7 +379,7 @@ void BeginOp(TeamKey key) {
     // the idle hook resumes the teams when the run queue drains. The interrupted team waits
     // at the front.
     if (wt.active != nullptr) {
-      wt.waiting.push_front(wt.active);
+      PushWaiting(wt, wt.active, /*front=*/true);
       wt.active = nullptr;
     }
     worker->ParkAndSwitch(nullptr);

@@ -34,7 +34,7 @@
 //      a DirectSwitch to the next member is always to a parked fiber.
 //   2. At most one team is active (the one whose members CTX among themselves); the others
 //      wait in `waiting` order.
-//   3. A team with no members is destroyed at once.
+//   3. A team with no members is retired at once (to the worker's free list, for reuse).
 //
 // Thread/fiber safety: BeginOp, Detach and the CTX handler run on the calling fiber's
 // worker and touch only that worker's state. Install/Uninstall are process-wide and must be
