@@ -193,6 +193,10 @@ class Database {
   [[nodiscard]] virtual Status Checkpoint() = 0;
   // Checks every table's B-tree invariants (and the catalog's); Corruption names the page.
   [[nodiscard]] virtual Status Verify() = 0;
+  // Reads the database's pages into the buffer pool in file order until the pool is nine
+  // tenths full or every page is resident (like PostgreSQL's pg_prewarm): a warm cache without
+  // a warm-up run, for measurements that must not wait for reads. *pages: the pages read.
+  [[nodiscard]] virtual Status Prewarm(uint64_t* pages = nullptr) = 0;
   virtual DatabaseStats stats() = 0;
 
   // Runs fn on a fiber of the database's runtime (worker -1: round robin).

@@ -280,8 +280,8 @@ Fiber* Disconnect(WorkerTeams& wt, Member* m) {
 }
 
 void OnCtx(threads::CtxSite& site) {
-  if (!site.enabled.load(std::memory_order_relaxed)) return;
-  Fiber* self = Fiber::Current();
+  SM_DASSERT(site.enabled.load(std::memory_order_relaxed));  // the hook checked
+  Fiber* self = Worker::CurrentFiber();
   if (self == nullptr) return;
   auto* m = static_cast<Member*>(self->team_slot);
   if (m == nullptr || m->team == nullptr || m->next == m) return;
@@ -360,7 +360,7 @@ bool Installed() { return G().installed.load(std::memory_order_acquire); }
 
 void BeginOp(TeamKey key) {
   if (!Installed()) return;
-  Fiber* self = Fiber::Current();
+  Fiber* self = Worker::CurrentFiber();
   if (self == nullptr) return;  // plain threads have no teams
   Worker* worker = self->worker();
   WorkerTeams& wt = TeamsOf(worker);
@@ -400,7 +400,7 @@ void BeginOp(TeamKey key) {
 }
 
 void Detach() {
-  Fiber* self = Fiber::Current();
+  Fiber* self = Worker::CurrentFiber();
   if (self == nullptr || self->team_slot == nullptr) return;
   auto* m = static_cast<Member*>(self->team_slot);
   Worker* worker = self->worker();
@@ -424,6 +424,17 @@ uint64_t TeamStats::strays() const {
   uint64_t total = 0;
   for (uint64_t s : stray) total += s;
   return total;
+}
+
+std::string TeamStats::StrayReasons() const {
+  std::string out;
+  for (int r = 0; r < threads::kWaitReasonCount; ++r) {
+    if (stray[r] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += threads::WaitReasonName(static_cast<WaitReason>(r)) + std::string(" ") +
+           std::to_string(stray[r]);
+  }
+  return out.empty() ? "-" : out;
 }
 
 std::vector<TeamStats> Stats() {

@@ -96,6 +96,7 @@ struct TeamStats {
     return activations == 0 ? 0.0 : double(size_sum) / double(activations);
   }
   uint64_t strays() const;
+  std::string StrayReasons() const;  // "lock 12, i/o 3" (the reasons that occurred), or "-"
 };
 
 // Statistics summed over all workers, one row per team list that was used, sorted by name.

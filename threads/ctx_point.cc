@@ -40,6 +40,10 @@ std::vector<CtxSite*> ListCtxSites() {
   return sites;
 }
 
+void SetAllCtxSitesEnabled(bool enabled) {
+  for (CtxSite* site : Registry()) site->enabled.store(enabled, std::memory_order_relaxed);
+}
+
 CtxSite* FindCtxSite(std::string_view name) {
   for (CtxSite* site : Registry()) {
     if (name == site->name) return site;

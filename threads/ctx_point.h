@@ -1,7 +1,8 @@
 // CTX points: named sites in the engine's code where a fiber may hand the CPU to the next
 // member of its execution team (STEPS). This file only provides the hook; steps/ installs the
-// handler that decides and switches. With no handler installed a site costs one load and one
-// predictable branch.
+// handler that decides and switches. The handler is called only at enabled sites (the CTX
+// placement enables them); elsewhere a site costs two loads and predictable branches, and no
+// call.
 //
 // A site is defined once, at namespace scope, in the .cc file that uses it:
 //     SM_DEFINE_CTX_SITE(kCtxBtreeDescend, "btree.descend");
@@ -33,7 +34,7 @@ struct CtxSite {
 
   const char* name;
   uint32_t id;
-  // Set by the placement loader (steps/); read by the handler, never by the hook itself.
+  // Set by the placement loader (steps/); the hook calls the handler only while it is set.
   std::atomic<bool> enabled{false};
 };
 
@@ -48,6 +49,8 @@ void SetCtxHandler(CtxHandler handler);
 // All sites linked into this binary, sorted by name.
 std::vector<CtxSite*> ListCtxSites();
 CtxSite* FindCtxSite(std::string_view name);
+// Enables or disables every site (tests that use the hook as a sync point at every site).
+void SetAllCtxSitesEnabled(bool enabled);
 constexpr uint32_t CtxSiteId(std::string_view name) {
   uint32_t hash = 2166136261u;
   for (char c : name) {
@@ -65,6 +68,7 @@ constexpr uint32_t CtxSiteId(std::string_view name) {
   do {                                                                                \
     ::sm::threads::CtxHandler sm_ctx_handler_ =                                       \
         ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);         \
-    if (sm_ctx_handler_ != nullptr) [[unlikely]]                                      \
+    if (sm_ctx_handler_ != nullptr && (site).enabled.load(std::memory_order_relaxed)) \
+        [[unlikely]]                                                                  \
       sm_ctx_handler_(site);                                                          \
   } while (0)

@@ -119,9 +119,6 @@ const char* WaitReasonName(WaitReason reason) {
   return "?";
 }
 
-Fiber* Fiber::Current() {
-  Worker* worker = Worker::Current();
-  return worker == nullptr ? nullptr : worker->current_fiber();
-}
+Fiber* Fiber::Current() { return Worker::CurrentFiber(); }
 
 }  // namespace sm::threads

@@ -5,6 +5,7 @@
 
 #include "sm/common/assert.h"
 #include "threads/fiber.h"
+#include "threads/worker.h"
 
 namespace sm::threads {
 
@@ -15,7 +16,7 @@ struct Latch::Waiter {
 };
 
 void Latch::NoteExclusive(bool acquired) {
-  if (Fiber* fiber = Fiber::Current()) {
+  if (Fiber* fiber = Worker::CurrentFiber()) {
     if (acquired) {
       fiber->NoteExclusiveAcquired();
     } else {

@@ -21,8 +21,12 @@
 #endif
 
 namespace sm::threads {
+namespace detail {
+constinit thread_local Worker* tls_worker = nullptr;
+}  // namespace detail
+using detail::tls_worker;
+
 namespace {
-thread_local Worker* tls_worker = nullptr;  // per OS thread: fibers never migrate
 // Set once before workers run team members; read on every block/yield of a team member.
 std::atomic<Worker::TeamLeaveHook> g_leave_hook{nullptr};
 std::atomic<Worker::IdleHook> g_idle_hook{nullptr};
@@ -33,7 +37,6 @@ void Worker::SetTeamHooks(TeamLeaveHook leave, IdleHook idle) {
   g_idle_hook.store(idle, std::memory_order_relaxed);
 }
 
-Worker* Worker::Current() { return tls_worker; }
 
 Worker::Worker(int index, size_t stack_bytes, unsigned aio_depth, int pin_cpu)
     : index_(index),

@@ -62,8 +62,11 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // The worker whose thread is the caller, or nullptr on a plain OS thread.
+  // The worker whose thread is the caller, or nullptr on a plain OS thread. Inline: the CTX
+  // handler and every exclusive latch ask for it.
   static Worker* Current();
+  // The running fiber of the caller's worker, or nullptr (plain thread, scheduler context).
+  static Fiber* CurrentFiber();
 
   int index() const { return index_; }
   // The running fiber, or nullptr in the scheduler context.
@@ -178,5 +181,16 @@ class Worker {
   std::unique_ptr<Reactor> reactor_;
   std::thread thread_;
 };
+
+namespace detail {
+// Per OS thread (fibers never migrate). constinit: no TLS wrapper call on access.
+extern constinit thread_local Worker* tls_worker;
+}  // namespace detail
+
+inline Worker* Worker::Current() { return detail::tls_worker; }
+inline Fiber* Worker::CurrentFiber() {
+  Worker* worker = detail::tls_worker;
+  return worker == nullptr ? nullptr : worker->current_fiber();
+}
 
 }  // namespace sm::threads

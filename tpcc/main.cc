@@ -76,6 +76,7 @@ struct RunCliOptions {
   uint64_t transactions = 0;  // > 0: count mode (RunOptions::transactions)
   uint64_t warmup_transactions = 0;
   bool callgrind_window = false;
+  bool prewarm = false;
 };
 
 struct CheckCliOptions {
@@ -438,18 +439,20 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
 json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::TeamStats>& teams) {
   json out = json::array();
   if (!steps) return out;
-  Say(o, "STEPS teams (run and warm-up):\n%-28s %9s %11s %11s %9s %10s %12s\n", "operation", "teams",
-      "entered", "completed", "strays", "avg size", "CTX switches");
+  Say(o, "STEPS teams (run and warm-up):\n%-28s %9s %11s %11s %9s %10s %12s  %s\n", "operation",
+      "teams", "entered", "completed", "strays", "avg size", "CTX switches", "strays by cause");
   for (const steps::TeamStats& t : teams) {
-    Say(o, "%-28s %9llu %11llu %11llu %9llu %10.2f %12llu\n", t.name.c_str(),
+    Say(o, "%-28s %9llu %11llu %11llu %9llu %10.2f %12llu  %s\n", t.name.c_str(),
         static_cast<unsigned long long>(t.teams), static_cast<unsigned long long>(t.entered),
         static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(t.strays()),
-        t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches));
+        t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches),
+        t.StrayReasons().c_str());
     out.push_back({{"operation", t.name},
                    {"teams", t.teams},
                    {"entered", t.entered},
                    {"completed", t.completed},
                    {"strays", t.strays()},
+                   {"strays_by_cause", t.StrayReasons()},
                    {"average_team_size", t.AverageTeamSize()},
                    {"ctx_switches", t.ctx_switches},
                    {"ctx_skipped_latch", t.ctx_skipped_latch}});
@@ -552,6 +555,13 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
     out["conditions_before"] = ConditionsJson(before);
   }
   if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
+  if (r.prewarm) {
+    uint64_t pages = 0;
+    if (Status s = engine->database()->Prewarm(&pages); !s.ok()) return Failure(o, "prewarm", s);
+    Say(o, "prewarmed the buffer pool: %llu pages (%.0f MiB)\n",
+        static_cast<unsigned long long>(pages), double(pages) * 8192 / (1 << 20));
+    out["prewarmed_pages"] = pages;
+  }
 
   char length[96];
   if (r.transactions > 0) {
@@ -673,6 +683,8 @@ int Main(int argc, char** argv) {
                       "run this many measured transactions instead of --duration");
   run_cmd->add_option("--warmup-transactions", run.warmup_transactions,
                       "with --transactions: this many run first, not measured");
+  run_cmd->add_flag("--prewarm", run.prewarm,
+                    "read the database into the buffer pool before the run (as far as it fits)");
   run_cmd->add_flag("--callgrind-window", run.callgrind_window,
                     "with --transactions under valgrind --tool=callgrind --collect-atstart=no: "
                     "collect only the measured transactions (dumped as part 'tpcc window')");

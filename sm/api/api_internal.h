@@ -130,6 +130,7 @@ class DatabaseImpl final : public Database {
   Status Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) override;
   Status Checkpoint() override;
   Status Verify() override;
+  Status Prewarm(uint64_t* pages) override;
   DatabaseStats stats() override;
   void Spawn(std::function<void()> fn, int worker) override;
   unsigned workers() const override;

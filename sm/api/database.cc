@@ -5,6 +5,7 @@
 #include "sm/api/api_internal.h"
 #include "index/btree_locks.h"
 #include "sm/common/assert.h"
+#include "sm/space/alloc_map.h"
 #include "steps/placement.h"
 #include "steps/steps.h"
 
@@ -314,6 +315,25 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
 Status DatabaseImpl::Checkpoint() {
   SM_TRY(CheckOpen());
   return txns_->Checkpoint();
+}
+
+Status DatabaseImpl::Prewarm(uint64_t* pages) {
+  SM_TRY(CheckOpen());
+  const uint64_t budget = pool_->frame_count() * 9 / 10;
+  uint64_t read = 0;
+  for (uint64_t id = 1; id < volume_->page_count() && read < budget; ++id) {
+    if (space::AllocMap::IsMetadataPage(id) || !volume_->IsAllocated(PageId(id))) continue;
+    buffer::PageHandle page;
+    Status s = pool_->Fix(PageId(id), threads::LatchMode::kShared, &page);
+    if (s.IsInvalidArgument()) {  // freed since the check
+      s.PermitUnchecked();
+      continue;
+    }
+    SM_TRY(s);
+    ++read;
+  }
+  if (pages != nullptr) *pages = read;
+  return Status::OK();
 }
 
 Status DatabaseImpl::Verify() {

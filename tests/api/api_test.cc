@@ -256,3 +256,50 @@ TEST_CASE("crash recovery through Open", "[crash][api]") {
 
 }  // namespace
 }  // namespace sm
+
+namespace sm {
+namespace {
+
+// Prewarm reads the pages in, so that reading every row afterwards misses nothing; with a pool
+// smaller than the data it stops at nine tenths of the pool.
+TEST_CASE("prewarm fills the buffer pool", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(7);
+  Options options = TestOptions(&fs);
+  const int kRows = 20000;
+  {
+    auto db = MustOpen(options);
+    Table* t = nullptr;
+    REQUIRE(db->CreateTable("t", &t).ok());
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    for (int i = 0; i < kRows; ++i) REQUIRE(t->Insert(txn.get(), Key(i), std::string(100, 'v')).ok());
+    REQUIRE(txn->Commit().ok());
+    REQUIRE(db->Close().ok());
+  }
+  {
+    auto db = MustOpen(options);  // 4 MiB: the data (about 2.5 MiB) fits
+    uint64_t pages = 0;
+    REQUIRE(db->Prewarm(&pages).ok());
+    CHECK(pages > 250);
+    uint64_t misses_before = db->stats().pool_misses;
+    Table* t = nullptr;
+    REQUIRE(db->OpenTable("t", &t).ok());
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    std::string value;
+    for (int i = 0; i < kRows; ++i) REQUIRE(t->Get(txn.get(), Key(i), &value).ok());
+    REQUIRE(txn->Commit().ok());
+    CHECK(db->stats().pool_misses == misses_before);
+    REQUIRE(db->Close().ok());
+  }
+  options.buffer_pool_bytes = 1u << 20;  // 128 frames: smaller than the data
+  auto db = MustOpen(options);
+  uint64_t pages = 0;
+  REQUIRE(db->Prewarm(&pages).ok());
+  CHECK(pages == 128 * 9 / 10);
+  REQUIRE(db->Close().ok());
+  CHECK(db->Prewarm(&pages).IsClosed());
+}
+
+}  // namespace
+}  // namespace sm

@@ -224,9 +224,11 @@ void YieldingCtxHandler(threads::CtxSite& site) {
 TEST_CASE("btree concurrency: fibers switch at every CTX point", "[random][btree][concurrency]") {
   uint64_t seed = sm::test::TestSeed("btree fibers switching at CTX points");
   TreeEnv env(1024);
+  threads::SetAllCtxSitesEnabled(true);
   threads::SetCtxHandler(&YieldingCtxHandler);
   RunOwners(env, 8, 1500, 3000, seed);
   threads::SetCtxHandler(nullptr);
+  threads::SetAllCtxSitesEnabled(false);
   REQUIRE(g_ctx_switches.load() > 10000);
   REQUIRE(g_ctx_with_exclusive.load() == 0);
   std::set<std::string> expected = {

@@ -27,6 +27,8 @@ TEST_CASE("CTX sites register at static init with stable ids", "[unit][ctx]") {
 
 TEST_CASE("the CTX hook calls the handler only when one is installed", "[unit][ctx]") {
   g_calls.clear();
+  kTestSiteA.enabled = true;
+  kTestSiteB.enabled = true;
   SM_CTX(kTestSiteA);
   REQUIRE(g_calls.empty());
   sm::threads::SetCtxHandler(&RecordingHandler);
@@ -34,5 +36,21 @@ TEST_CASE("the CTX hook calls the handler only when one is installed", "[unit][c
   SM_CTX(kTestSiteB);
   sm::threads::SetCtxHandler(nullptr);
   SM_CTX(kTestSiteB);
+  REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_b"});
+  kTestSiteA.enabled = false;
+  kTestSiteB.enabled = false;
+}
+
+TEST_CASE("the CTX hook skips disabled sites", "[unit][ctx]") {
+  g_calls.clear();
+  sm::threads::SetCtxHandler(&RecordingHandler);
+  kTestSiteA.enabled = true;
+  SM_CTX(kTestSiteA);
+  SM_CTX(kTestSiteB);  // disabled: no call
+  sm::threads::SetAllCtxSitesEnabled(true);
+  SM_CTX(kTestSiteB);
+  sm::threads::SetAllCtxSitesEnabled(false);
+  SM_CTX(kTestSiteA);
+  sm::threads::SetCtxHandler(nullptr);
   REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_b"});
 }
