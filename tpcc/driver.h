@@ -64,6 +64,11 @@ struct RunOptions {
   bool spec_think_times = false;  // clause 5.2.5 keying and think times instead
   uint64_t seed = 1;
   double interval_s = 1;  // progress callback period; 0: none
+  // Called on the terminal's fiber right after a New-Order committed (its Commit returned OK;
+  // not for the 1 % that roll back), in the warm-up and after the window too: every order the
+  // engine acknowledged, for a caller that keeps a ledger of them (tpcc crash-test). The
+  // worker runs nothing else while it runs, so it must be short. May be empty.
+  std::function<void(const NewOrderInput&, const NewOrderOutput&)> new_order_committed;
 };
 
 // One progress line's figures (cumulative since the measured window began, except where
