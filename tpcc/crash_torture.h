@@ -98,6 +98,7 @@ struct CrashChildOptions {
   uint32_t checkpoint_ms = 0;  // 0: no background checkpoints
   bool run = false;
   bool full_check = false;
+  uint64_t parent_pid = 0;  // exit at once if the parent is not this one (0: no check)
 };
 
 // Adds the options of `tpcc crash-test` and of the hidden `tpcc crash-test-child`.
