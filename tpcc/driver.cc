@@ -348,6 +348,9 @@ class Terminal {
         gen_.NewOrder(w_, now_us, &new_order_);
         SM_TRY(Attempt(type, stats, [&] { return NewOrder(txn_.get(), new_order_, &new_order_out_); },
                        &stopped));
+        if (!stopped && !new_order_out_.rolled_back && st_->options->new_order_committed) {
+          st_->options->new_order_committed(new_order_, new_order_out_);
+        }
         break;
       case TxnType::kPayment:
         gen_.Payment(w_, now_us, &payment_);

@@ -74,6 +74,11 @@ struct RunOptions {
   uint64_t transactions = 0;
   uint64_t warmup_transactions = 0;
   std::function<void(bool open)> on_window;
+  // Called on the terminal's fiber right after a New-Order committed (its Commit returned OK;
+  // not for the 1 % that roll back), in the warm-up and after the window too: every order the
+  // engine acknowledged, for a caller that keeps a ledger of them (tpcc crash-test). The
+  // worker runs nothing else while it runs, so it must be short. May be empty.
+  std::function<void(const NewOrderInput&, const NewOrderOutput&)> new_order_committed;
 };
 
 // One progress line's figures (cumulative since the measured window began, except where

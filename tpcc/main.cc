@@ -3,6 +3,9 @@
 //   tpcc load  [-w N] [--db PATH] ...   populate a database (or reuse one loaded with N)
 //   tpcc run   [-w N] [--users U] ...   run the mix; conditions 1-4 before and after
 //   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2
+//   tpcc crash-test [--cycles N] ...    SIGKILL and recover, cycle after cycle; acknowledged
+//                                       New-Orders and the conditions are the oracle
+//                                       (tpcc/crash_torture.h)
 //
 // `tpcc <verb> --help` lists the options. Exit status: 0 success; 1 the work failed (engine
 // error, a consistency condition failed); 2 bad options. With --output json the last line of
@@ -29,6 +32,7 @@
 
 #include "sm/sm.h"
 #include "tpcc/consistency.h"
+#include "tpcc/crash_torture.h"
 #include "tpcc/driver.h"
 #include "tpcc/loader.h"
 #include "steps/steps.h"
@@ -676,6 +680,14 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "run the transaction mix");
   CLI::App* check_cmd = app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
   for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd}) AddCommon(cmd, &common);
+  CrashTestOptions crash;
+  CrashChildOptions crash_child;
+  CLI::App* crash_cmd = app.add_subcommand(
+      "crash-test", "kill and recover a small TPC-C database again and again; check every commit");
+  AddCrashTestOptions(crash_cmd, &crash);
+  // The processes crash-test starts and kills (not for use by hand).
+  CLI::App* crash_child_cmd = app.add_subcommand("crash-test-child", "")->group("");
+  AddCrashChildOptions(crash_child_cmd, &crash_child);
   run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
   run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
   run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")->capture_default_str();
@@ -709,6 +721,8 @@ int Main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (common.interval_s < 0) return UsageError("--interval must not be negative");
+  if (crash_cmd->parsed()) return CrashTest(crash);
+  if (crash_child_cmd->parsed()) return CrashTestChild(crash_child);
   if (load_cmd->parsed()) return LoadCommand(common);
   if (run_cmd->parsed()) return RunCommand(common, run);
   return CheckCommand(common, check);
