@@ -66,6 +66,11 @@ struct BenchOptions {
   bool quick = false;
   bool fetch = true;  // the index-fetch microbenchmark (--no-fetch skips it)
   TpccRunOptions tpcc;  // with tpcc.tpcc set: also the TPC-C runs
+  // TPC-C configurations, warehouses x users: the (1 x 10; keys without a suffix) and
+  // the paper's (10 x 100; keys ending in _10wh).
+  std::vector<std::string> tpcc_configs = {"1x10", "10x100"};
+  int wall_repeat = 0;  // > 0: also the wall-clock comparison, this many alternating runs
+  double wall_seconds = 3;
   // Internal: run the rounds (under valgrind), "serial" and/or "steps".
   bool inner = false;
 };
@@ -338,6 +343,7 @@ int RunOuter(BenchOptions bo, const char* self) {
     if (bo.geometries.empty()) bo.geometries = {Geometry{}.i1};
     bo.tpcc.transactions = std::min<uint64_t>(bo.tpcc.transactions, 200);
     bo.tpcc.warmup = std::min<uint64_t>(bo.tpcc.warmup, 100);
+    bo.tpcc_configs = {"1x10"};
   }
   if (bo.geometries.empty()) bo.geometries = {"32768,8,64", "16384,4,64", "65536,2,64"};
   nlohmann::json j;
@@ -346,7 +352,22 @@ int RunOuter(BenchOptions bo, const char* self) {
     bo.tpcc.ctx_placement = bo.ctx_placement;
     bo.tpcc.keep = bo.keep;
     std::vector<TpccWorkload> workloads = {{"payment", "payment"}, {"mix", "45,43,4,4,4"}};
-    if (!RunTpccIcache(bo.tpcc, workloads, Geometry{}, &j)) return 1;
+    for (const std::string& config : bo.tpcc_configs) {
+      TpccRunOptions o = bo.tpcc;
+      if (std::sscanf(config.c_str(), "%ux%u", &o.warehouses, &o.users) != 2 ||
+          o.warehouses == 0 || o.users == 0) {
+        std::fprintf(stderr, "steps_bench: --tpcc-config takes WAREHOUSESxUSERS, not '%s'\n",
+                     config.c_str());
+        return 2;
+      }
+      o.db = bo.tpcc.db + "-" + std::to_string(o.warehouses) + "w";
+      const std::string suffix = o.warehouses == 1 ? "" : "_" + std::to_string(o.warehouses) + "wh";
+      if (!RunTpccIcache(o, workloads, Geometry{}, suffix, &j)) return 1;
+      if (bo.wall_repeat > 0 &&
+          !RunTpccWallClock(o, workloads, bo.wall_repeat, bo.wall_seconds, suffix, &j)) {
+        return 1;
+      }
+    }
     PrintTargets(j);
   }
   bench::PrintJsonLine(j);
@@ -374,11 +395,16 @@ int main(int argc, char** argv) {
   app.add_flag("--inner", bo.inner, "(internal) run the rounds; used under valgrind");
   app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
   app.add_option("--tpcc", bo.tpcc.tpcc, "the tpcc binary: also measure TPC-C Payment and the mix");
-  app.add_option("--tpcc-db", bo.tpcc.db, "loaded TPC-C database to copy for each run (loaded if absent)");
-  app.add_option("--tpcc-warehouses", bo.tpcc.warehouses, "warehouses of that database")
-      ->check(CLI::Range(1u, 1000u));
-  app.add_option("--tpcc-users", bo.tpcc.users, "terminals (fibers) on the one worker")
-      ->check(CLI::Range(1u, 10000u));
+  app.add_option("--tpcc-db", bo.tpcc.db,
+                 "TPC-C databases DIR-<W>w, copied for each run (loaded if absent)");
+  app.add_option("--tpcc-config", bo.tpcc_configs,
+                 "TPC-C configurations WAREHOUSESxUSERS, comma-separated (default 1x10,10x100)")
+      ->delimiter(',');
+  app.add_option("--wall-clock", bo.wall_repeat,
+                 "also compare wall clock natively: this many alternating runs per mode")
+      ->check(CLI::Range(1, 99));
+  app.add_option("--wall-seconds", bo.wall_seconds, "seconds per wall-clock run")
+      ->check(CLI::Range(0.5, 600.0));
   app.add_option("--tpcc-transactions", bo.tpcc.transactions, "measured transactions per run")
       ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
   app.add_option("--tpcc-warmup", bo.tpcc.warmup, "transactions run before measuring");

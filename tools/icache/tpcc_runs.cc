@@ -1,6 +1,7 @@
 // TPC-C under callgrind, STEPS off and on.
 #include "tools/icache/tpcc_runs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -111,7 +112,7 @@ void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometr
 }  // namespace
 
 bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
-                   const Geometry& g, nlohmann::json* json) {
+                   const Geometry& g, const std::string& suffix, nlohmann::json* json) {
   if (!EnsureLoaded(o)) return false;
   for (const TpccWorkload& w : workloads) {
     RunFigures serial, steps;
@@ -121,7 +122,7 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
     PrintWorkload(o, w, g, serial, steps);
     const double t = double(o.transactions);
     const std::string k = w.name + "_";
-    const std::string sfx = g.Suffix();
+    const std::string sfx = g.Suffix() + suffix;
     (*json)[k + "l1i_reduction_pct" + sfx] =
         ReductionPct(serial.c.L1iMisses(), steps.c.L1iMisses());
     (*json)[k + "branch_mispredict_reduction_pct" + sfx] =
@@ -133,10 +134,67 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
     (*json)[k + "l1i_misses_per_txn_steps" + sfx] = steps.c.L1iMisses() / t;
     (*json)[k + "instructions_per_txn_serial" + sfx] = serial.c.Instructions() / t;
   }
-  (*json)["tpcc_warehouses"] = o.warehouses;
-  (*json)["tpcc_users"] = o.users;
-  (*json)["tpcc_transactions"] = o.transactions;
+  (*json)["tpcc_warehouses" + suffix] = o.warehouses;
+  (*json)["tpcc_users" + suffix] = o.users;
+  (*json)["tpcc_transactions" + suffix] = o.transactions;
   return true;
+}
+
+bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
+                      int repeat, double seconds, const std::string& suffix,
+                      nlohmann::json* json) {
+  if (!EnsureLoaded(o)) return false;
+  const std::string scratch = o.db + ".wall";
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  fs::copy(o.db, scratch, fs::copy_options::recursive, ec);
+  if (ec) {
+    std::fprintf(stderr, "cannot copy %s: %s\n", o.db.c_str(), ec.message().c_str());
+    return false;
+  }
+  bool ok = true;
+  for (const TpccWorkload& w : workloads) {
+    std::vector<double> rates[2];
+    for (int i = 0; i < repeat && ok; ++i) {
+      for (int steps = 0; steps < 2 && ok; ++steps) {
+        char duration[32];
+        std::snprintf(duration, sizeof duration, "%g", seconds);
+        const std::string out = o.db + ".wall.json";
+        std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) +
+                          " --workers 1 --users " + std::to_string(o.users) + " --mix " + w.mix +
+                          " --duration " + duration + " --commit none --checks off --interval 0" +
+                          " --prewarm --buffer-pool " + o.buffer_pool + " --output json --steps " +
+                          (steps ? "on" : "off") + " > " + Quote(out) + " 2>&1";
+        double rate = -1;
+        if (std::system(cmd.c_str()) == 0) {
+          std::ifstream in(out);
+          std::string line, last;
+          while (std::getline(in, line)) last = line;
+          nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+          if (!j.is_discarded() && j.contains("throughput_tx_per_s")) rate = j["throughput_tx_per_s"];
+        }
+        if (rate < 0) {
+          std::fprintf(stderr, "tpcc run failed; see %s\n", out.c_str());
+          ok = false;
+        }
+        rates[steps].push_back(rate);
+      }
+    }
+    if (!ok) break;
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    double off = median(rates[0]), on = median(rates[1]);
+    std::printf("wall clock, TPC-C %s, %u warehouse(s), %u users, 1 worker: STEPS off %.0f tx/s, "
+                "on %.0f tx/s (medians of %d alternating %g s runs): %.3fx\n",
+                w.name.c_str(), o.warehouses, o.users, off, on, repeat, seconds,
+                off > 0 ? on / off : 0.0);
+    std::fflush(stdout);
+    (*json)[w.name + "_wall_speedup" + suffix] = off > 0 ? on / off : 0.0;
+  }
+  fs::remove_all(scratch, ec);
+  return ok;
 }
 
 }  // namespace sm::icache

@@ -19,7 +19,8 @@ namespace sm::icache {
 
 struct TpccRunOptions {
   std::string tpcc;  // the tpcc binary
-  std::string db = "./data/icache-tpcc";  // loaded once (tpcc load), then copied per run
+  // The loaded database (tpcc load, once), copied for each run; steps_bench appends "-<W>w".
+  std::string db = "./data/icache-tpcc";
   uint32_t warehouses = 1;
   uint32_t users = 10;
   uint64_t transactions = 1000;
@@ -38,8 +39,15 @@ struct TpccWorkload {
 };
 
 // Runs every workload STEPS off and on at `geometry`, prints a table per workload (and the
-// STEPS team statistics of the steps run), and adds the figures to *json. False on failure.
+// STEPS team statistics of the steps run), and adds the figures to *json, each key ending in
+// `suffix`. False on failure.
 bool RunTpccIcache(const TpccRunOptions& options, const std::vector<TpccWorkload>& workloads,
-                   const Geometry& geometry, nlohmann::json* json);
+                   const Geometry& geometry, const std::string& suffix, nlohmann::json* json);
+
+// Wall clock, natively: `repeat` alternating runs of `seconds` each, STEPS off then on, per
+// workload, on one worker from a prewarmed pool; prints the medians of transactions per second
+// and their ratio, and adds <workload>_wall_speedup<suffix> (steps / off) to *json.
+bool RunTpccWallClock(const TpccRunOptions& options, const std::vector<TpccWorkload>& workloads,
+                      int repeat, double seconds, const std::string& suffix, nlohmann::json* json);
 
 }  // namespace sm::icache
