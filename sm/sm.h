@@ -57,6 +57,10 @@ struct Options {
   bool create_if_missing = true;
   bool error_if_exists = false;
   size_t buffer_pool_bytes = 256u << 20;
+  // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
+  // pages) to write dirty pages; 0: only for eviction. Checkpoints, eviction and close write
+  // pages regardless.
+  std::chrono::milliseconds background_write_interval{100};
   uint64_t log_segment_bytes = 64ull << 20;  // for a new database
   size_t log_buffer_bytes = 8u << 20;
   CommitMode commit_mode = CommitMode::kDurable;

@@ -56,6 +56,7 @@ struct CommonOptions {
   bool warehouses_given = false;
   unsigned workers = 0;  // 0: all cores
   std::string buffer_pool = "1G";
+  uint32_t writer_interval_ms = 100;
   std::string commit = "durable";
   uint64_t seed = 1;
   std::string output = "plain";
@@ -182,6 +183,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
                       o.buffer_pool + "'");
   }
   options.db.buffer_pool_bytes = pool;
+  options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
   if (o.commit == "durable") {
     options.db.commit_mode = CommitMode::kDurable;
   } else if (o.commit == "async") {
@@ -650,6 +652,9 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
          "warehouses (load: how many to load, default 1; run/check: must match the load)");
   app->add_option("--workers", o->workers, "worker threads (default: all cores)");
   app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
+      ->capture_default_str();
+  app->add_option("--writer-interval-ms", o->writer_interval_ms,
+                  "the buffer pool's background writer period (0: only for eviction)")
       ->capture_default_str();
   app->add_option("--commit", o->commit, "commit mode: durable, async or none")
       ->capture_default_str();

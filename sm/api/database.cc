@@ -148,6 +148,8 @@ Status DatabaseImpl::OpenParts(bool create) {
   SM_TRY(log::LogManager::Open(fs_, LogDir(options_.path), log_options, &log_));
   buffer::BufferPoolOptions pool_options;
   pool_options.pool_bytes = options_.buffer_pool_bytes;
+  pool_options.writer_interval_ms =
+      static_cast<uint32_t>(options_.background_write_interval.count());
   SM_TRY(buffer::BufferPool::Create(volume_.get(), pool_options, &pool_));
   lock::LockManagerOptions lock_options;
   lock_options.lock_wait_timeout = options_.lock_wait_timeout;

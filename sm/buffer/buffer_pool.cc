@@ -493,8 +493,12 @@ size_t BufferPool::WriteDirtyRound(size_t max_pages) {
 
 void BufferPool::WriterLoop() {
   while (!writer_stop_.load(std::memory_order_acquire)) {
-    writer_wake_.WaitUntil(threads::Baton::Clock::now() +
-                           std::chrono::milliseconds(options_.writer_interval_ms));
+    if (options_.writer_interval_ms == 0) {
+      writer_wake_.Wait();
+    } else {
+      writer_wake_.WaitUntil(threads::Baton::Clock::now() +
+                             std::chrono::milliseconds(options_.writer_interval_ms));
+    }
     writer_wake_.Reset();
     if (writer_stop_.load(std::memory_order_acquire)) break;
     size_t limit = std::max<size_t>(frame_count_ / 8, 1);

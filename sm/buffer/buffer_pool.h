@@ -60,10 +60,9 @@ namespace sm::buffer {
 
 struct BufferPoolOptions {
   size_t pool_bytes = 64 << 20;  // rounded down to whole frames; at least kMinFrames
-  // Background writer: wakes every writer_interval_ms, or sooner when more than
-  // writer_dirty_pct % of the frames are dirty, and writes unpinned dirty pages.
+  // Background writer: wakes every writer_interval_ms (0: never by time), or sooner when an
+  // eviction sweep meets dirty frames, and writes unpinned dirty pages.
   uint32_t writer_interval_ms = 100;
-  uint32_t writer_dirty_pct = 25;
 };
 
 struct BufferPoolStats {

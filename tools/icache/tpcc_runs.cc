@@ -65,7 +65,7 @@ bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Ge
                     std::to_string(o.transactions) + " --warmup-transactions " +
                     std::to_string(o.warmup) +
                     " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
-                    " --prewarm --buffer-pool " + o.buffer_pool +
+                    " --prewarm --buffer-pool " + o.buffer_pool + " --writer-interval-ms 0" +
                     " --steps " + (steps ? "on" : "off");
   if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
   cmd += " > " + Quote(log) + " 2>&1";

@@ -4,7 +4,9 @@
 // Each run starts from a fresh copy of a loaded database (so every run does the same work from
 // the same state), reads it into the buffer pool (--prewarm), and uses `tpcc run --transactions T --warmup-transactions W --callgrind-window`:
 // only the T measured transactions are collected (all threads' events while the window is
-// open: the worker, and the background writer, which commit mode none keeps idle of log work).
+// open). The buffer pool's background writer runs only for eviction (--writer-interval-ms 0):
+// on a timer it would run about fifty times as often per transaction under valgrind as
+// natively, and more often in the slower mode, which would bias and blur the comparison.
 // The figures are per measured transaction.
 #pragma once
 
