@@ -30,6 +30,15 @@ bool EnsureLoaded(const TpccRunOptions& o) {
   return true;
 }
 
+// Replaces `to` with a copy of the database `from`.
+bool FreshCopy(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::remove_all(to, ec);
+  fs::copy(from, to, fs::copy_options::recursive, ec);
+  if (ec) std::fprintf(stderr, "cannot copy %s: %s\n", from.c_str(), ec.message().c_str());
+  return !ec;
+}
+
 // The STEPS team table from a tpcc run's output (the lines after "STEPS teams").
 std::string TeamTable(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -52,13 +61,7 @@ bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Ge
             RunFigures* out) {
   const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
   const std::string scratch = o.db + ".run";
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
-  fs::copy(o.db, scratch, fs::copy_options::recursive, ec);
-  if (ec) {
-    std::fprintf(stderr, "cannot copy %s: %s\n", o.db.c_str(), ec.message().c_str());
-    return false;
-  }
+  if (!FreshCopy(o.db, scratch)) return false;
   const std::string log = o.db + "." + tag + ".log";
   std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
                     std::to_string(o.users) + " --mix " + w.mix + " --transactions " +
@@ -72,6 +75,7 @@ bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Ge
   std::map<std::string, Counters> parts;
   std::string error;
   bool ok = RunUnderCallgrind(cmd, g, o.db + ".callgrind." + tag, o.keep, &parts, &error);
+  std::error_code ec;
   fs::remove_all(scratch, ec);
   if (!ok) {
     std::fprintf(stderr, "%s (tpcc output: %s)\n", error.c_str(), log.c_str());
@@ -145,13 +149,7 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
                       nlohmann::json* json) {
   if (!EnsureLoaded(o)) return false;
   const std::string scratch = o.db + ".wall";
-  std::error_code ec;
-  fs::remove_all(scratch, ec);
-  fs::copy(o.db, scratch, fs::copy_options::recursive, ec);
-  if (ec) {
-    std::fprintf(stderr, "cannot copy %s: %s\n", o.db.c_str(), ec.message().c_str());
-    return false;
-  }
+  if (!FreshCopy(o.db, scratch)) return false;
   bool ok = true;
   for (const TpccWorkload& w : workloads) {
     std::vector<double> rates[2];
@@ -193,6 +191,7 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
     std::fflush(stdout);
     (*json)[w.name + "_wall_speedup" + suffix] = off > 0 ? on / off : 0.0;
   }
+  std::error_code ec;
   fs::remove_all(scratch, ec);
   return ok;
 }
