@@ -214,10 +214,11 @@ struct RunState {
   void CloseWindow() {
     if (options->on_window) options->on_window(false);
     {
+      // Under mu: Run checks stopping() under it before it waits, so the wake-up is not lost.
       std::lock_guard<std::mutex> guard(mu);
       window_close = Clock::now();
+      phase.store(Phase::kStop, std::memory_order_relaxed);
     }
-    phase.store(Phase::kStop, std::memory_order_relaxed);
     cv.notify_all();
   }
   void Fail(Status s) {
