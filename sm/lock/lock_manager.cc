@@ -21,6 +21,7 @@ namespace {
 
 // STEPS may switch team members here, before the lock table is touched (no latch held).
 SM_DEFINE_CTX_SITE(kCtxLockAcquire, "lock.acquire");
+SM_DEFINE_CTX_SITE(kCtxLockReleaseAll, "lock.release_all");  // a transaction's end
 
 using Clock = threads::Baton::Clock;
 
@@ -311,6 +312,7 @@ bool LockManager::Release(LockOwner* owner, const LockId& id) {
 void LockManager::ReleaseAll(LockOwner* owner) {
   SM_ASSERT(owner->manager_ == this);
   SM_ASSERT(owner->waiting_ == nullptr);
+  SM_CTX(kCtxLockReleaseAll);
   while (!owner->held_.empty()) {  // newest first: keys before their table and database
     LockRequest* req = &owner->held_.back();
     owner->held_.pop_back();

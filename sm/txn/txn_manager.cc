@@ -10,8 +10,11 @@
 #include "sm/lock/lock_manager.h"
 #include "sm/txn/page_images.h"
 #include "sm/txn/record_handlers.h"
+#include "threads/ctx_point.h"
 
 namespace sm::txn {
+
+SM_DEFINE_CTX_SITE(kCtxCommitLog, "txn.commit");  // before the commit record is logged
 
 std::string TxnStats::ToString() const {
   return "txns: begun " + std::to_string(begun) + ", committed " + std::to_string(committed) +
@@ -104,6 +107,7 @@ Status TxnManager::LogSystem(log::LogRecord* record, Lsn* page_lsn) {
 
 Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   SM_TRY(CheckActive(txn));
+  SM_CTX(kCtxCommitLog);
   if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
     locks_->ReleaseAll(&txn->lock_owner_);
     counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);

@@ -30,6 +30,7 @@
 #include <valgrind/valgrind.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "sm/sm.h"
+#include "threads/ctx_point.h"
 #include "threads/sync.h"
 #include "tools/bench/bench_util.h"
 #include "tools/icache/callgrind_parts.h"
@@ -71,8 +73,11 @@ struct BenchOptions {
   std::vector<std::string> tpcc_configs = {"1x10", "10x100"};
   int wall_repeat = 0;  // > 0: also the wall-clock comparison, this many alternating runs
   double wall_seconds = 3;
-  // Internal: run the rounds (under valgrind), "serial" and/or "steps".
+  // Internal: run the rounds (under valgrind) of these modes and operations.
   bool inner = false;
+  std::vector<std::string> modes = {"serial", "steps"};
+  std::vector<std::string> ops = {"fetch"};
+  bool list_sites = false;  // print the CTX sites each operation reaches, in order
 };
 
 [[noreturn]] void Die(const std::string& what, const Status& s) {
@@ -152,10 +157,45 @@ void WarmPool(Database* db, Table* t) {
   if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
 }
 
-// One round of N fibers (file comment). With `label`, the region is collected and dumped as
-// a part with that description.
-void Round(Database* db, Table* t, const BenchOptions& bo, unsigned fibers,
-           const std::string& label) {
+// The operations a round can measure (STEPS' operations on one table).
+const std::vector<std::string> kOps = {"fetch", "insert", "update", "delete", "scan"};
+constexpr uint32_t kScanRows = 10;
+
+// A key that sorts just after row n's and before row n + 1's: inserts and deletes of these
+// touch a gap no other fiber touches (unless two draw the same n), so they take no conflicting
+// next-key locks.
+std::string GapKey(uint32_t n) { return Key(n) + '\x01'; }
+
+// Runs `count` operations `op` in `txn`, rows drawn from `rng`.
+void RunOps(const std::string& op, Table* t, Transaction* txn, std::mt19937& rng,
+            uint32_t rows, uint32_t count) {
+  std::string value;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t n = rng() % rows;
+    Status s;
+    if (op == "fetch") {
+      s = t->Get(txn, Key(n), &value);
+    } else if (op == "update") {
+      s = t->Update(txn, Key(n), Row(n + 1));
+    } else if (op == "insert") {
+      s = t->Insert(txn, GapKey(n), Row(n));
+    } else if (op == "delete") {
+      s = t->Delete(txn, GapKey(n));
+    } else {  // scan
+      std::unique_ptr<Cursor> cursor;
+      s = t->NewCursor(txn, ScanOptions::Range(Key(n), Key(n + kScanRows)), &cursor);
+      while (s.ok() && cursor->Valid()) s = cursor->Next();
+    }
+    if (!s.ok()) Die(op, s);
+  }
+}
+
+// One round of N fibers (file comment) of operation `op`. A round leaves the table as it found
+// it: the keys an insert round adds are deleted after the measured region, and those a delete
+// round removes are inserted before it, in the same transactions. With `label`, the region is
+// collected and dumped as a part with that description.
+void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op,
+           unsigned fibers, const std::string& label) {
   threads::Event start, end;
   threads::WaitGroup done;
   int arrived = 0, finished = 0;  // fibers of one worker: no atomics needed
@@ -165,18 +205,19 @@ void Round(Database* db, Table* t, const BenchOptions& bo, unsigned fibers,
         [&, f] {
           std::unique_ptr<Transaction> txn;
           if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
-          std::mt19937 keys(1000 * fibers + f);
+          const uint32_t seed = 1000 * fibers + f;
+          if (op == "delete") {  // the keys the region deletes
+            std::mt19937 rng(seed);
+            RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
+          }
           if (++arrived == int(fibers)) {
             if (!label.empty()) CALLGRIND_TOGGLE_COLLECT;
             start.Set();
           } else {
             start.Wait();
           }
-          std::string value;
-          for (uint32_t i = 0; i < bo.fetches; ++i) {
-            Status s = t->Get(txn.get(), Key(keys() % bo.rows), &value);
-            if (!s.ok()) Die("index fetch", s);
-          }
+          std::mt19937 rng(seed);
+          RunOps(op, t, txn.get(), rng, bo.rows, bo.fetches);
           if (++finished == int(fibers)) {
             if (!label.empty()) {
               CALLGRIND_DUMP_STATS_AT(label.c_str());
@@ -186,6 +227,10 @@ void Round(Database* db, Table* t, const BenchOptions& bo, unsigned fibers,
           } else {
             end.Wait();
           }
+          if (op == "insert") {  // take the inserted keys out again
+            std::mt19937 again(seed);
+            RunOps("delete", t, txn.get(), again, bo.rows, bo.fetches);
+          }
           if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
           done.Done();
         },
@@ -194,21 +239,61 @@ void Round(Database* db, Table* t, const BenchOptions& bo, unsigned fibers,
   done.Wait();
 }
 
-// Under valgrind: both modes, every fiber count, parts labelled "<mode> <N>".
+std::string Label(bool steps, const std::string& op, unsigned fibers) {
+  return std::string(steps ? "steps " : "serial ") + op + " " + std::to_string(fibers);
+}
+
+// Under valgrind: the modes asked for, every operation and fiber count, parts labelled
+// "<mode> <op> <N>".
 void RunInner(const BenchOptions& bo) {
   for (bool steps : {false, true}) {
+    if (std::find(bo.modes.begin(), bo.modes.end(), steps ? "steps" : "serial") == bo.modes.end()) {
+      continue;
+    }
     std::unique_ptr<Database> db;
     if (Status s = Database::Open(DbOptions(bo, steps), &db); !s.ok()) Die("open", s);
     Table* t = nullptr;
     if (Status s = db->OpenTable(kTable, &t); !s.ok()) Die("open table", s);
     WarmPool(db.get(), t);
-    for (unsigned n : bo.fibers) {
-      std::string label = std::string(steps ? "steps " : "serial ") + std::to_string(n);
-      Round(db.get(), t, bo, n, "");  // warm-up
-      Round(db.get(), t, bo, n, label);
+    for (const std::string& op : bo.ops) {
+      for (unsigned n : bo.fibers) {
+        Round(db.get(), t, bo, op, n, "");  // warm-up
+        Round(db.get(), t, bo, op, n, Label(steps, op, n));
+      }
     }
     if (Status s = db->Close(); !s.ok()) Die("close", s);
   }
+}
+
+// Natively: the CTX sites each operation passes, in the order it first reaches them (every
+// site enabled, a recording handler installed, one operation of each kind on a plain thread).
+std::vector<std::string> g_site_trace;
+void RecordSite(threads::CtxSite& site) {
+  if (std::find(g_site_trace.begin(), g_site_trace.end(), site.name) == g_site_trace.end()) {
+    g_site_trace.push_back(site.name);
+  }
+}
+
+void ListSites(const BenchOptions& bo) {
+  std::unique_ptr<Database> db;
+  if (Status s = Database::Open(DbOptions(bo, false), &db); !s.ok()) Die("open", s);
+  Table* t = nullptr;
+  if (Status s = db->OpenTable(kTable, &t); !s.ok()) Die("open table", s);
+  threads::SetAllCtxSitesEnabled(true);
+  threads::SetCtxHandler(&RecordSite);
+  for (const std::string& op : bo.ops) {
+    std::unique_ptr<Transaction> txn;
+    if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
+    std::mt19937 rng(7), again(7);
+    if (op == "delete") RunOps("insert", t, txn.get(), rng, bo.rows, 1);
+    g_site_trace.clear();
+    RunOps(op, t, txn.get(), op == "delete" ? again : rng, bo.rows, 1);
+    for (const std::string& site : g_site_trace) std::printf("%s %s\n", op.c_str(), site.c_str());
+    if (Status s = txn->Abort(); !s.ok()) Die("abort", s);
+  }
+  threads::SetCtxHandler(nullptr);
+  threads::SetAllCtxSitesEnabled(false);
+  if (Status s = db->Close(); !s.ok()) Die("close", s);
 }
 
 struct ModeFigures {
@@ -223,7 +308,7 @@ struct GeometryResult {
   std::map<std::string, Counters> parts;
   const Counters& At(bool steps, unsigned n) const {
     static const Counters kEmpty;
-    auto it = parts.find(std::string(steps ? "steps " : "serial ") + std::to_string(n));
+    auto it = parts.find(Label(steps, "fetch", n));
     return it == parts.end() ? kEmpty : it->second;
   }
   // L1-I misses per additional fiber, per fetch of that fiber: (m(N) - m(1)) / (N - 1) / fetches.
@@ -393,6 +478,11 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", bo.keep, "keep the callgrind output files under --dir");
   app.add_flag("--quick", bo.quick, "1 and 10 fibers, 32 KiB 8-way only");
   app.add_flag("--inner", bo.inner, "(internal) run the rounds; used under valgrind");
+  app.add_option("--modes", bo.modes, "(with --inner) serial and/or steps")->delimiter(',');
+  app.add_option("--ops", bo.ops, "(with --inner or --list-sites) operations: fetch, insert, "
+                 "update, delete, scan")->delimiter(',')->check(CLI::IsMember(sm::icache::kOps));
+  app.add_flag("--list-sites", bo.list_sites,
+               "print the CTX sites each operation reaches, in order (makes the table if needed)");
   app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
   app.add_option("--tpcc", bo.tpcc.tpcc, "the tpcc binary: also measure TPC-C Payment and the mix");
   app.add_option("--tpcc-db", bo.tpcc.db,
@@ -409,6 +499,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
   app.add_option("--tpcc-warmup", bo.tpcc.warmup, "transactions run before measuring");
   CLI11_PARSE(app, argc, argv);
+  if (bo.list_sites) {
+    sm::icache::Prepare(bo);
+    sm::icache::ListSites(bo);
+    return 0;
+  }
   if (bo.inner) {
     if (!RUNNING_ON_VALGRIND) {
       std::fprintf(stderr, "steps_bench: --inner is meant to run under valgrind\n");
