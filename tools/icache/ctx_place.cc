@@ -12,16 +12,18 @@
 // member without any CTX point; one that does not, costs about its misses again per member,
 // until CTX points cut it into fragments that fit. The tool walks the candidate sites in the
 // order the operations first reach them (steps_bench --list-sites: the code path order) and
-// enables each site that lowers the cost by more than --min-gain (default 2 %) of the cost
+// enables each site that lowers the cost by more than --min-gain (default 5 %) of the cost
 // without CTX points, keeping the ones before it: where the curve of extra misses has its
-// knees. Sites that no operation reaches are reported, never enabled.
+// knees. Sites that no operation reaches are reported, never enabled. Each measurement runs on
+// a fresh copy of the table. The counts still vary by about 1 % between runs (the log's
+// flusher thread runs on a timer), so a site must save clearly more than that.
 //
 // Output: the placement file (--output; a header naming the build's geometry and the figures,
 // then one enabled site a line with the operations that reach it and the misses it saved), a
 // report per operation (extra misses per member, serial, with no CTX point and with the
 // placement), and as the last line a JSON object: sites_enabled, operations, output,
-// extra_misses_{serial,none,placed}, seconds. The counts are exact, so the same build, options
-// and geometry give the same placement. --fast measures fetch and insert only, with 2 fibers.
+// extra_misses_{serial,none,placed}, seconds. --fast measures fetch and insert only, with 2
+// fibers.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -52,7 +54,7 @@ struct PlaceOptions {
   std::vector<std::string> ops = {"fetch", "insert", "update", "delete", "scan"};
   unsigned fibers = 4;
   uint32_t operations_per_fiber = 20;
-  double min_gain_pct = 2;
+  double min_gain_pct = 5;
   bool fast = false;
 };
 
@@ -62,6 +64,18 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
   return out;
+}
+
+// The measurements run on a fresh copy of the table (`dir`.work), so that the inserts, splits
+// and deletes of one leave no trace in the next: the same build and options give the same
+// counts, and so the same placement.
+std::string FreshWorkCopy(const PlaceOptions& o) {
+  const std::string work = o.dir + ".work";
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  fs::copy(o.dir, work, fs::copy_options::recursive, ec);
+  if (ec) std::fprintf(stderr, "ctx_place: cannot copy %s: %s\n", o.dir.c_str(), ec.message().c_str());
+  return ec ? std::string() : work;
 }
 
 // Runs `command`, returning its standard output (empty and *ok false on failure).
@@ -83,7 +97,9 @@ std::string Capture(const std::string& command, bool* ok) {
 bool ListCandidates(const PlaceOptions& o, std::vector<std::string>* order,
                     std::map<std::string, std::vector<std::string>>* ops_of) {
   bool ok = false;
-  std::string out = Capture(Quote(o.steps_bench) + " --list-sites --dir " + Quote(o.dir) +
+  const std::string work = FreshWorkCopy(o);
+  if (work.empty()) return false;
+  std::string out = Capture(Quote(o.steps_bench) + " --list-sites --dir " + Quote(work) +
                                 " --ops " + Join(o.ops, ","), &ok);
   if (!ok) return false;
   std::istringstream in(out);
@@ -100,19 +116,21 @@ bool ListCandidates(const PlaceOptions& o, std::vector<std::string>* order,
 // ("serial" or "steps") with the sites `enabled`.
 bool Measure(const PlaceOptions& o, const std::string& mode, const std::vector<std::string>& enabled,
              std::map<std::string, double>* extra) {
-  const std::string placement = o.dir + "/ctx_place.candidate.txt";
+  const std::string work = FreshWorkCopy(o);
+  if (work.empty()) return false;
+  const std::string placement = work + "/ctx_place.candidate.txt";
   {
     std::ofstream out(placement);
     out << "# candidate placement (ctx_place)\n";
     for (const std::string& site : enabled) out << site << "\n";
   }
-  std::string cmd = Quote(o.steps_bench) + " --inner --dir " + Quote(o.dir) + " --modes " + mode +
+  std::string cmd = Quote(o.steps_bench) + " --inner --dir " + Quote(work) + " --modes " + mode +
                     " --ops " + Join(o.ops, ",") + " --fibers 1," + std::to_string(o.fibers) +
                     " --fetches " + std::to_string(o.operations_per_fiber) + " --ctx-placement " +
-                    Quote(placement) + " > " + Quote(o.dir + "/ctx_place.inner.log") + " 2>&1";
+                    Quote(placement) + " > " + Quote(work + "/ctx_place.inner.log") + " 2>&1";
   std::map<std::string, Counters> parts;
   std::string error;
-  if (!RunUnderCallgrind(cmd, o.geometry, o.dir + "/ctx_place.callgrind", false, &parts, &error)) {
+  if (!RunUnderCallgrind(cmd, o.geometry, work + "/ctx_place.callgrind", false, &parts, &error)) {
     std::fprintf(stderr, "ctx_place: %s\n", error.c_str());
     return false;
   }
@@ -161,7 +179,11 @@ int Run(PlaceOptions o) {
     o.ops = {"fetch", "insert"};
     o.fibers = 2;
   }
-  fs::create_directories(o.dir);
+  fs::create_directories(fs::path(o.dir).parent_path().empty() ? "." : fs::path(o.dir).parent_path());
+  if (std::system((Quote(o.steps_bench) + " --prepare --dir " + Quote(o.dir) + " > /dev/null").c_str()) != 0) {
+    std::fprintf(stderr, "ctx_place: %s --prepare failed\n", o.steps_bench.c_str());
+    return 1;
+  }
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> ops_of;
   if (!ListCandidates(o, &order, &ops_of)) {
@@ -192,6 +214,8 @@ int Run(PlaceOptions o) {
     }
   }
   WritePlacement(o, enabled, ops_of, gain, Sum(none), Sum(current), Sum(serial));
+  std::error_code ec;
+  fs::remove_all(o.dir + ".work", ec);
   std::printf("\n%-8s %12s %12s %12s   (extra L1-I misses per additional member)\n", "operation",
               "serial", "no CTX", "placed");
   for (const std::string& op : o.ops) {

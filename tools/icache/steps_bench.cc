@@ -78,6 +78,7 @@ struct BenchOptions {
   std::vector<std::string> modes = {"serial", "steps"};
   std::vector<std::string> ops = {"fetch"};
   bool list_sites = false;  // print the CTX sites each operation reaches, in order
+  bool prepare_only = false;  // make the table and stop
 };
 
 [[noreturn]] void Die(const std::string& what, const Status& s) {
@@ -106,6 +107,7 @@ Options DbOptions(const BenchOptions& bo, bool steps) {
   o.commit_mode = CommitMode::kNone;  // nothing here waits for the log
   o.checkpoint_interval = std::chrono::milliseconds(0);
   o.buffer_pool_bytes = 64u << 20;  // the whole table stays resident
+  o.background_write_interval = std::chrono::milliseconds(0);  // no timer-driven writes
   o.steps = steps;
   o.steps_team_size = bo.team_size;
   o.ctx_placement = bo.ctx_placement;
@@ -481,6 +483,7 @@ int main(int argc, char** argv) {
   app.add_option("--modes", bo.modes, "(with --inner) serial and/or steps")->delimiter(',');
   app.add_option("--ops", bo.ops, "(with --inner or --list-sites) operations: fetch, insert, "
                  "update, delete, scan")->delimiter(',')->check(CLI::IsMember(sm::icache::kOps));
+  app.add_flag("--prepare", bo.prepare_only, "make the table under --dir (if needed) and stop");
   app.add_flag("--list-sites", bo.list_sites,
                "print the CTX sites each operation reaches, in order (makes the table if needed)");
   app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
@@ -499,6 +502,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
   app.add_option("--tpcc-warmup", bo.tpcc.warmup, "transactions run before measuring");
   CLI11_PARSE(app, argc, argv);
+  if (bo.prepare_only) {
+    sm::icache::Prepare(bo);
+    return 0;
+  }
   if (bo.list_sites) {
     sm::icache::Prepare(bo);
     sm::icache::ListSites(bo);
