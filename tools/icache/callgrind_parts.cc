@@ -116,6 +116,15 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
   return true;
 }
 
+bool FreshCopy(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::remove_all(to, ec);
+  fs::copy(from, to, fs::copy_options::recursive, ec);
+  if (ec) std::fprintf(stderr, "cannot copy %s: %s\n", from.c_str(), ec.message().c_str());
+  return !ec;
+}
+
 std::string Percent(double numerator, double denominator) {
   if (denominator == 0) return "-";
   char buf[32];

@@ -48,6 +48,10 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
 // Parses one callgrind output file: its trigger label and its summary counters.
 bool ParseCallgrindFile(const std::string& path, std::string* label, Counters* counters);
 
+// Replaces the directory `to` with a copy of `from` (a database, so that every measured run
+// starts from the same state); false, with a message on stderr, on failure.
+bool FreshCopy(const std::string& from, const std::string& to);
+
 // "12.3" with one decimal; "-" for a ratio whose denominator is 0.
 std::string Percent(double numerator, double denominator);
 double ReductionPct(double baseline, double measured);  // 100 * (1 - measured / baseline)

@@ -71,11 +71,7 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 // counts, and so the same placement.
 std::string FreshWorkCopy(const PlaceOptions& o) {
   const std::string work = o.dir + ".work";
-  std::error_code ec;
-  fs::remove_all(work, ec);
-  fs::copy(o.dir, work, fs::copy_options::recursive, ec);
-  if (ec) std::fprintf(stderr, "ctx_place: cannot copy %s: %s\n", o.dir.c_str(), ec.message().c_str());
-  return ec ? std::string() : work;
+  return FreshCopy(o.dir, work) ? work : std::string();
 }
 
 // Runs `command`, returning its standard output (empty and *ok false on failure).

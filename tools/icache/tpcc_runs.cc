@@ -30,15 +30,6 @@ bool EnsureLoaded(const TpccRunOptions& o) {
   return true;
 }
 
-// Replaces `to` with a copy of the database `from`.
-bool FreshCopy(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::remove_all(to, ec);
-  fs::copy(from, to, fs::copy_options::recursive, ec);
-  if (ec) std::fprintf(stderr, "cannot copy %s: %s\n", from.c_str(), ec.message().c_str());
-  return !ec;
-}
-
 // The STEPS team table from a tpcc run's output (the lines after "STEPS teams").
 std::string TeamTable(const std::string& log_path) {
   std::ifstream in(log_path);
