@@ -96,7 +96,6 @@ struct Team {
 // The teams of one list (one operation, and index where it matters) on one worker, oldest
 // first: a full team's overflow runs after it.
 struct TeamList {
-  uint64_t key = 0;
   ListStats* stats = nullptr;
   Team* first = nullptr;
   Team* last = nullptr;
@@ -162,7 +161,6 @@ TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
   }
   if (*slot == nullptr) {
     *slot = std::make_unique<TeamList>();
-    (*slot)->key = key.packed();
     (*slot)->stats = StatsFor(wt, key.packed());
   }
   return slot->get();

@@ -125,13 +125,6 @@ bool FreshCopy(const std::string& from, const std::string& to) {
   return !ec;
 }
 
-std::string Percent(double numerator, double denominator) {
-  if (denominator == 0) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * numerator / denominator);
-  return buf;
-}
-
 double ReductionPct(double baseline, double measured) {
   return baseline == 0 ? 0 : 100.0 * (1.0 - measured / baseline);
 }

@@ -52,8 +52,6 @@ bool ParseCallgrindFile(const std::string& path, std::string* label, Counters* c
 // starts from the same state); false, with a message on stderr, on failure.
 bool FreshCopy(const std::string& from, const std::string& to);
 
-// "12.3" with one decimal; "-" for a ratio whose denominator is 0.
-std::string Percent(double numerator, double denominator);
 double ReductionPct(double baseline, double measured);  // 100 * (1 - measured / baseline)
 
 }  // namespace sm::icache

@@ -37,7 +37,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -297,13 +296,6 @@ void ListSites(const BenchOptions& bo) {
   threads::SetAllCtxSitesEnabled(false);
   if (Status s = db->Close(); !s.ok()) Die("close", s);
 }
-
-struct ModeFigures {
-  Counters c;
-  double per_fetch(uint64_t v, unsigned n, uint32_t fetches) const {
-    return double(v) / double(n) / double(fetches);
-  }
-};
 
 struct GeometryResult {
   Geometry g;
