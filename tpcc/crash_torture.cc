@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "tpcc/cli_common.h"
 #include "tpcc/consistency.h"
 #include "tpcc/driver.h"
 #include "tpcc/keys.h"
@@ -37,18 +38,12 @@
 #include "tpcc/schema.h"
 #include "tpcc/sm_engine.h"
 
-#ifndef TPCC_GIT_REVISION
-#define TPCC_GIT_REVISION "unknown"
-#endif
-
 namespace sm::tpcc {
 namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 constexpr int kReportFd = 3;  // the child's end of the report pipe
 
 // One acknowledged New-Order as the ledger holds it (and sends it to a child).
@@ -999,7 +994,7 @@ json CrashTorture::ResultJson(double seconds) const {
           {"scale", o_.scale},
           {"full_check", o_.full_check},
           {"db", db_},
-          {"git_revision", TPCC_GIT_REVISION},
+          {"git_revision", kGitRevision},
           {"passed", !n.failed()}};
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "sm/sm.h"
+#include "tpcc/cli_common.h"
 #include "tpcc/consistency.h"
 #include "tpcc/crash_torture.h"
 #include "tpcc/driver.h"
@@ -38,17 +39,10 @@
 #include "steps/steps.h"
 #include "tpcc/sm_engine.h"
 
-#ifndef TPCC_GIT_REVISION
-#define TPCC_GIT_REVISION "unknown"
-#endif
-
 namespace sm::tpcc {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
 
 struct CommonOptions {
   std::string db = "./data/tpcc";
@@ -290,7 +284,7 @@ int LoadCommand(const CommonOptions& o) {
   }
   DatabaseInfo info;
   Status s = ReadDatabaseInfo(engine.get(), &info);
-  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", TPCC_GIT_REVISION}};
+  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", kGitRevision}};
   bool reused = s.ok();
   double load_s = 0;
   uint64_t rows = 0;
@@ -380,7 +374,7 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   if (Json(o)) {
     json out = {{"command", "check"},       {"db", o.db},
                 {"warehouses", info.warehouses}, {"consistency", ok ? "pass" : "fail"},
-                {"conditions", ConditionsJson(results)}, {"git_revision", TPCC_GIT_REVISION}};
+                {"conditions", ConditionsJson(results)}, {"git_revision", kGitRevision}};
     std::printf("%s\n", out.dump().c_str());
   }
   return ok ? 0 : kExitFailed;
@@ -528,7 +522,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   ro.users = r.users != 0 ? r.users : 10 * info.warehouses;
 
   json out = {{"command", "run"},
-              {"git_revision", TPCC_GIT_REVISION},
+              {"git_revision", kGitRevision},
               {"db", o.db},
               {"engine", engine->Describe()},
               {"warehouses", info.warehouses},
