@@ -487,6 +487,7 @@ struct Counts {
   uint64_t consistency_failures = 0, verify_failures = 0, check_errors = 0;
   uint64_t recovery_failures = 0, child_failures = 0;
   uint64_t verifications = 0;
+  uint64_t reloads = 0;  // fresh databases after --reload-every cycles
   uint64_t kills_in_recovery = 0, kills_in_run = 0;
   uint64_t checkpoint_cycles = 0, recoveries = 0, redo_records = 0, losers = 0, torn_pages = 0;
   double max_open_ms = 0, max_check_ms = 0;
@@ -521,6 +522,7 @@ class CrashTorture {
   bool Load();
   void RunCycle(uint32_t cycle);
   void FinalVerification();
+  bool Reload();
   void Supervise(Child* child, const CyclePlan& plan, uint32_t cycle);
   void Kill(Child* child);
   void OnLine(Child* child, const CyclePlan& plan, uint32_t cycle, std::string_view line);
@@ -545,6 +547,7 @@ class CrashTorture {
   uint64_t sent_ = 0;      // the ledger size the current child was given
   double recovery_ms_estimate_ = 50;
   bool stop_ = false;
+  bool loaded_here_ = false;  // db_ was loaded by this run (not reused), so Reload may drop it
   bool phantom_added_ = false;
   int consecutive_child_failures_ = 0;
   Counts n_;
@@ -823,6 +826,7 @@ bool CrashTorture::Load() {
     std::sscanf(child.load_line.c_str(), "loaded %llu %lf", &rows, &seconds);
     std::printf("loaded %llu rows (scale %s) into %s in %.2f s\n", rows, o_.scale.c_str(),
                 db_.c_str(), seconds);
+    loaded_here_ = true;
   } else {
     std::printf("reusing the TPC-C database at %s\n", db_.c_str());
   }
@@ -916,10 +920,32 @@ void CrashTorture::FinalVerification() {
     return;
   }
   std::printf(
-      "after the last kill: recovered in %.0f ms (redo %llu, losers %llu), checked %llu acks: %s\n",
-      child.open_ms, static_cast<unsigned long long>(child.redo_records),
+      "verification after cycle %u: recovered in %.0f ms (redo %llu, losers %llu), checked %llu acks: %s\n",
+      n_.cycles, child.open_ms, static_cast<unsigned long long>(child.redo_records),
       static_cast<unsigned long long>(child.losers), static_cast<unsigned long long>(sent_),
       child.verify_failed ? "FAILED" : "ok");
+}
+
+// Every acknowledged order is checked after every recovery, and the database grows with every
+// cycle, so the checks cost more and more; a long run therefore starts over now and then: it
+// verifies what it has (as after the last cycle), then drops the database and loads a new one
+// with an empty ledger. False if the verification or the load failed (the run stops).
+bool CrashTorture::Reload() {
+  const uint64_t failures_before = n_.failures() + n_.child_failures;
+  FinalVerification();
+  if (n_.failures() + n_.child_failures != failures_before) return false;
+  std::error_code ec;
+  std::filesystem::remove_all(db_, ec);
+  if (ec) {
+    Failure(n_.cycles, "cannot remove " + db_ + " to load it again: " + ec.message());
+    ++n_.child_failures;
+    return false;
+  }
+  ledger_.clear();
+  verified_ = 0;
+  sent_ = 0;
+  ++n_.reloads;
+  return Load();
 }
 
 // To `digits` decimals, for the JSON line.
@@ -931,7 +957,7 @@ double Round(double x, int digits) {
 std::string CrashTorture::ReplayCommand() const {
   std::string command = "tpcc crash-test --seed " + std::to_string(seed_) + " --cycles " +
                         std::to_string(o_.cycles) + " --scale " + o_.scale + " --kill-ms " +
-                        o_.kill_ms;
+                        o_.kill_ms + " --reload-every " + std::to_string(o_.reload_every);
   if (o_.workers != 0) command += " --workers " + std::to_string(o_.workers);
   if (o_.full_check) command += " --full-check";
   if (o_.test_drop_ack) command += " --TEST-drop-ack";
@@ -943,8 +969,10 @@ void CrashTorture::PrintSummary(double seconds) const {
   const Counts& n = n_;
   std::printf("\n== crash-test: %u cycles in %.1f s (seed %llu) ==\n", n.cycles, seconds,
               ull{seed_});
-  std::printf("acknowledged New-Orders: %llu; lost %llu, incomplete %llu\n", ull{n.acknowledged},
-              ull{n.lost}, ull{n.incomplete});
+  std::printf("acknowledged New-Orders: %llu; lost %llu, incomplete %llu; %llu fresh databases "
+              "(--reload-every %u)\n",
+              ull{n.acknowledged}, ull{n.lost}, ull{n.incomplete}, ull{n.reloads},
+              o_.reload_every);
   std::printf(
       "kills: %llu in the run, %llu in recovery; %llu cycles with "
       "background checkpoints\n",
@@ -982,6 +1010,7 @@ json CrashTorture::ResultJson(double seconds) const {
           {"kills_during_recovery", n.kills_in_recovery},
           {"kills_during_run", n.kills_in_run},
           {"checkpoint_cycles", n.checkpoint_cycles},
+          {"reloads", n.reloads},
           {"recoveries", n.recoveries},
           {"redo_records", n.redo_records},
           {"losers", n.losers},
@@ -1008,7 +1037,11 @@ int CrashTorture::Main() {
     stop_ = true;
     if (!n_.failed()) ++n_.child_failures;  // it could not even start
   }
-  for (uint32_t cycle = 1; cycle <= o_.cycles && !stop_; ++cycle) RunCycle(cycle);
+  for (uint32_t cycle = 1; cycle <= o_.cycles && !stop_; ++cycle) {
+    RunCycle(cycle);
+    const bool epoch_ends = o_.reload_every != 0 && cycle % o_.reload_every == 0;
+    if (!stop_ && epoch_ends && cycle < o_.cycles && loaded_here_ && !Reload()) stop_ = true;
+  }
   if (!stop_) FinalVerification();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   PrintSummary(seconds);
@@ -1104,6 +1137,11 @@ void AddCrashTestOptions(CLI::App* cmd, CrashTestOptions* o) {
   cmd->add_option("--scale", o->scale, "small (1,000 items, 300 customers per district) or full")
       ->capture_default_str()
       ->check(CLI::IsMember({"small", "full"}));
+  cmd->add_option("--reload-every", o->reload_every,
+                  "after this many cycles verify, then drop the database and load a new one, "
+                  "which bounds its growth and the time of the checks (0: never; a database "
+                  "given with --db that this run did not load is never dropped)")
+      ->capture_default_str();
   cmd->add_flag("--full-check", o->full_check,
                 "check conditions 1-10 and 12 after every recovery, not only 1-4");
   cmd->add_option("--workers", o->workers,

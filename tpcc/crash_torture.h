@@ -37,6 +37,11 @@
 // (2) Consistency conditions 1-4 of clause 3.3.2 (1-10 and 12 with --full-check). (3) The
 // B-tree verifier (Database::Verify).
 //
+// Epochs: the database grows by every cycle's orders and check (1) reads them all, so a long
+// run would slow down without bound. Every --reload-every cycles (default 500) the parent runs
+// a verification child as after the last cycle, then drops the database (only one this run
+// loaded) and loads a new one with an empty ledger.
+//
 // A cycle, in the parent (the function that makes each transition):
 //   started (StartChild) -> opening, opened, checked, running (OnLine, on the child's lines)
 //   -> killed (Kill, when the deadline passes) -> reaped (Supervise) -> counted (Ended).
@@ -82,6 +87,7 @@ struct CrashTestOptions {
   unsigned workers = 0;  // 0: 1 or 2, chosen per cycle
   std::string kill_ms = "50-600";
   uint32_t progress_every = 1;  // a progress line every this many cycles
+  uint32_t reload_every = 500;  // cycles per database (0: one database for the whole run)
   bool keep = false;            // keep the default directory even if all passed
   // Pretends that the engine acknowledged one New-Order it never committed, so that the oracle
   // must report a lost commit (the test of the oracle itself).

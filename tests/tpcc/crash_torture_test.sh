@@ -27,15 +27,16 @@ expect_json() {
   done
 }
 
-# 200 cycles; short runs between the kills keep the database (and the checks) small.
+# 200 cycles; short runs between the kills keep the database (and the checks) small, and a
+# fresh database after cycle 100 exercises --reload-every.
 # shellcheck disable=SC2086
-"$tpcc" crash-test --cycles 200 --kill-ms 50-250 --progress-every 10 --db "$dir/db" $seed_args \
+"$tpcc" crash-test --cycles 200 --reload-every 100 --kill-ms 50-250 --progress-every 10 --db "$dir/db" $seed_args \
   >"$dir/torture.out" 2>&1
 rc=$?
 cat "$dir/torture.out"
 expect_json 0 "$rc" "$dir/torture.out" '"cycles":200[,}]' '"lost_commits":0[,}]' \
   '"incomplete_commits":0[,}]' '"consistency_failures":0[,}]' '"verify_failures":0[,}]' \
-  '"passed":true' '"acknowledged_commits":[1-9]' '"seed":'
+  '"passed":true' '"acknowledged_commits":[1-9]' '"reloads":1[,}]' '"seed":'
 
 # The oracle's own test: one acknowledgement the engine never gave must come out as lost.
 # shellcheck disable=SC2086
