@@ -174,7 +174,9 @@ class Transaction {
 
 class Database {
  public:
-  // Opens (recovering if needed) or creates the database at options.path.
+  // Opens (recovering if needed) or creates the database at options.path. A directory is open
+  // in one Database at a time (it holds the directory's LOCK file until Close): Busy if
+  // another process or another Database of this one has it open.
   [[nodiscard]] static Status Open(const Options& options, std::unique_ptr<Database>* db,
                                    OpenReport* report = nullptr);
   virtual ~Database() = default;  // closes (ignoring the status) if Close was not called

@@ -48,6 +48,9 @@ class ForwardingFileSystem : public io::FileSystem {
     return base_->ListDir(p, n);
   }
   Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+  Status LockFile(const std::string& p, std::unique_ptr<io::FileLock>* l) override {
+    return base_->LockFile(p, l);
+  }
 
  protected:
   // Wraps each opened file; the default returns it unchanged.

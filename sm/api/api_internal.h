@@ -163,6 +163,9 @@ class DatabaseImpl final : public Database {
 
   const Options options_;
   io::FileSystem* fs_ = nullptr;
+  // The directory's LOCK file, held from Start to Close (or TEST_Crash): one Database per
+  // directory, in this process and across processes.
+  std::unique_ptr<io::FileLock> dir_lock_;
   std::unique_ptr<space::Volume> volume_;
   std::unique_ptr<log::LogManager> log_;
   std::unique_ptr<buffer::BufferPool> pool_;

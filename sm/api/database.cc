@@ -68,6 +68,7 @@ static_assert(static_cast<int>(CommitMode::kNone) == static_cast<int>(log::Commi
 namespace {
 std::string VolumePath(const std::string& dir) { return dir + "/data.sm"; }
 std::string LogDir(const std::string& dir) { return dir + "/log"; }
+std::string LockPath(const std::string& dir) { return dir + "/LOCK"; }
 
 // Removes what an unfinished creation left (no meta file was written, so nothing in it was
 // ever acknowledged).
@@ -102,6 +103,8 @@ Status DatabaseImpl::Start(OpenReport* report) {
     if (!options_.create_if_missing) return Status::NotFound(dir + ": no such database");
     SM_TRY(fs_->CreateDir(dir));
   }
+  // Before anything is read: a second writer would corrupt the log and the volume.
+  SM_TRY(fs_->LockFile(LockPath(dir), &dir_lock_));
   MetaData meta;
   Status m = ReadMeta(fs_, dir, &meta);
   if (m.ok()) {
@@ -429,6 +432,7 @@ Status DatabaseImpl::Close() {
   Status volume_closed = volume_->Close();
   if (s.ok()) s = volume_closed;
   volume_closed.PermitUnchecked();
+  dir_lock_.reset();  // the files are closed: another Open may start
   return s;
 }
 
@@ -438,6 +442,7 @@ void DatabaseImpl::TEST_Crash() {
   runtime_->Shutdown();
   txns_->StopCheckpointer();
   pool_->StopWriter();
+  dir_lock_.reset();  // a dead process holds no lock
 }
 
 void DatabaseImpl::Teardown() {
@@ -458,6 +463,7 @@ void DatabaseImpl::Teardown() {
   log_.reset();
   volume_.reset();
   runtime_.reset();
+  dir_lock_.reset();
 }
 
 }  // namespace api

@@ -142,6 +142,9 @@ struct FaultInjectionFileSystem::State {
   uint64_t size_limit = kNoSizeLimit;
   std::string filter;
   FaultCounters counters;
+  // LockFile locks: path -> the id of the FaultFileLock holding it. A crash ends them all.
+  std::map<std::string, uint64_t> locks;
+  uint64_t next_lock_id = 1;
 
   bool DirExists(const std::string& dir) const {
     return dir == "." || dir == "/" || dirs.count(dir) != 0;
@@ -392,6 +395,46 @@ Status FaultInjectionFileSystem::Open(const std::string& raw_path, const OpenOpt
   return Status::OK();
 }
 
+namespace {
+// A LockFile lock: unlocks on destruction unless a crash ended it (and someone else may hold
+// the path now), which the id tells.
+class FaultFileLock final : public FileLock {
+ public:
+  FaultFileLock(std::shared_ptr<FaultInjectionFileSystem::State> state, std::string path,
+                uint64_t id)
+      : state_(std::move(state)), path_(std::move(path)), id_(id) {}
+  ~FaultFileLock() override;
+
+ private:
+  std::shared_ptr<FaultInjectionFileSystem::State> state_;
+  const std::string path_;
+  const uint64_t id_;
+};
+}  // namespace
+
+Status FaultInjectionFileSystem::LockFile(const std::string& raw_path,
+                                          std::unique_ptr<FileLock>* lock) {
+  std::string path = Normalize(raw_path);
+  {
+    std::unique_ptr<File> file;  // creates it, as the POSIX implementation does
+    SM_TRY(Open(path, OpenOptions{.create = true, .direct = false}, &file));
+  }
+  std::lock_guard<std::mutex> guard(state_->mu);
+  if (state_->locks.count(path) != 0) {
+    return Status::Busy(path + ": locked: the database is open in another process or handle");
+  }
+  const uint64_t id = state_->next_lock_id++;
+  state_->locks.emplace(path, id);
+  *lock = std::make_unique<FaultFileLock>(state_, path, id);
+  return Status::OK();
+}
+
+FaultFileLock::~FaultFileLock() {
+  std::lock_guard<std::mutex> guard(state_->mu);
+  auto it = state_->locks.find(path_);
+  if (it != state_->locks.end() && it->second == id_) state_->locks.erase(it);
+}
+
 Status FaultInjectionFileSystem::Exists(const std::string& raw_path, bool* exists) {
   std::string path = Normalize(raw_path);
   std::lock_guard<std::mutex> guard(state_->mu);
@@ -525,6 +568,7 @@ CrashReport FaultInjectionFileSystem::SimulateCrash(CrashMode mode) {
   }
   ++state_->epoch;
   ++state_->counters.crashes;
+  state_->locks.clear();  // the "process" that held them is gone
   return report;
 }
 

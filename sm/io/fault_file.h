@@ -34,6 +34,8 @@
 //   3. Directories are names only: a file may be created only in an existing directory (".",
 //      "/" and "" always exist); directories cannot be renamed.
 //   4. Bytes never written (holes, growth by Resize) read as zero.
+//   5. LockFile locks live in memory: a second lock of a path is Busy until the first
+//      FileLock is destroyed or a crash ends every lock.
 //
 // Faults (per kind, counted from the call that sets them; a path filter may restrict them):
 //   FailNth(kRead|kWrite|kSync, n)  the n-th following such operation fails with EIO; a failed
@@ -112,6 +114,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Status CreateDir(const std::string& path) override;
   Status ListDir(const std::string& path, std::vector<std::string>* names) override;
   Status SyncDir(const std::string& path) override;
+  Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) override;
 
   // --- Fault plan ---
   // The n-th (n >= 1) following operation of this kind fails; n = 0 cancels.

@@ -64,6 +64,13 @@ class File {
   virtual const std::string& path() const = 0;
 };
 
+// An exclusive advisory lock on a file (FileSystem::LockFile), held until destroyed. Like a
+// POSIX flock it also ends with the process that holds it.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -81,6 +88,10 @@ class FileSystem {
   virtual Status ListDir(const std::string& path, std::vector<std::string>* names) = 0;
   // fsync on the directory: makes creates, renames and deletes in it durable.
   virtual Status SyncDir(const std::string& path) = 0;
+  // Creates `path` if it is missing and locks it exclusively for as long as *lock lives. Busy
+  // if it is locked already, by another process or by another LockFile call of this one: a
+  // database directory is opened by one Database at a time.
+  virtual Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) = 0;
 
   // The POSIX file system (sm/io/posix_file.h), process-wide and never destroyed.
   static FileSystem* Default();

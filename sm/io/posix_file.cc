@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -213,6 +214,39 @@ Status PosixFileSystem::ListDir(const std::string& path, std::vector<std::string
   ::closedir(dir);
   if (err != 0) return ErrnoStatus(path, "readdir", err);
   std::sort(names->begin(), names->end());
+  return Status::OK();
+}
+
+namespace {
+// flock(2) rather than fcntl record locks: a flock belongs to the open file description, so a
+// second open of the same database in this process conflicts too, and closing some other
+// descriptor of the file does not drop it.
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override { ::close(fd_); }  // closing the last descriptor unlocks
+
+ private:
+  const int fd_;
+};
+}  // namespace
+
+Status PosixFileSystem::LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) {
+  int fd = -1;
+  int err = BlockingCall([&] {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    return fd;
+  });
+  if (err != 0) return ErrnoStatus(path, "open lock file", err);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return Status::Busy(path + ": locked: the database is open in another process or handle");
+    }
+    return ErrnoStatus(path, "flock", err);
+  }
+  *lock = std::make_unique<PosixFileLock>(fd);
   return Status::OK();
 }
 

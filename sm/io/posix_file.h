@@ -69,6 +69,7 @@ class PosixFileSystem final : public FileSystem {
   Status CreateDir(const std::string& path) override;
   Status ListDir(const std::string& path, std::vector<std::string>* names) override;
   Status SyncDir(const std::string& path) override;
+  Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) override;
 };
 
 }  // namespace sm::io

@@ -155,6 +155,23 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   CHECK(db->Close().code() == Status::Code::kClosed);
 }
 
+TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(3);
+  std::unique_ptr<Database> db = MustOpen(TestOptions(&fs));
+  std::unique_ptr<Database> second;
+  Status busy = Database::Open(TestOptions(&fs), &second);
+  INFO(busy.ToString());
+  CHECK(busy.code() == Status::Code::kBusy);
+  CHECK(second == nullptr);
+  REQUIRE(db->Close().ok());
+  db = MustOpen(TestOptions(&fs));  // Close released it
+  // A crash ends the process that held the lock: recovery may start at once.
+  static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
+  fs.SimulateCrash(io::CrashMode::kDropUnsynced);
+  std::unique_ptr<Database> after = MustOpen(TestOptions(&fs));
+  REQUIRE(after->Close().ok());
+}
+
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }

@@ -1,5 +1,10 @@
 // The File/FileSystem contract of sm/io/file.h, checked against both implementations (POSIX
 // and in-memory fault injection) so that code tested on one behaves the same on the other.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -168,4 +173,44 @@ TEST_CASE("directories, rename, delete, exists", "[unit][io]") {
   REQUIRE(t.fs->ListDir(t.Path("d"), &names).ok());
   REQUIRE(names == std::vector<std::string>{"c", "e"});
   REQUIRE(t.fs->ListDir(t.Path("nope"), &names).IsNotFound());
+}
+
+TEST_CASE("a file lock is exclusive until released", "[unit][io]") {
+  bool posix = GENERATE(true, false);
+  TestFs t(posix);
+  const std::string path = t.Path("LOCK");
+  std::unique_ptr<io::FileLock> first, second;
+  REQUIRE(t.fs->LockFile(path, &first).ok());
+  bool exists = false;
+  REQUIRE(t.fs->Exists(path, &exists).ok());
+  CHECK(exists);  // created by the lock
+  Status busy = t.fs->LockFile(path, &second);
+  CHECK(busy.code() == Status::Code::kBusy);
+  CHECK(Contains(busy, path));
+  CHECK(second == nullptr);
+  first.reset();
+  REQUIRE(t.fs->LockFile(path, &second).ok());
+}
+
+// What another process sees: flock(2) from a forked child, which does nothing else.
+TEST_CASE("a POSIX file lock is seen by other processes", "[unit][io]") {
+  TestFs t(/*posix=*/true);
+  const std::string path = t.Path("LOCK");
+  auto other_process_can_lock = [&path] {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int fd = ::open(path.c_str(), O_RDWR);
+      ::_exit(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status) == 0;
+  };
+  std::unique_ptr<io::FileLock> lock;
+  REQUIRE(t.fs->LockFile(path, &lock).ok());
+  CHECK_FALSE(other_process_can_lock());
+  lock.reset();
+  CHECK(other_process_can_lock());
 }
