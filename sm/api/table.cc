@@ -17,6 +17,7 @@ TransactionImpl::TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn
 
 TransactionImpl::~TransactionImpl() {
   if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
+  db_->txns()->Recycle(std::move(txn_));
 }
 
 Isolation TransactionImpl::isolation() const {

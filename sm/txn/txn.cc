@@ -33,6 +33,20 @@ const char* TxnStateName(TxnState state) {
 Txn::Txn(TxnManager* manager, TxnId id, Isolation isolation)
     : manager_(manager), id_(id), isolation_(isolation), lock_owner_(manager->locks(), id) {}
 
+void Txn::Restart(TxnId id, Isolation isolation) {
+  SM_ASSERT(!active() && !active_hook_.is_linked());
+  SM_ASSERT(lock_owner_.lock_count() == 0);
+  id_ = id;
+  isolation_ = isolation;
+  state_ = TxnState::kActive;
+  first_lsn_ = last_lsn_ = undo_next_ = Lsn();
+  commit_logged_ = abort_logged_ = false;
+  records_logged_ = 0;
+  compensating_ = false;
+  compensation_undo_next_ = Lsn();
+  lock_owner_.Reset(id);
+}
+
 Txn::~Txn() {
   // A transaction dropped while active is rolled back, as SQLite and LevelDB-style handles do:
   // destroying the handle must never leave its changes or locks behind.

@@ -3,7 +3,9 @@
 //
 // Owns: nothing shared. A Txn is created by TxnManager::Begin and finished by Commit or Abort;
 // every field changes only through TxnManager (and the B-tree logger, through
-// TxnManager::LogRecord), on the fiber or thread that runs the transaction.
+// TxnManager::LogRecord), on the fiber or thread that runs the transaction. A finished Txn
+// handed back with TxnManager::Recycle is restarted by a later Begin with a new id (its
+// LockOwner keeps its request pool and hash, so a warm transaction allocates nothing).
 //
 // State machine:
 //   active --Commit (commit record appended; durable per mode)-->  committed
@@ -65,10 +67,12 @@ class Txn {
  private:
   friend class TxnManager;
   Txn(TxnManager* manager, TxnId id, Isolation isolation);
+  // A finished Txn that holds no locks starts over as a new transaction.
+  void Restart(TxnId id, Isolation isolation);
 
   TxnManager* const manager_;
-  const TxnId id_;
-  const Isolation isolation_;
+  TxnId id_;
+  Isolation isolation_;
   TxnState state_ = TxnState::kActive;
   // The log chain. Written under chain_lock_ together with the log insert that moves it, and
   // read under it by checkpoints, so a checkpoint's snapshot of a transaction covers every

@@ -40,14 +40,29 @@ TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::B
 
 TxnManager::~TxnManager() {
   StopCheckpointer();
-  std::lock_guard<threads::Mutex> guard(active_mu_);
-  SM_ASSERT(active_.empty());  // every transaction must be finished (or destroyed) first
+  {
+    std::lock_guard<threads::Mutex> guard(active_mu_);
+    SM_ASSERT(active_.empty());  // every transaction must be finished (or destroyed) first
+  }
+  recycled_.clear();  // their LockOwners leave the lock manager, which outlives us
 }
 
 Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
   SM_TRY(log_->health());
   TxnId id(next_txn_id_.fetch_add(1, std::memory_order_relaxed));
-  std::unique_ptr<Txn> fresh(new Txn(this, id, isolation));
+  std::unique_ptr<Txn> fresh;
+  {
+    std::lock_guard<threads::SpinLock> guard(recycled_mu_);
+    if (!recycled_.empty()) {
+      fresh = std::move(recycled_.back());
+      recycled_.pop_back();
+    }
+  }
+  if (fresh != nullptr) {
+    fresh->Restart(id, isolation);
+  } else {
+    fresh.reset(new Txn(this, id, isolation));
+  }
   {
     std::lock_guard<threads::Mutex> guard(active_mu_);
     active_.push_back(*fresh);
@@ -55,6 +70,15 @@ Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
   counters_.begun.fetch_add(1, std::memory_order_relaxed);
   *txn = std::move(fresh);
   return Status::OK();
+}
+
+void TxnManager::Recycle(std::unique_ptr<Txn> txn) {
+  if (txn == nullptr || txn->manager_ != this || txn->active() ||
+      txn->lock_owner_.lock_count() != 0) {
+    return;  // destroyed here (an active one rolls back in ~Txn)
+  }
+  std::lock_guard<threads::SpinLock> guard(recycled_mu_);
+  if (recycled_.size() < kRecycledTxns) recycled_.push_back(std::move(txn));
 }
 
 Status TxnManager::CheckActive(const Txn* txn) const {

@@ -43,6 +43,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/intrusive/list.hpp>
 
@@ -108,6 +109,10 @@ class TxnManager final : public log::RecoveryTarget {
   void StopCheckpointer();
 
   [[nodiscard]] Status Begin(Isolation isolation, std::unique_ptr<Txn>* txn);
+  // Takes back a Txn its owner is done with: a finished one that holds no locks is kept (up to
+  // kRecycledTxns) for a later Begin; anything else is destroyed (an active one rolls back).
+  void Recycle(std::unique_ptr<Txn> txn);
+  static constexpr size_t kRecycledTxns = 256;
   [[nodiscard]] Status Commit(Txn* txn) { return Commit(txn, options_.commit_mode); }
   [[nodiscard]] Status Commit(Txn* txn, log::CommitMode mode);
   [[nodiscard]] Status Abort(Txn* txn);
@@ -161,6 +166,8 @@ class TxnManager final : public log::RecoveryTarget {
   TornPages torn_;  // restart only (single-threaded)
   mutable threads::Mutex active_mu_;  // guards active_
   ActiveList active_;
+  threads::SpinLock recycled_mu_;  // guards recycled_; held for a push or a pop only
+  std::vector<std::unique_ptr<Txn>> recycled_;  // finished, lock-free Txns for Begin
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time
 
   std::thread checkpointer_;
