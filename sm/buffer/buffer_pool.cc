@@ -56,8 +56,6 @@ PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
   return *this;
 }
 
-PageId PageHandle::page_id() const { return frame_->page_id.load(std::memory_order_relaxed); }
-char* PageHandle::data() const { return frame_->data; }
 
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());

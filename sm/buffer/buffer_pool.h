@@ -119,8 +119,8 @@ class PageHandle {
   PageHandle& operator=(const PageHandle&) = delete;
 
   bool valid() const { return frame_ != nullptr; }
-  PageId page_id() const;
-  char* data() const;
+  PageId page_id() const { return frame_->page_id.load(std::memory_order_relaxed); }
+  char* data() const { return frame_->data; }
   threads::LatchMode mode() const { return mode_; }
   // Marks the page modified; requires the exclusive latch. The caller sets the page LSN. A
   // clean page's rec_lsn becomes the pool's RecLsnSource (the log's end: below the record

@@ -30,32 +30,10 @@ static_assert(std::endian::native == std::endian::little);
 
 // ---- Raw access (memcpy: the area and its fields need not be aligned) ----
 
-SlottedPage::SlottedPage(char* page, uint16_t area_offset)
-    : page_(page), area_offset_(area_offset) {
-  SM_ASSERT(page != nullptr);
-  SM_ASSERT(area_offset >= kPageHeaderBytes);
-  SM_ASSERT(area_offset <= kMaxAreaOffset);
-}
-
-SlottedPage::AreaHeader SlottedPage::LoadHeader() const {
-  AreaHeader header;
-  std::memcpy(&header, page_ + area_offset_, sizeof(header));
-  return header;
-}
-
 void SlottedPage::StoreHeader(const AreaHeader& header) {
   std::memcpy(page_ + area_offset_, &header, sizeof(header));
 }
 
-size_t SlottedPage::DirEnd(uint16_t slot_count) const {
-  return size_t{area_offset_} + kAreaHeaderBytes + size_t{slot_count} * kSlotBytes;
-}
-
-SlottedPage::Slot SlottedPage::LoadSlot(uint16_t slot_index) const {
-  Slot slot;
-  std::memcpy(&slot, page_ + DirEnd(slot_index), sizeof(slot));
-  return slot;
-}
 
 void SlottedPage::StoreSlot(uint16_t slot_index, const Slot& slot) {
   std::memcpy(page_ + DirEnd(slot_index), &slot, sizeof(slot));
@@ -69,8 +47,6 @@ void SlottedPage::Init() {
   SM_DASSERT(CheckInvariants());
 }
 
-uint16_t SlottedPage::slot_count() const { return LoadHeader().slot_count; }
-
 size_t SlottedPage::ContiguousFreeBytes() const {
   AreaHeader header = LoadHeader();
   return header.heap_begin - DirEnd(header.slot_count);
@@ -81,13 +57,6 @@ size_t SlottedPage::FragmentedBytes() const { return LoadHeader().fragmented_byt
 size_t SlottedPage::FreeBytes() const {
   AreaHeader header = LoadHeader();
   return header.heap_begin - DirEnd(header.slot_count) + header.fragmented_bytes;
-}
-
-std::span<const char> SlottedPage::Get(uint16_t slot_index) const {
-  SM_ASSERT(slot_index < slot_count());
-  Slot slot = LoadSlot(slot_index);
-  SM_DASSERT(size_t{slot.offset} + slot.length <= kPageBytes);
-  return {page_ + slot.offset, slot.length};
 }
 
 // ---- Space management ----

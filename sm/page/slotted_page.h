@@ -46,8 +46,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
+#include "sm/common/assert.h"
 #include "sm/common/status.h"
 #include "sm/page/page.h"
 
@@ -71,13 +73,19 @@ class SlottedPage {
 
   // A view over `page` (kPageBytes long) whose area starts at area_offset. Does not read or
   // write the page: call Init on a new page, or use it on a page formatted before.
-  SlottedPage(char* page, uint16_t area_offset);
+  // (The read path - this, slot_count and Get - is inline: B-tree binary search calls it per
+  // probe.)
+  SlottedPage(char* page, uint16_t area_offset) : page_(page), area_offset_(area_offset) {
+    SM_ASSERT(page != nullptr);
+    SM_ASSERT(area_offset >= kPageHeaderBytes);
+    SM_ASSERT(area_offset <= kMaxAreaOffset);
+  }
 
   // Formats the area as empty: zero slots, all of it free. Zeroes the area so that freshly
   // formatted page images are deterministic.
   void Init();
 
-  uint16_t slot_count() const;
+  uint16_t slot_count() const { return LoadHeader().slot_count; }
   uint16_t area_offset() const { return area_offset_; }
   // Bytes free for records and their slots once compacted: gap + fragmented bytes.
   size_t FreeBytes() const;
@@ -95,7 +103,12 @@ class SlottedPage {
   [[nodiscard]] Status Insert(uint16_t slot_index, std::span<const char> record);
 
   // The record of slot slot_index (< slot_count), valid until the next mutation.
-  std::span<const char> Get(uint16_t slot_index) const;
+  std::span<const char> Get(uint16_t slot_index) const {
+    SM_ASSERT(slot_index < slot_count());
+    Slot slot = LoadSlot(slot_index);
+    SM_DASSERT(size_t{slot.offset} + slot.length <= kPageBytes);
+    return {page_ + slot.offset, slot.length};
+  }
 
   // Replaces the record of slot slot_index. In place if the new record is not longer; else
   // moved into the gap, compacting first if needed. InvalidArgument / NoSpace as Insert, with
@@ -136,11 +149,21 @@ class SlottedPage {
   static_assert(offsetof(Slot, offset) == 0);
   static_assert(offsetof(Slot, length) == 2);
 
-  AreaHeader LoadHeader() const;
+  AreaHeader LoadHeader() const {
+    AreaHeader header;
+    std::memcpy(&header, page_ + area_offset_, sizeof(header));
+    return header;
+  }
   void StoreHeader(const AreaHeader& header);
-  Slot LoadSlot(uint16_t slot_index) const;
+  Slot LoadSlot(uint16_t slot_index) const {
+    Slot slot;
+    std::memcpy(&slot, page_ + DirEnd(slot_index), sizeof(slot));
+    return slot;
+  }
   void StoreSlot(uint16_t slot_index, const Slot& slot);
-  size_t DirEnd(uint16_t slot_count) const;
+  size_t DirEnd(uint16_t slot_count) const {
+    return size_t{area_offset_} + kAreaHeaderBytes + size_t{slot_count} * kSlotBytes;
+  }
   // Carves `length` bytes off the bottom of the gap; the caller checked they are free.
   uint16_t Allocate(AreaHeader& header, uint16_t length);
   // Returns a record's bytes to the free space (the gap if it is the lowest, else fragments).
