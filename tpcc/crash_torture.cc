@@ -905,6 +905,7 @@ void CrashTorture::RunCycle(uint32_t cycle) {
 void CrashTorture::FinalVerification() {
   CyclePlan plan = Plan();
   plan.checkpoint_ms = 0;
+  plan.kill_in_recovery = false;  // this child must recover, check and close
   Child child;
   if (Status s = StartChild(ChildArgs("cycle", plan, /*run=*/false), LedgerBytes(), &child);
       !s.ok() && child.pid < 0) {
