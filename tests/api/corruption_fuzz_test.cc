@@ -22,8 +22,10 @@
 // Targets, chosen from the base copy once (CollectRegions), each a byte range that matters:
 //   data page       an allocated page in a tree (catalog or table): the page checksum covers
 //                   all 8 KiB, and every such page is read by Verify's tree walk.
-//   dropped page    an allocated page of the dropped table: in no tree (pages are never reused),
-//                   so only Verify's page pass reads it.
+//   dropped page    an allocated page of the dropped table: in no tree (DropTable never frees
+//                   or reuses pages), so only Verify's page pass reads it. No other allocated
+//                   page is outside the trees: the B-tree frees no page of a live tree (an
+//                   emptied leaf stays), and Verify's pass would read it too.
 //   volume header   page 0 (checked at Open).
 //   map copy        an allocation-map page. The map is kept twice on purpose (a torn map write
 //                   must not lose the map), so Open takes the valid copy, re-marks every tree
@@ -43,11 +45,18 @@
 // a crash or a hang is fine.
 //
 // Kinds: a bit flip (1-8 bytes from a random offset in the region, each XORed with a random
-// non-zero mask) or a zeroed, aligned 512-byte sector containing a random offset of the region.
-// A corruption that would change no byte of its region is drawn again.
+// non-zero mask) or a zeroed, aligned 512-byte sector containing a random offset of the region;
+// a corruption that would change no byte of its region is drawn again. A fifth of the trials
+// is a resealed flip instead: 1-4 bytes flipped and the checksum of the page, log record or
+// block recomputed, so that the damage reaches the structure checks behind the checksum (the
+// length fields, links, page ids and slot arrays a decoder must not trust). No detection is
+// promised there - a valid checksum over changed bytes looks like a correct write of other
+// data - only that Open, Verify and the reads of a database Verify accepts neither crash nor
+// hang (ExamineResealed).
 //
-// A watchdog aborts with the trial's description if one trial takes longer than a minute, so a
-// hang shows up as a named failure rather than a ctest timeout.
+// The trial's seed is printed (SM_SEED replays the whole run). A watchdog aborts, naming the
+// trial, if one takes longer than a minute, so a hang shows up as a named failure rather than
+// a ctest timeout.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
