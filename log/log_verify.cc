@@ -31,8 +31,9 @@ namespace sm::log {
 std::string LogVerifyReport::ToString() const {
   return "(log): LSN " + std::to_string(start_lsn.value()) + " to " +
          std::to_string(end_lsn.value()) + ", " + std::to_string(records) + " records, " +
-         std::to_string(bytes) + " bytes in " + std::to_string(segments) + " segments, " +
-         std::to_string(transactions) + " transaction chains";
+         std::to_string(bytes) + " bytes in " + std::to_string(segments) +
+         (segments == 1 ? " segment, " : " segments, ") + std::to_string(transactions) +
+         " transaction chains";
 }
 
 namespace {

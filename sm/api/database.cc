@@ -438,8 +438,10 @@ Status DatabaseImpl::VerifyPages(const std::vector<PageId>& reachable, std::stri
       continue;
     }
     if (s.IsCorruption()) s = volume_->ReadPage(PageId(id), buf.data());
-    if (!s.ok()) return Status::Corruption("page " + std::to_string(id) + " (in no tree): " +
-                                           s.ToString());
+    if (s.IsCorruption()) {
+      return Status::Corruption("page " + std::to_string(id) + " (in no tree): " + s.ToString());
+    }
+    SM_TRY(s);  // an I/O error stays one
   }
   *report += "(pages): " + std::to_string(allocated) + " allocated, " +
              std::to_string(reachable.size()) + " in trees, " + std::to_string(outside) +
@@ -458,7 +460,8 @@ Status DatabaseImpl::VerifyPages(const std::vector<PageId>& reachable, std::stri
 Status DatabaseImpl::VerifyLog(std::string* report) {
   log::LogVerifyReport log_report;
   Status s = log_->Verify(&log_report);
-  if (!s.ok()) return Status::Corruption("log: " + s.ToString());
+  if (s.IsCorruption()) return Status::Corruption("log: " + s.ToString());
+  SM_TRY(s);  // e.g. the log's fatal state, or an I/O error: not damage
   *report += log_report.ToString() + "\n";
   return Status::OK();
 }
