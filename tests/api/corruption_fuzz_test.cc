@@ -747,7 +747,7 @@ void RunFuzzer(const char* name, int trials) {
 
 TEST_CASE("corruption fuzzer: damage to a closed database is reported and never read as data",
           "[random][corruption][api]") {
-  RunFuzzer("corruption fuzzer", test::kSanitized ? 150 : 1000);
+  RunFuzzer("corruption fuzzer", test::kSanitized ? 100 : 1000);
 }
 
 TEST_CASE("corruption fuzzer (long)", "[.slow][random][corruption][api]") {
