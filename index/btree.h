@@ -113,6 +113,9 @@ struct BtreeStats {
 struct VerifyOptions {
   // If valid: every page LSN must be <= this (e.g. the log's end). Invalid: not checked.
   Lsn max_page_lsn = Lsn::Invalid();
+  // If set, the id of every page of the tree is appended (after a successful walk), so that a
+  // caller can compare the trees with the volume's allocation map.
+  std::vector<PageId>* pages = nullptr;
 };
 
 // Event counts since Open (relaxed counters; for tests and statistics).

@@ -91,6 +91,9 @@ Status BTree::Verify(BtreeStats* stats, const VerifyOptions& options) const {
   state.visited.insert(root_id_.value());
   SM_TRY(VerifyNode(state, root, node.level(), "", nullptr));
   SM_TRY(VerifyLevels(state));
+  if (options.pages != nullptr) {
+    for (uint64_t id : state.visited) options.pages->push_back(PageId(id));
+  }
   if (stats != nullptr) *stats = std::move(state.stats);
   return Status::OK();
 }

@@ -93,6 +93,10 @@ struct OpenReport {
   uint64_t redo_bytes = 0;
   uint64_t losers = 0;
   uint64_t torn_pages_repaired = 0;  // data pages a crash tore, rebuilt from full images
+  // Damaged allocation-map copies found (the volume keeps two per range and used the other),
+  // and the tree pages the surviving, possibly older, copy lacked and Open marked allocated.
+  uint64_t map_copies_rejected = 0;
+  uint64_t pages_remarked = 0;
   double recovery_seconds = 0;
   std::string ToString() const;
 };
@@ -197,7 +201,9 @@ class Database {
   [[nodiscard]] virtual Status Begin(std::unique_ptr<Transaction>* txn,
                                      Isolation isolation = Isolation::kSerializable) = 0;
   [[nodiscard]] virtual Status Checkpoint() = 0;
-  // Checks every table's B-tree invariants (and the catalog's); Corruption names the page.
+  // Checks every table's B-tree invariants (and the catalog's), that every other allocated page
+  // reads back intact, and every record of the retained log; Corruption names the page or the
+  // log record's LSN.
   [[nodiscard]] virtual Status Verify() = 0;
   // Reads the database's pages into the buffer pool in file order until the pool is nine
   // tenths full or every page is resident (like PostgreSQL's pg_prewarm): a warm cache without

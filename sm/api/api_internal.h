@@ -141,7 +141,12 @@ class DatabaseImpl final : public Database {
   txn::TxnManager* txns() const { return txns_.get(); }
   index::BtreeWal* wal() const { return wal_.get(); }
 
-  // Verify with a per-table report (one line per table: height, pages, records, bytes).
+  // Verify with a report: one line per tree (height, pages, records, bytes), one for the pages
+  // of the volume, one for the log. Checks every B-tree (key order, fences, parent-child
+  // agreement, page LSNs, checksums), that every tree page is allocated and every other
+  // allocated page reads back intact, and every record of the retained log (checksums,
+  // transaction chains; log::LogManager::Verify). Corruption names the tree and page, or the
+  // log record's LSN.
   Status VerifyWithReport(std::string* report);
 
   // Test hook: the process dies here. The log stops (nothing more reaches it), the background
@@ -157,6 +162,10 @@ class DatabaseImpl final : public Database {
   Status CreateNew(OpenReport* report);
   Status OpenExisting(const MetaData& meta, OpenReport* report);
   Status LoadCatalog();
+  Status RemarkTreePages(OpenReport* report);
+  Status VerifyTrees(std::string* report, std::vector<PageId>* reachable);
+  Status VerifyPages(const std::vector<PageId>& reachable, std::string* report);
+  Status VerifyLog(std::string* report);
   Status Create(std::string_view name, TableKind kind, Table** table);
   Status CatalogOp(std::string_view name, const std::function<Status(txn::Txn*, index::OpContext&)>& op);
   void Teardown();

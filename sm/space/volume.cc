@@ -187,6 +187,14 @@ Status Volume::LoadMaps(uint64_t page_count) {
                                 std::to_string(range * kPagesPerRange) + "..: " +
                                 problems[0].ToString() + "; " + problems[1].ToString());
     }
+    // A slot never written is not a damaged copy: Create writes only slot 0 (sequence 1), and
+    // slot 1 stays all zero until the first Sync that changes the range. Any other invalid
+    // copy was torn or damaged.
+    if (valid[0] != valid[1]) {
+      const int good = valid[0] ? 0 : 1;
+      const bool never_written = sequences[good] == 1 && IsZeroPage(copies[1 - good].data());
+      if (!never_written) ++map_copies_rejected_;
+    }
     int newest = !valid[0] || (valid[1] && sequences[1] > sequences[0]) ? 1 : 0;
     map_.Load(range, copies[newest].data());
     slots_[range] = SlotState{newest, sequences[newest]};

@@ -117,6 +117,12 @@ class Volume {
   uint64_t page_count() const { return page_count_.load(std::memory_order_acquire); }
   uint64_t allocated_pages() const { return allocated_.load(std::memory_order_relaxed); }
   uint64_t creation_id() const { return creation_id_; }
+  // Allocation-map copies Open found damaged (invalid, yet not the all-zero page of a copy never
+  // written) while the other copy of their range was valid and used. A crash during a map write
+  // leaves one, and then redo brings the older copy up to date; after a clean close there is
+  // no redo, so the database layer re-marks the pages of its trees (a stale copy may miss
+  // allocations) and reports the count.
+  uint64_t map_copies_rejected() const { return map_copies_rejected_; }
   uint32_t extent_pages() const { return extent_pages_; }
   const std::string& path() const { return path_; }
 
@@ -171,6 +177,7 @@ class Volume {
 
   threads::Mutex sync_mu_;           // serializes Sync and Close; guards the two below
   std::vector<SlotState> slots_;     // per range
+  uint64_t map_copies_rejected_ = 0;  // set by Open (LoadMaps), then constant
   uint64_t header_page_count_ = 0;   // the page count in the durable header
 
   std::atomic<bool> closed_{false};

@@ -2,8 +2,10 @@
 //
 //   sm_admin verify DIR   opens DIR (running restart recovery if the last run crashed, and
 //                         saying what it did), checks every B-tree (key order, fences,
-//                         parent-child agreement, page LSNs, checksums) and prints one line per
-//                         table; exit status 1 on any corruption
+//                         parent-child agreement, page LSNs, checksums), the pages outside
+//                         the trees and every record of the retained log, and prints one line
+//                         per table, one for the pages and one for the log; exit status 1 on
+//                         any corruption
 //   sm_admin tables DIR   lists the tables
 #include <cstdio>
 #include <memory>
