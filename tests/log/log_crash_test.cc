@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "log/log_dir.h"
 #include "log/log_format.h"
 #include "log/log_manager.h"
 #include "tests/log/log_test_util.h"
@@ -238,6 +239,39 @@ TEST_CASE("a full disk when the next segment is needed makes the log fatal", "[c
   REQUIRE(std::string(s.message()).find("NoSpace") != std::string::npos);
   REQUIRE(i > 100);  // the first segment filled up before
   REQUIRE(log->Close().IsFatal());
+}
+
+// Regression: CreateSegment used to reuse the file a failed attempt left and sync it again.
+// After a failed fdatasync the second one may succeed without the writes the first lost - here
+// the segment's preallocation, which the retry's Resize to the same size does not repeat - so
+// the "created" segment could be durably one block long. The retry must start a fresh file.
+TEST_CASE("a segment whose creation sync failed is created afresh, never re-synced",
+          "[crash][log]") {
+  constexpr uint64_t kSegmentBytes = 64u << 10;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    INFO("seed " << seed);
+    FaultInjectionFileSystem fs(seed);
+    LogDirectoryOptions options;
+    options.create_if_missing = true;
+    options.segment_bytes = kSegmentBytes;
+    std::unique_ptr<LogDirectory> dir;
+    REQUIRE(LogDirectory::Open(&fs, "/log", options, &dir).ok());
+    std::shared_ptr<io::File> segment;
+    fs.FailNth(FaultOp::kSync, 1);
+    REQUIRE_FALSE(dir->CreateSegment(kFirstLsn, &segment).ok());
+    fs.ClearFaults();
+    REQUIRE(dir->CreateSegment(kFirstLsn, &segment).ok());
+    segment.reset();
+    dir.reset();
+    fs.SimulateCrash(CrashMode::kDropUnsynced);  // only what the successful sync covered
+    std::unique_ptr<io::File> file;
+    io::OpenOptions read;
+    read.read_only = true;
+    REQUIRE(fs.Open("/log/" + SegmentFileName(kFirstLsn), read, &file).ok());
+    uint64_t bytes = 0;
+    REQUIRE(file->Size(&bytes).ok());
+    REQUIRE(bytes == kSegmentBytes);
+  }
 }
 
 TEST_CASE("a crash before anything was synced leaves an empty log", "[crash][log]") {
