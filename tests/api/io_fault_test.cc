@@ -313,7 +313,8 @@ RunResult RunOnce(const Plan& plan, const Workload& w) {
   out.writes = fs.counts(plan.target).writes.load() - writes_before;
   out.syncs = fs.counts(plan.target).syncs.load() - syncs_before;
   out.faults = fault_fs.counters();
-  const bool reached = out.faults.write_faults + out.faults.short_writes + out.faults.sync_faults > 0;
+  const bool reached =
+      out.faults.write_faults + out.faults.short_writes + out.faults.sync_faults > 0;
   const bool sticky = fs.sticky_fault_seen();
   fault_fs.ClearFaults();
   uint64_t errors = 0;
