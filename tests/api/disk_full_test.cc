@@ -68,7 +68,9 @@ Status WriteBatch(Database* db, Table* table, FullAt at, int batch, TableImage* 
   for (int i = 0; i < 20; ++i) {
     int n = at == FullAt::kVolumeGrowth ? batch * 20 + i : (batch * 20 + i) % 100;
     std::string key = test::KeyOf(n);
-    std::string value = "b" + std::to_string(batch) + std::string(300, 'v');
+    // Large values for the volume, so that its extent fills in few operations.
+    std::string value = "b" + std::to_string(batch) +
+                        std::string(at == FullAt::kVolumeGrowth ? 1500 : 300, 'v');
     Status s = table->Upsert(txn.get(), key, value);
     if (!s.ok()) {
       Status aborted = txn->Abort();

@@ -25,6 +25,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +41,6 @@
 #include "sm/sm.h"
 #include "tests/api/io_fault_util.h"
 #include "tests/test_util.h"
-#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -202,18 +202,19 @@ void RunFiber(Database* db, Table* table, const CountingFileSystem* counting,
 void RunWorkload(Database* db, Table* table, const CountingFileSystem* counting,
                  const Workload& w, std::vector<FiberResult>* results) {
   results->assign(kFibers, FiberResult{});
-  threads::WaitGroup done;
-  done.Add(kFibers);
+  // Shared with the fibers: the last one may still be inside its decrement when this thread
+  // sees zero and returns. release/acquire: the fibers' results are complete when it does.
+  auto running = std::make_shared<std::atomic<int>>(kFibers);
   for (int f = 0; f < kFibers; ++f) {
     db->Spawn(
-        [&, f] {
+        [db, table, counting, &w, results, running, f] {
           RunFiber(db, table, counting, w, f, &(*results)[f]);
-          done.Done();
+          running->fetch_sub(1, std::memory_order_release);
         },
         f % 2);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (done.count() != 0) {
+  while (running->load(std::memory_order_acquire) != 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       std::fprintf(stderr, "I/O fault workload hung (seed %llu)\n",
                    static_cast<unsigned long long>(w.seed));
