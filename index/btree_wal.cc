@@ -340,7 +340,7 @@ Status BtreeWal::LogDelete(void* txn, const BTree& tree, PageHandle& leaf, uint1
                      lsn);
 }
 
-Status BtreeWal::BeginStructureChange(const BTree& tree) { return txns_->log()->health(); }
+Status BtreeWal::BeginStructureChange(const BTree& tree) { return txns_->health(); }
 
 Status BtreeWal::EndStructureChange(const BTree& tree, std::span<PageHandle* const> pages,
                                     Lsn* lsn) {

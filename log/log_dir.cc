@@ -157,11 +157,16 @@ Status LogDirectory::CreateSegment(uint64_t start, std::shared_ptr<io::File>* fi
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": log opened read-only");
   SM_ASSERT(segments_.count(start) == 0);
   std::string path = PathOf(SegmentFileName(start));
-  // A file left by a failed attempt is reused; it is registered only once it is complete, so
-  // nobody reads its header before it is written.
+  // A file left by a failed attempt is deleted, never reused: its Sync may have failed, and a
+  // second Sync of the same file could succeed without the writes the first one lost (file.h,
+  // contract 4) - e.g. a Resize to the same size, which writes nothing. A fresh file's
+  // durability depends on no earlier sync. A segment is registered only once it is complete,
+  // so nobody reads its header before it is written.
   bool exists = false;
   SM_TRY(fs_->Exists(path, &exists));
-  if (!exists && !spares_.empty()) {
+  if (exists) {
+    SM_TRY(fs_->Delete(path));
+  } else if (!spares_.empty()) {
     SM_TRY(fs_->Rename(PathOf(spares_.back()), path));
     spares_.pop_back();
   }

@@ -72,7 +72,8 @@ class LogDirectory {
   // there is no such file; Corruption if its header is not this segment's.
   Status GetSegment(uint64_t start, std::shared_ptr<io::File>* file);
   // Makes the segment at `start` live: not registered, its file absent or left half-made by a
-  // failed attempt (which it reuses).
+  // failed attempt (which it deletes and creates afresh: a file whose sync failed is never
+  // synced again in the hope that the second sync covers what the first lost).
   Status CreateSegment(uint64_t start, std::shared_ptr<io::File>* file);
   // Retires every segment that ends at or before `lsn`: the first ones become spares while
   // fewer than `keep_spares` exist, the rest are deleted.

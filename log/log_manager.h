@@ -51,10 +51,11 @@
 //   durable_hint is the durable LSN when it was inserted: everything below it had been synced
 //   before the record was even written, so no crash can have torn it. Open surveys every 8-byte
 //   position after P (to the end of the last segment) for valid records (header naming its own
-//   position, matching checksum) and reports Corruption at P if
-//     - P is below the control file's durable hint, or
-//     - some valid record after P has durable_hint >= P + n, where n is the length in P's
-//       header if that header is intact, else the header size: the bytes at P were synced
+//   position, matching checksum) and reports Corruption at P if, with n the length in P's header
+//   if that header is intact, else the header size,
+//     - P + n is at or below the control file's durable hint (the durable LSN may lie inside a
+//       record written in pieces, so a record that only starts below it may be torn), or
+//     - some valid record after P has durable_hint >= P + n: the bytes at P were synced
 //       before that record was written.
 //   The survey reads the log files after P - the rest of P's segment and the one created
 //   ahead, so its cost at open is bounded by two segments. Otherwise P is the end: the bytes

@@ -88,14 +88,19 @@ Status LogManager::ClassifyStop(uint64_t stop, const LogReader::Probe& probe, Lo
                                 uint64_t* cut_until) {
   std::string what = "log " + dir_->dir() + ": record at LSN " + std::to_string(stop) + " (" +
                      RecordCheckName(probe.check) + ") ";
+  // The bytes that must be intact for a record to start here: the length its header gives if
+  // the header is plausible, else the header itself.
+  uint64_t needed = probe.length != 0 ? probe.length : kRecordHeaderBytes;
+  // The durable LSN may lie inside a record: one longer than the free log buffer is written in
+  // pieces, and a sync between two pieces makes the first durable. So a record that merely
+  // starts below the hint may still be a torn tail; only one that ends below it was synced.
   uint64_t hint = dir_->control().durable_hint;
-  if (stop < hint) {
+  if (stop + needed <= hint) {
     return Status::Corruption(what + "lies below LSN " + std::to_string(hint) +
                               ", up to which the log was known to be synced");
   }
   LogReader::Survey survey;
   SM_TRY(reader->SurveyAfter(stop + kRecordAlignment, &survey));
-  uint64_t needed = probe.length != 0 ? probe.length : kRecordHeaderBytes;
   if (survey.valid_records > 0 && survey.max_durable_hint >= stop + needed) {
     return Status::Corruption(what + "was synced before a later valid record was written (" +
                               std::to_string(survey.valid_records) +

@@ -20,8 +20,11 @@
 //
 // Errors are Status values (sm/common/status.h): NotFound, Duplicate, InvalidArgument (bad
 // key, wrong handle, finished transaction), Deadlock and LockTimeout (retryable: abort and run
-// the transaction again; Status::IsRetryable), Corruption, IOError, Closed, Fatal (the log or
-// the volume failed to write; the database refuses changes until reopened). Misuse returns an
+// the transaction again; Status::IsRetryable), Corruption, IOError, NoSpace (the disk is full;
+// unless the log or a rollback needed the space, the database stays usable), Closed, Fatal
+// (the log or the volume failed to write or sync, or a rollback failed: the database refuses
+// changes and acknowledges no commit, not even a read-only one, until it is reopened, when
+// recovery decides the outcome of the transactions that were in flight). Misuse returns an
 // error; it never corrupts the database.
 //
 // Thread/fiber safety: Database, Table and the statistics are safe from any number of plain

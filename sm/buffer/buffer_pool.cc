@@ -435,12 +435,16 @@ Status BufferPool::WriteBack(Frame* f) {
   }
   Status s = flush ? flush(page_lsn) : Status::OK();
   if (s.ok()) s = volume_->WritePage(f->page_id.load(std::memory_order_relaxed), staging.data);
-  f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
   if (s.ok()) {
+    f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
     writes_.fetch_add(1, std::memory_order_relaxed);
     return s;
   }
-  // Invariant 6: the page is not on disk, so it must stay dirty with its older rec_lsn.
+  // Invariant 6: the page is not on disk, so it must stay dirty with its older rec_lsn. It is
+  // dirty again before writing_rec_lsn is cleared: in between, DirtyPages would see the page
+  // neither dirty nor being written, and a checkpoint (whose FlushAll had just waited for this
+  // write) would record it as clean although its changes from before the checkpoint are not
+  // on disk.
   write_failures_.fetch_add(1, std::memory_order_relaxed);
   f->latch.AcquireExclusive();
   if (f->dirty.load(std::memory_order_relaxed)) {  // changed again meanwhile: keep the older
@@ -451,6 +455,7 @@ Status BufferPool::WriteBack(Frame* f) {
     f->dirty.store(true, std::memory_order_release);
     dirty_count_.fetch_add(1, std::memory_order_relaxed);
   }
+  f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
   f->latch.ReleaseExclusive();
   return s;
 }

@@ -22,7 +22,9 @@
 //   3. A frame's bytes change only under its exclusive latch; write-back copies them under
 //      a shared latch, so a page is never written half-modified.
 //   4. WAL rule: before a dirty page is written, the log is made durable up to its page LSN
-//      through the callback set by SetWalFlush (a no-op until the log manager sets one).
+//      through the callback set by SetWalFlush (a no-op until the log manager sets one). The
+//      callback may refuse every write (TxnManager does once the database is in its failed
+//      state); the page then stays dirty as in 6.
 //   5. Several fixers of a page that is not resident cause exactly one read: the first
 //      claims a frame in kLoading, the others pin it and wait for the load; a failed read
 //      reaches every waiter as the same Status.

@@ -108,6 +108,10 @@ class Volume {
   // and nothing changes.
   Status FreePage(PageId id);
   bool IsAllocated(PageId id) const;
+  // OK, or the sticky Fatal status after a failed fdatasync (Closed once closed). Higher layers
+  // check it so that the whole database refuses changes once the volume's durable state is
+  // unknown (sm/sm.h, Status::Fatal).
+  Status health() const { return CheckWritable(); }
 
   // Recovery: redo of a logged allocation or free. Idempotent; RedoAllocate grows the volume
   // if the page lies beyond its end.

@@ -10,8 +10,10 @@
 // State machine:
 //   active --Commit (commit record appended; durable per mode)-->  committed
 //   active --Abort (rolled back through the log, end record)-->     aborted
-//   active --a log failure while committing or aborting-->         failed (the log is in its
-//          sticky fatal state; the transaction's outcome is decided by the next recovery)
+//   active --Commit or Abort in (or into) the database's failed state, or a rollback that
+//          failed-->                                                failed (the log, the volume
+//          or a half-done rollback latched TxnManager's sticky failed state; the transaction's
+//          outcome is decided by the next recovery)
 // A finished transaction (committed, aborted, failed) refuses every further call with
 // Status::InvalidArgument("transaction already finished").
 //

@@ -8,6 +8,7 @@
 #include "sm/buffer/buffer_pool.h"
 #include "sm/common/assert.h"
 #include "sm/lock/lock_manager.h"
+#include "sm/space/volume.h"
 #include "sm/txn/page_images.h"
 #include "sm/txn/record_handlers.h"
 #include "threads/ctx_point.h"
@@ -31,8 +32,12 @@ TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::B
   RegisterPageImageHandler();
   // The buffer pool's half of write-ahead logging: a page goes to disk only after the log up
   // to its page LSN (the end of the last record that changed it), and a page that becomes
-  // dirty is known to miss nothing below the log's current end.
-  pool_->SetWalFlush([log](Lsn page_lsn) {
+  // dirty is known to miss nothing below the log's current end. In the failed state no page is
+  // written at all, even one whose page LSN is durable: it may hold a change whose logging
+  // failed and was reverted, so no full image logged since the last checkpoint protects its
+  // write against tearing, or an undo whose compensation record could not be logged.
+  pool_->SetWalFlush([this, log](Lsn page_lsn) {
+    SM_TRY(health());
     return page_lsn.valid() ? log->Flush(page_lsn) : Status::OK();
   });
   pool_->SetRecLsnSource([log] { return log->end_lsn(); });
@@ -47,8 +52,27 @@ TxnManager::~TxnManager() {
   recycled_.clear();  // their LockOwners leave the lock manager, which outlives us
 }
 
-Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
+Status TxnManager::health() const {
   SM_TRY(log_->health());
+  SM_TRY(volume_->health());
+  if (failed_.load(std::memory_order_acquire)) [[unlikely]] {
+    std::lock_guard<threads::SpinLock> guard(failure_lock_);
+    return failure_;
+  }
+  return Status::OK();
+}
+
+void TxnManager::LatchFailure(const Status& cause) {
+  std::lock_guard<threads::SpinLock> guard(failure_lock_);
+  if (failed_.load(std::memory_order_relaxed)) return;  // only the first cause is kept
+  failure_ = Status::Fatal("the database refuses changes until it is reopened: " +
+                           cause.ToString());
+  failure_.PermitUnchecked();  // a record, handed out as copies by health()
+  failed_.store(true, std::memory_order_release);
+}
+
+Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
+  SM_TRY(health());
   TxnId id(next_txn_id_.fetch_add(1, std::memory_order_relaxed));
   std::unique_ptr<Txn> fresh;
   {
@@ -96,6 +120,7 @@ Status TxnManager::CheckActive(const Txn* txn) const {
 
 Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
   SM_TRY(CheckActive(txn));
+  SM_TRY(health());
   std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
   record->txn = txn->id_;
   record->prev_lsn = txn->last_lsn_;
@@ -122,6 +147,7 @@ Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* pa
 }
 
 Status TxnManager::LogSystem(log::LogRecord* record, Lsn* page_lsn) {
+  SM_TRY(health());
   record->txn = TxnId::Invalid();
   record->prev_lsn = Lsn::Invalid();
   record->flags = static_cast<uint16_t>(record->flags | log::kFlagSystemTxn);
@@ -132,6 +158,13 @@ Status TxnManager::LogSystem(log::LogRecord* record, Lsn* page_lsn) {
 Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   SM_TRY(CheckActive(txn));
   SM_CTX(kCtxCommitLog);
+  // In the failed state nothing is acknowledged: not even a read-only transaction, which may
+  // have read changes of a transaction whose rollback failed.
+  if (Status failed = health(); !failed.ok()) {
+    locks_->ReleaseAll(&txn->lock_owner_);
+    Finish(txn, TxnState::kFailed);
+    return failed;
+  }
   if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
     locks_->ReleaseAll(&txn->lock_owner_);
     counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
@@ -162,6 +195,9 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
 Status TxnManager::Abort(Txn* txn) {
   SM_TRY(CheckActive(txn));
   Status s = Rollback(txn);
+  // A rollback that stopped half way leaves changes of a transaction that is not committed in
+  // the pages; only restart recovery can undo them (see the file comment).
+  if (!s.ok()) LatchFailure(s);
   locks_->ReleaseAll(&txn->lock_owner_);
   Finish(txn, s.ok() ? TxnState::kAborted : TxnState::kFailed);
   return s;

@@ -29,6 +29,22 @@
 // the log's control file; truncate the log below CheckpointData::OldestNeeded(). Checkpoints run
 // on request and, if checkpoint_interval is set, from a background thread.
 //
+// Sticky failed state (health): the database refuses changes until it is reopened once
+//   - the log latched its fatal state (a failed segment write or sync, log_manager.h),
+//   - the volume latched its fatal state (a failed fdatasync, volume.h), or
+//   - a rollback failed (Abort): the transaction's changes are then partly undone in the
+//     buffer pool, with its locks released, and only restart recovery can finish the undo.
+//     TxnManager latches this state itself (LatchFailure), so that no checkpoint forgets the
+//     half-rolled-back transaction and no other transaction commits on top of its changes.
+// In the failed state Begin, Commit (read-only too: nothing is acknowledged), LogRecord,
+// LogSystem and Checkpoint return the first cause as Status::Fatal; nothing is retried. The
+// buffer pool writes no page any more (its WAL flush callback fails): a page may hold a change
+// whose logging failed and was reverted - dirty, yet with no full image logged since the last
+// checkpoint, so a torn write of it could not be repaired - or an undo whose compensation
+// record could not be logged. The volume keeps its state as of the failure; recovery redoes
+// the rest from the log.
+// Transitions: ok --log or volume fatal, or LatchFailure (Abort)--> failed; failed is final.
+//
 // Restart runs log::Recover with this object as the target (it must be called before the first
 // Begin), then flushes every page and takes a checkpoint, so that the next restart starts there.
 //
@@ -130,6 +146,9 @@ class TxnManager final : public log::RecoveryTarget {
 
   [[nodiscard]] Status Checkpoint(CheckpointReport* report = nullptr);
 
+  // OK, or the sticky failed state's Status::Fatal (see the file comment).
+  [[nodiscard]] Status health() const;
+
   TxnStats stats() const;
   log::LogManager* log() const { return log_; }
   lock::LockManager* locks() const { return locks_; }
@@ -154,6 +173,7 @@ class TxnManager final : public log::RecoveryTarget {
   Status Rollback(Txn* txn);
   Status UndoOne(Txn* txn, const log::LogRecordView& record);
   void Finish(Txn* txn, TxnState state);
+  void LatchFailure(const Status& cause);
   void CheckpointerMain();
 
   log::LogManager* const log_;
@@ -169,6 +189,12 @@ class TxnManager final : public log::RecoveryTarget {
   threads::SpinLock recycled_mu_;  // guards recycled_; held for a push or a pop only
   std::vector<std::unique_ptr<Txn>> recycled_;  // finished, lock-free Txns for Begin
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time
+
+  // The failed state latched by LatchFailure. failure_ is written once, under failure_lock_,
+  // before failed_ is set (release); readers load failed_ (acquire) first.
+  mutable threads::SpinLock failure_lock_;
+  Status failure_;
+  std::atomic<bool> failed_{false};
 
   std::thread checkpointer_;
   threads::Baton checkpointer_wake_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
@@ -13,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "log/log_dir.h"
 #include "log/log_format.h"
 #include "log/log_manager.h"
+#include "sm/io/aligned_buffer.h"
 #include "tests/log/log_test_util.h"
 #include "tests/test_util.h"
 #include "threads/sync.h"
@@ -238,6 +241,86 @@ TEST_CASE("a full disk when the next segment is needed makes the log fatal", "[c
   REQUIRE(std::string(s.message()).find("NoSpace") != std::string::npos);
   REQUIRE(i > 100);  // the first segment filled up before
   REQUIRE(log->Close().IsFatal());
+}
+
+// Regression: CreateSegment used to reuse the file a failed attempt left and sync it again.
+// After a failed fdatasync the second one may succeed without the writes the first lost - here
+// the segment's preallocation, which the retry's Resize to the same size does not repeat - so
+// the "created" segment could be durably one block long. The retry must start a fresh file.
+TEST_CASE("a segment whose creation sync failed is created afresh, never re-synced",
+          "[crash][log]") {
+  constexpr uint64_t kSegmentBytes = 64u << 10;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    INFO("seed " << seed);
+    FaultInjectionFileSystem fs(seed);
+    LogDirectoryOptions options;
+    options.create_if_missing = true;
+    options.segment_bytes = kSegmentBytes;
+    std::unique_ptr<LogDirectory> dir;
+    REQUIRE(LogDirectory::Open(&fs, "/log", options, &dir).ok());
+    std::shared_ptr<io::File> segment;
+    fs.FailNth(FaultOp::kSync, 1);
+    REQUIRE_FALSE(dir->CreateSegment(kFirstLsn, &segment).ok());
+    fs.ClearFaults();
+    REQUIRE(dir->CreateSegment(kFirstLsn, &segment).ok());
+    segment.reset();
+    dir.reset();
+    fs.SimulateCrash(CrashMode::kDropUnsynced);  // only what the successful sync covered
+    std::unique_ptr<io::File> file;
+    io::OpenOptions read;
+    read.read_only = true;
+    REQUIRE(fs.Open("/log/" + SegmentFileName(kFirstLsn), read, &file).ok());
+    uint64_t bytes = 0;
+    REQUIRE(file->Size(&bytes).ok());
+    REQUIRE(bytes == kSegmentBytes);
+  }
+}
+
+// Regression: a record longer than the free log buffer is written in pieces, and a sync
+// between two pieces (another committer's) makes durable - and the control file's durable hint,
+// which a checkpoint records - point inside the record. Open took a record that merely started
+// below the hint for synced, so a crash that lost the record's tail made the log unopenable
+// ("lies below LSN ..., up to which the log was known to be synced"). Here the state is built
+// directly: the hint one block into the last record, the record's bytes after it never written.
+TEST_CASE("a torn record that straddles the control file's durable hint is a torn tail",
+          "[crash][log]") {
+  FaultInjectionFileSystem fs(17);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  Inserted kept = InsertOne(log.get(), 1, 0, 100);
+  REQUIRE(log->Flush(kept.end).ok());
+  Inserted torn = InsertOne(log.get(), 1, 1, 12000);  // spans blocks
+  REQUIRE(log->Flush(torn.end).ok());
+  log->TEST_Kill();
+  log.reset();
+  fs.SimulateCrash(CrashMode::kKeepUnsynced);
+
+  const uint64_t mid = BlockCeil(torn.lsn.value() + 1);  // where the first piece ended
+  REQUIRE(mid + kRecordAlignment < torn.end.value());
+  {
+    LogDirectoryOptions options;
+    std::unique_ptr<LogDirectory> dir;
+    REQUIRE(LogDirectory::Open(&fs, logtest::kDir, options, &dir).ok());
+    ControlBlock control = dir->control();
+    control.durable_hint = mid;
+    REQUIRE(dir->WriteControl(control).ok());
+    std::shared_ptr<io::File> segment;
+    REQUIRE(dir->GetSegment(kFirstLsn, &segment).ok());
+    io::AlignedBuffer zeros(BlockCeil(torn.end.value()) - mid);
+    std::memset(zeros.data(), 0, zeros.size());
+    SegmentGeometry g = dir->geometry();
+    REQUIRE(segment->Write(g.FileOffset(kFirstLsn, mid), zeros.data(), zeros.size()).ok());
+    REQUIRE(segment->Sync().ok());
+  }
+  LogOpenReport report;
+  std::unique_ptr<LogManager> reopened;
+  Status s = LogManager::Open(&fs, logtest::kDir, SmallOptions(), &reopened, &report);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(report.end_lsn == torn.lsn);  // the torn record is cut, the one before it kept
+  auto back = logtest::ReadAll(&fs, Lsn(kFirstLsn));
+  REQUIRE(back.size() == 1);
+  REQUIRE(back[0].view().payload == kept.payload);
+  REQUIRE(reopened->Close().ok());
 }
 
 TEST_CASE("a crash before anything was synced leaves an empty log", "[crash][log]") {
