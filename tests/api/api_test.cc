@@ -172,6 +172,45 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   REQUIRE(after->Close().ok());
 }
 
+TEST_CASE("commit and abort release every lock; a recycled transaction starts clean",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(6);
+  Options o = TestOptions(&fs);
+  o.lock_wait_timeout = std::chrono::milliseconds(200);
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = nullptr;
+  REQUIRE(db->CreateTable("t", &t).ok());
+  auto txn_of = [](Transaction* txn) { return static_cast<api::TransactionImpl*>(txn)->txn(); };
+  for (bool commit : {true, false}) {
+    INFO((commit ? "commit" : "abort"));
+    std::unique_ptr<Transaction> a;
+    REQUIRE(db->Begin(&a).ok());
+    REQUIRE(t->Upsert(a.get(), "k", "v").ok());
+    txn::Txn* raw = txn_of(a.get());
+    CHECK(raw->lock_owner()->lock_count() >= 3);  // database, table and key at least
+    const uint64_t first_id = a->id();
+    REQUIRE((commit ? a->Commit() : a->Abort()).ok());
+    CHECK(raw->lock_owner()->lock_count() == 0);
+    a.reset();  // hands the Txn back for reuse
+
+    std::unique_ptr<Transaction> b;
+    REQUIRE(db->Begin(&b).ok());
+    CHECK(txn_of(b.get()) == raw);  // the same object, restarted
+    CHECK(b->id() > first_id);
+    CHECK(b->active());
+    CHECK(txn_of(b.get())->lock_owner()->lock_count() == 0);
+    CHECK(txn_of(b.get())->records_logged() == 0);
+    // Nothing of `a` is still locked: another transaction writes k at once (a leftover X lock
+    // would end in LockTimeout after 200 ms).
+    std::unique_ptr<Transaction> c;
+    REQUIRE(db->Begin(&c).ok());
+    REQUIRE(t->Upsert(c.get(), "k", "w").ok());
+    REQUIRE(c->Commit().ok());
+    REQUIRE(b->Commit().ok());
+  }
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }
