@@ -1,0 +1,342 @@
+// Isolation of concurrent transactions, checked on recorded histories (history_checker.h).
+//
+// Fibers on 2 workers run random transactions over a small table of keys, all present from the
+// start, at one isolation level per run: point reads, short range scans, and read-modify-writes
+// (Get, then Update; under serializable the Get's S lock must be upgraded to X, which is where
+// deadlocks come from). Every write stores the version it creates and the version it read
+// (EncodeVersionValue), so each read names the exact version it saw. Some transactions abort on
+// purpose; deadlock victims and other retryable failures abort and run again as a new attempt
+// with a new tag. Every attempt, committed or not, is recorded with its reads, its writes and
+// the ticks of one shared clock around its writes; after the run, the final state is read and
+// the whole history is checked: serializable runs must have an acyclic ww/wr/rw graph and no
+// lost update; read-committed runs no dirty read, no dirty write and no ww/wr cycle.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sm/io/fault_file.h"
+#include "sm/sm.h"
+#include "tests/api/history_checker.h"
+#include "tests/test_util.h"
+#include "threads/sync.h"
+
+namespace sm {
+namespace {
+
+using test::iso::Attempt;
+using test::iso::History;
+using test::iso::Level;
+using test::iso::Outcome;
+using test::iso::Version;
+
+std::string Key(uint32_t key) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "k%04u", key);
+  return buf;
+}
+
+bool ParseKey(std::string_view text, uint32_t* key) {
+  return text.size() == 5 && text[0] == 'k' &&
+         std::sscanf(std::string(text).c_str(), "k%4u", key) == 1;
+}
+
+struct PlannedOp {
+  enum Kind : uint8_t { kGet, kReadModifyWrite, kScan } kind;
+  uint32_t key;
+  uint32_t count;  // kScan: keys in [key, key + count)
+};
+
+// One transaction as drawn from the seed; its retries run the same plan.
+struct Plan {
+  std::vector<PlannedOp> ops;
+  bool abort = false;  // abort on purpose at the end
+};
+
+Plan DrawPlan(std::mt19937_64& rng, uint32_t keys) {
+  Plan plan;
+  const int ops = 1 + static_cast<int>(rng() % 5);
+  for (int i = 0; i < ops; ++i) {
+    const uint32_t key = static_cast<uint32_t>(rng() % keys);
+    const uint32_t dice = static_cast<uint32_t>(rng() % 100);
+    if (dice < 35) {
+      plan.ops.push_back({PlannedOp::kGet, key, 1});
+    } else if (dice < 85) {
+      plan.ops.push_back({PlannedOp::kReadModifyWrite, key, 1});
+    } else {
+      plan.ops.push_back({PlannedOp::kScan, key, 2 + static_cast<uint32_t>(rng() % 5)});
+    }
+  }
+  plan.abort = rng() % 10 == 0;
+  return plan;
+}
+
+struct Run {
+  Level level = Level::kSerializable;
+  uint32_t keys = 0;
+  Database* db = nullptr;
+  Table* table = nullptr;
+  std::atomic<uint64_t> clock{0};  // ticks; a fetch_add is ordered with every lock hand-over
+  std::atomic<uint64_t> failures{0};
+  std::string first_failure;
+  threads::SpinLock failure_lock;
+
+  uint64_t Tick() { return clock.fetch_add(1) + 1; }
+  void Fail(const std::string& what) {
+    std::lock_guard<threads::SpinLock> guard(failure_lock);
+    if (failures.fetch_add(1) == 0) first_failure = what;
+  }
+};
+
+// Decodes a row into the version it holds; a failure is the engine returning a value nobody
+// wrote.
+bool ReadVersion(Run* run, uint32_t key, std::string_view value, Version* version) {
+  Version prev;
+  if (test::iso::DecodeVersionValue(value, version, &prev)) return true;
+  run->Fail("key " + Key(key) + " holds an undecodable value '" + std::string(value) + "'");
+  return false;
+}
+
+Status DoGet(Run* run, Transaction* txn, uint32_t key, Attempt* attempt, Version* seen) {
+  std::string value;
+  SM_TRY(run->table->Get(txn, Key(key), &value));
+  if (!ReadVersion(run, key, value, seen)) return Status::Corruption("undecodable value");
+  attempt->Read(key, *seen);
+  return Status::OK();
+}
+
+Status DoReadModifyWrite(Run* run, Transaction* txn, uint32_t key, Attempt* attempt) {
+  Version seen;
+  SM_TRY(DoGet(run, txn, key, attempt, &seen));
+  const Version mine{attempt->tag, attempt->writes + 1};
+  SM_TRY(run->table->Update(txn, Key(key), test::iso::EncodeVersionValue(mine, seen)));
+  // The write lock is held from before Update returned until after the finish tick.
+  const Version recorded = attempt->Write(key, seen, run->Tick());
+  if (!(recorded == mine)) return Status::Corruption("recorder out of step");
+  return Status::OK();
+}
+
+Status DoScan(Run* run, Transaction* txn, const PlannedOp& op, Attempt* attempt) {
+  std::unique_ptr<Cursor> cursor;
+  SM_TRY(run->table->NewCursor(txn, ScanOptions::Range(Key(op.key), Key(op.key + op.count)),
+                               &cursor));
+  uint32_t rows = 0;
+  while (cursor->Valid()) {
+    uint32_t key = 0;
+    Version seen;
+    if (!ParseKey(cursor->key(), &key)) return Status::Corruption("scan: bad key");
+    if (!ReadVersion(run, key, cursor->value(), &seen)) return Status::Corruption("bad value");
+    attempt->Read(key, seen);
+    ++rows;
+    SM_TRY(cursor->Next());
+  }
+  // No key is ever inserted or deleted: the range always holds the same keys.
+  const uint32_t expected = std::min(op.count, run->keys - std::min(op.key, run->keys));
+  if (rows != expected) run->Fail("scan from " + Key(op.key) + " saw " + std::to_string(rows) + " rows");
+  return Status::OK();
+}
+
+Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt) {
+  for (const PlannedOp& op : plan.ops) {
+    Version seen;
+    switch (op.kind) {
+      case PlannedOp::kGet: SM_TRY(DoGet(run, txn, op.key, attempt, &seen)); break;
+      case PlannedOp::kReadModifyWrite: SM_TRY(DoReadModifyWrite(run, txn, op.key, attempt)); break;
+      case PlannedOp::kScan: SM_TRY(DoScan(run, txn, op, attempt)); break;
+    }
+  }
+  return Status::OK();
+}
+
+// One attempt of `plan`, recorded into *attempt. Returns true when the plan is done (committed
+// or aborted on purpose), false when the attempt failed in a retryable way.
+bool RunAttempt(Run* run, const Plan& plan, Attempt* attempt) {
+  std::unique_ptr<Transaction> txn;
+  const Isolation isolation = run->level == Level::kSerializable ? Isolation::kSerializable
+                                                                 : Isolation::kReadCommitted;
+  if (!run->db->Begin(&txn, isolation).ok()) return run->Fail("begin"), true;
+  Status s = RunOps(run, txn.get(), plan, attempt);
+  attempt->finished_at = run->Tick();  // before the locks go
+  if (s.ok() && !plan.abort) {
+    s = txn->Commit();
+    if (s.ok()) {
+      attempt->outcome = Outcome::kCommitted;
+      return true;
+    }
+    // A failed commit's outcome is unknown to the history, so it cannot be checked.
+    run->Fail("commit: " + s.ToString());
+    return true;
+  }
+  if (txn->active() && !txn->Abort().ok()) run->Fail("abort after " + s.ToString());
+  if (s.ok()) return true;  // aborted on purpose
+  if (!s.IsRetryable()) run->Fail("transaction: " + s.ToString());
+  return !s.IsRetryable();
+}
+
+struct FiberLog {
+  std::vector<Attempt> attempts;
+  uint64_t committed = 0, aborted = 0, retried = 0;
+};
+
+// A fiber: `transactions` plans, each run until it commits or aborts on purpose.
+void RunFiber(Run* run, uint32_t fiber, uint64_t seed, uint64_t transactions, FiberLog* log) {
+  std::mt19937_64 rng(seed * 1000003 + fiber);
+  uint64_t counter = 0;
+  for (uint64_t t = 0; t < transactions && run->failures.load() == 0; ++t) {
+    const Plan plan = DrawPlan(rng, run->keys);
+    for (;;) {
+      Attempt attempt;
+      attempt.tag = uint64_t{fiber + 1} * 1000000000ull + ++counter;  // unique per attempt
+      const bool done = RunAttempt(run, plan, &attempt);
+      log->committed += attempt.committed();
+      log->aborted += done && !attempt.committed();
+      log->retried += !done;
+      log->attempts.push_back(std::move(attempt));
+      if (done) break;
+    }
+  }
+}
+
+void LoadKeys(Database* db, Table* table, uint32_t keys) {
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  for (uint32_t k = 0; k < keys; ++k) {
+    const std::string initial =
+        test::iso::EncodeVersionValue(test::iso::kInitialVersion, test::iso::kInitialVersion);
+    REQUIRE(table->Insert(txn.get(), Key(k), initial).ok());
+  }
+  REQUIRE(txn->Commit().ok());
+}
+
+std::vector<Version> ReadFinalState(Database* db, Table* table, uint32_t keys) {
+  std::vector<Version> state(keys);
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  for (uint32_t k = 0; k < keys; ++k) {
+    std::string value;
+    REQUIRE(table->Get(txn.get(), Key(k), &value).ok());
+    Version prev;
+    INFO(Key(k) << " = " << value);
+    REQUIRE(test::iso::DecodeVersionValue(value, &state[k], &prev));
+  }
+  REQUIRE(txn->Commit().ok());
+  return state;
+}
+
+struct Totals {
+  uint64_t committed = 0, aborted = 0, retried = 0;
+};
+
+void RunIsolation(Level level, uint64_t transactions_per_fiber, uint32_t fibers, bool expect_deadlocks,
+                  uint64_t seed) {
+  const char* level_name = level == Level::kSerializable ? "serializable" : "read committed";
+  std::mt19937_64 rng(seed);
+  Run run;
+  run.level = level;
+  run.keys = 8u << (rng() % 4);  // 8..64 keys: small enough for conflicts and deadlocks
+  INFO(level_name << ", " << run.keys << " keys, seed " << seed);
+  io::FaultInjectionFileSystem fs(seed);
+  Options options;
+  options.path = "/db";
+  options.file_system = &fs;
+  options.buffer_pool_bytes = 4u << 20;
+  // Durability is not under test here and the history is checked in memory: no commit waits
+  // for a log flush, so more transactions interleave per second.
+  options.commit_mode = CommitMode::kNone;
+  options.checkpoint_interval = std::chrono::milliseconds(200);  // keeps the log short
+  options.workers = 2;
+  options.lock_wait_timeout = std::chrono::milliseconds(5000);
+  std::unique_ptr<Database> db;
+  REQUIRE(Database::Open(options, &db).ok());
+  REQUIRE(db->CreateTable("iso", &run.table).ok());
+  run.db = db.get();
+  LoadKeys(db.get(), run.table, run.keys);
+  const DatabaseStats before = db->stats();
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<FiberLog> logs(fibers);
+  threads::WaitGroup done;
+  done.Add(fibers);
+  for (uint32_t f = 0; f < fibers; ++f) {
+    db->Spawn(
+        [&, f] {
+          RunFiber(&run, f, seed, transactions_per_fiber, &logs[f]);
+          done.Done();
+        },
+        static_cast<int>(f % 2));
+  }
+  done.Wait();
+  const double run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.first_failure);
+  REQUIRE(run.failures.load() == 0);
+  const uint64_t deadlocks = db->stats().deadlocks - before.deadlocks;
+
+  History history;
+  Totals totals;
+  for (FiberLog& log : logs) {
+    totals.committed += log.committed;
+    totals.aborted += log.aborted;
+    totals.retried += log.retried;
+    for (Attempt& a : log.attempts) history.attempts.push_back(std::move(a));
+  }
+  history.final_state = ReadFinalState(db.get(), run.table, run.keys);
+  REQUIRE(db->Verify().ok());
+  REQUIRE(db->Close().ok());
+
+  const auto check_start = std::chrono::steady_clock::now();
+  const test::iso::CheckResult result = test::iso::Check(history, level);
+  const double check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+  std::printf(
+      "isolation (%s, %u keys, %u fibers): %llu committed, %llu aborted on purpose, %llu "
+      "retried, %llu deadlocks; %llu reads, %llu writes; edges ww %llu wr %llu rw %llu; "
+      "run %.2f s, check %.2f s; %s: %s\n",
+      level_name, run.keys, fibers, static_cast<unsigned long long>(totals.committed),
+      static_cast<unsigned long long>(totals.aborted),
+      static_cast<unsigned long long>(totals.retried), static_cast<unsigned long long>(deadlocks),
+      static_cast<unsigned long long>(result.reads), static_cast<unsigned long long>(result.writes),
+      static_cast<unsigned long long>(result.ww_edges),
+      static_cast<unsigned long long>(result.wr_edges),
+      static_cast<unsigned long long>(result.rw_edges), run_seconds, check_seconds, level_name,
+      result.ok() ? "yes" : "NO");
+  std::fflush(stdout);
+  INFO(result.Report());
+  REQUIRE(result.ok());
+  // The checks saw what they claim to check.
+  REQUIRE(result.committed == totals.committed);
+  REQUIRE(totals.committed == uint64_t{fibers} * transactions_per_fiber - totals.aborted);
+  REQUIRE(result.timed_writes == result.writes);  // every write entered the dirty-write check
+  REQUIRE(result.writes > 0);
+  REQUIRE(result.wr_edges > 0);
+  REQUIRE(result.ww_edges > 0);
+  if (level == Level::kSerializable) REQUIRE(result.rw_edges > 0);
+  if (expect_deadlocks) REQUIRE(deadlocks > 0);
+  REQUIRE(totals.retried > 0);
+}
+
+constexpr uint32_t kFibers = 16;
+
+// About 8,000 transactions per level in a release build (a few seconds), fewer under the
+// sanitizers.
+TEST_CASE("concurrent transactions produce serializable or read-committed histories",
+          "[random][isolation]") {
+  const Level level = GENERATE(Level::kSerializable, Level::kReadCommitted);
+  const uint64_t per_fiber = test::kSanitized ? 100 : 500;
+  RunIsolation(level, per_fiber, kFibers, /*expect_deadlocks=*/level == Level::kSerializable,
+               test::TestSeed("isolation"));
+}
+
+// The slow tier (tools/run test --slow): more than 100,000 committed transactions per level.
+TEST_CASE("isolation over more than 100,000 transactions", "[random][isolation][.slow]") {
+  const Level level = GENERATE(Level::kSerializable, Level::kReadCommitted);
+  RunIsolation(level, 7000, kFibers, /*expect_deadlocks=*/true, test::TestSeed("isolation slow"));
+}
+
+}  // namespace
+}  // namespace sm
