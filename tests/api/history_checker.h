@@ -11,8 +11,8 @@
 // version it writes and the version it overwrote (EncodeVersionValue); a read then reports the
 // exact version it saw. An Attempt is one try of a transaction: its tag (never reused, also
 // not by a retry), whether it committed, its reads and writes in program order, and two logical
-// times (ticks of one clock shared by all attempts): for each write, a tick taken after the
-// write returned, and the attempt's finish tick, taken before it called Commit or Abort.
+// times (ticks of one clock shared by all attempts): for each read and write, a tick taken
+// after it returned, and the attempt's finish tick, taken before it called Commit or Abort.
 // Between the two the writer held its write lock, so these intervals let the checker see two
 // uncommitted writers of one key at once (a dirty write) without trusting the engine.
 //
@@ -21,7 +21,9 @@
 //      - internal: after writing k, an attempt reads its own latest write of k;
 //      - G1a (aborted read): no version written by an aborted attempt is read;
 //      - G1b (intermediate read): no version that its writer overwrote itself is read;
-//      - garbage read: every version read was written to that key by a recorded attempt.
+//      - garbage read: every version read was written to that key by a recorded attempt;
+//      - G1 (uncommitted read): no read returns before the writer of the version it saw
+//        began to commit (a dirty read of a writer that committed later; seen by ticks).
 //   2. Dirty writes (both levels): for each key, the intervals [write tick, finish tick] of
 //      different attempts (committed or aborted) that wrote it are disjoint.
 //   3. The version order of each key (<< in Adya) and the final state:
@@ -53,6 +55,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,9 +101,9 @@ enum class OpKind : uint8_t { kRead, kWrite };
 struct Op {
   OpKind kind = OpKind::kRead;
   uint32_t key = 0;
-  Version version;             // read: the version seen; write: the version written
-  Version prev;                // write: the version it overwrote, as its writer saw it
-  uint64_t locked_at = kUntimed;  // write: a tick after the write returned
+  Version version;         // read: the version seen; write: the version written
+  Version prev;            // write: the version it overwrote, as its writer saw it
+  uint64_t at = kUntimed;  // a tick taken after the read or write returned
 };
 
 enum class Outcome : uint8_t { kCommitted, kAborted };
@@ -113,11 +116,13 @@ struct Attempt {
   uint32_t writes = 0;
 
   bool committed() const { return outcome == Outcome::kCommitted; }
-  void Read(uint32_t key, Version version) { ops.push_back(Op{OpKind::kRead, key, version, {}}); }
+  void Read(uint32_t key, Version version, uint64_t at = kUntimed) {
+    ops.push_back(Op{OpKind::kRead, key, version, {}, at});
+  }
   // Records a write over `prev` and returns the version it creates.
-  Version Write(uint32_t key, Version prev, uint64_t locked_at = kUntimed) {
+  Version Write(uint32_t key, Version prev, uint64_t at = kUntimed) {
     const Version me{tag, ++writes};
-    ops.push_back(Op{OpKind::kWrite, key, me, prev, locked_at});
+    ops.push_back(Op{OpKind::kWrite, key, me, prev, at});
     return me;
   }
 };
@@ -131,19 +136,28 @@ enum class Level : uint8_t { kSerializable, kReadCommitted };
 
 struct CheckResult {
   uint64_t anomaly_count = 0;
-  std::vector<std::string> anomalies;  // the first kAnomaliesKept, readable
+  std::vector<std::string> anomalies;  // the first kAnomaliesKeptPerKind of each kind
+  std::map<std::string, uint64_t> counts;  // anomalies by kind (the text before its ':')
   uint64_t committed = 0, aborted = 0, reads = 0, writes = 0, timed_writes = 0;
   uint64_t ww_edges = 0, wr_edges = 0, rw_edges = 0;
 
-  static constexpr size_t kAnomaliesKept = 20;
+  static constexpr uint64_t kAnomaliesKeptPerKind = 5;
   bool ok() const { return anomaly_count == 0; }
   // True if some anomaly's text starts with `kind` (e.g. "G1a", "G2"): for tests.
   bool Has(std::string_view kind) const {
     return std::any_of(anomalies.begin(), anomalies.end(),
                        [&](const std::string& a) { return a.rfind(kind, 0) == 0; });
   }
-  std::string Report() const {
+  // "kind n, kind n, ..."
+  std::string Counts() const {
     std::string out;
+    for (const auto& [kind, n] : counts) {
+      out += (out.empty() ? "" : ", ") + kind + " " + std::to_string(n);
+    }
+    return out;
+  }
+  std::string Report() const {
+    std::string out = Counts() + "\n";
     for (const std::string& a : anomalies) out += a + "\n";
     if (anomaly_count > anomalies.size()) {
       out += "... and " + std::to_string(anomaly_count - anomalies.size()) + " more\n";
@@ -205,7 +219,8 @@ class Checker {
   };
 
   void Anomaly(std::string text) {
-    if (result_.anomalies.size() < CheckResult::kAnomaliesKept) {
+    const uint64_t of_kind = ++result_.counts[text.substr(0, text.find(':'))];
+    if (of_kind <= CheckResult::kAnomaliesKeptPerKind) {
       result_.anomalies.push_back(std::move(text));
     }
     ++result_.anomaly_count;
@@ -236,13 +251,13 @@ class Checker {
         }
         versions_[op.version] = WrittenVersion{a, op.key};
         auto [it, fresh] = slot_.emplace(SlotKey(a, op.key), writers_[op.key].size());
-        if (fresh) writers_[op.key].push_back(KeyWrites{a, op.prev, op.version, op.locked_at});
+        if (fresh) writers_[op.key].push_back(KeyWrites{a, op.prev, op.version, op.at});
         KeyWrites& w = writers_[op.key][it->second];
         w.last = op.version;
-        w.locked_at = std::min(w.locked_at, op.locked_at);
+        w.locked_at = std::min(w.locked_at, op.at);
         if (h_.attempts[a].committed()) {
           ++result_.writes;
-          if (op.locked_at != kUntimed) ++result_.timed_writes;
+          if (op.at != kUntimed) ++result_.timed_writes;
         }
       }
     }
@@ -281,13 +296,15 @@ class Checker {
           }
           continue;
         }
-        CheckExternalRead(a, op.key, op.version);
+        CheckExternalRead(a, op);
       }
     }
   }
 
   // A committed attempt's read of a version it did not write itself.
-  void CheckExternalRead(uint32_t reader, uint32_t key, Version v) {
+  void CheckExternalRead(uint32_t reader, const Op& read) {
+    const uint32_t key = read.key;
+    const Version v = read.version;
     if (v == kInitialVersion) return;
     auto it = versions_.find(v);
     if (it == versions_.end() || it->second.key != key) {
@@ -310,6 +327,15 @@ class Checker {
       Anomaly("G1b (intermediate read): " + Name(reader) + " read " + K(key) + " as " +
               VersionName(v) + ", which " + Name(writer) + " overwrote with " +
               VersionName(*LastWrite(writer, key)));
+      return;
+    }
+    // The read returned before its writer began to commit: it saw uncommitted data (P1),
+    // even though the writer committed later.
+    const uint64_t writer_finish = h_.attempts[writer].finished_at;
+    if (read.at != kUntimed && writer_finish != kUntimed && read.at < writer_finish) {
+      Anomaly("G1 (uncommitted read): " + Name(reader) + " read " + K(key) + " as " +
+              VersionName(v) + " at tick " + std::to_string(read.at) + ", before " +
+              Name(writer) + " began to commit (tick " + std::to_string(writer_finish) + ")");
     }
   }
 

@@ -121,6 +121,22 @@ TEST_CASE("checker: a read of an aborted write is G1a", "[unit][isolation]") {
   ExpectAnomaly(b.h, Level::kReadCommitted, "G1a");
 }
 
+TEST_CASE("checker: a read before the writer committed is an uncommitted read",
+          "[unit][isolation]") {
+  Builder b(1);
+  Attempt& t1 = b.Txn(1);
+  const Version v1 = t1.Write(0, kInitialVersion, 1);
+  t1.finished_at = 3;  // it committed, but only after the read below
+  Attempt& t2 = b.Txn(2);
+  t2.Read(0, v1, 2);
+  t2.finished_at = 4;
+  b.h.final_state[0] = v1;
+  ExpectAnomaly(b.h, Level::kSerializable, "G1 (uncommitted read)");
+  ExpectAnomaly(b.h, Level::kReadCommitted, "G1 (uncommitted read)");
+  b.h.attempts[1].ops[0].at = 5;  // read after the commit began: fine
+  ExpectClean(b.h, Level::kReadCommitted);
+}
+
 TEST_CASE("checker: a read of an overwritten intermediate version is G1b", "[unit][isolation]") {
   Builder b(1);
   Attempt& t1 = b.Txn(1);
