@@ -7,9 +7,10 @@
 // (EncodeVersionValue), so each read names the exact version it saw. Some transactions abort on
 // purpose; deadlock victims and other retryable failures abort and run again as a new attempt
 // with a new tag. Every attempt, committed or not, is recorded with its reads, its writes and
-// the ticks of one shared clock around its writes; after the run, the final state is read and
-// the whole history is checked: serializable runs must have an acyclic ww/wr/rw graph and no
-// lost update; read-committed runs no dirty read, no dirty write and no ww/wr cycle.
+// ticks of one shared clock after each of them and before its end; after the run, the final
+// state is read and the whole history is checked: serializable runs must have an acyclic
+// ww/wr/rw graph and no lost update; read-committed runs no dirty read, no dirty write and no
+// ww/wr cycle (and, as a control, must fail the serializable check).
 //
 // Phantoms. Versions of present keys cannot show a phantom, so the table also has a zone of
 // slots that transactions insert and delete, in segments of kSlotsPerSegment, each with a
@@ -58,6 +59,7 @@ bool ParseKey(std::string_view text, uint32_t* key) {
          std::sscanf(std::string(text).c_str(), "k%4u", key) == 1;
 }
 
+constexpr uint32_t kFibers = 16;
 constexpr uint32_t kSegments = 4;
 constexpr uint32_t kSlotsPerSegment = 8;
 
@@ -353,10 +355,10 @@ std::vector<Version> ReadFinalState(Database* db, Table* table, uint32_t keys) {
   return state;
 }
 
-constexpr uint32_t kFibers = 16;
-
+// What the fibers did, merged.
 struct Totals {
-  uint64_t committed = 0, aborted = 0, retried = 0, longest_retry_chain = 0;
+  uint64_t committed = 0, aborted = 0, retried = 0, longest_retry_chain = 0, deadlocks = 0;
+  double run_seconds = 0;
 };
 
 struct Config {
@@ -365,6 +367,88 @@ struct Config {
   uint64_t transactions_per_fiber = 0;
   uint64_t min_committed = 0;
 };
+
+const char* LevelName(Level level) {
+  return level == Level::kSerializable ? "serializable" : "read committed";
+}
+
+std::unique_ptr<Database> OpenDatabase(const Config& config, io::FileSystem* fs) {
+  Options options;
+  options.path = "/db";
+  options.file_system = fs;
+  options.buffer_pool_bytes = 4u << 20;
+  // Durability is not under test here and the history is checked in memory: no commit waits
+  // for a log flush, so more transactions interleave per second.
+  options.commit_mode = CommitMode::kNone;
+  options.checkpoint_interval = std::chrono::milliseconds(200);  // keeps the log short
+  options.workers = 2;
+  options.lock_wait_timeout = std::chrono::milliseconds(5000);
+  options.steps = config.steps;
+  std::unique_ptr<Database> db;
+  REQUIRE(Database::Open(options, &db).ok());
+  return db;
+}
+
+// Runs kFibers fibers, alternating between the two workers, and merges their logs into
+// history->attempts.
+Totals RunFibers(Run* run, const Config& config, uint64_t seed, History* history) {
+  const DatabaseStats before = run->db->stats();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<FiberLog> logs(kFibers);
+  threads::WaitGroup done;
+  done.Add(kFibers);
+  for (uint32_t f = 0; f < kFibers; ++f) {
+    run->db->Spawn(
+        [&, f] {
+          RunFiber(run, f, seed, config.transactions_per_fiber, &logs[f]);
+          done.Done();
+        },
+        static_cast<int>(f % 2));
+  }
+  done.Wait();
+  Totals totals;
+  totals.run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  totals.deadlocks = run->db->stats().deadlocks - before.deadlocks;
+  for (FiberLog& log : logs) {
+    totals.committed += log.committed;
+    totals.aborted += log.aborted;
+    totals.retried += log.retried;
+    totals.longest_retry_chain = std::max(totals.longest_retry_chain, log.longest_retry_chain);
+    for (Attempt& a : log.attempts) history->attempts.push_back(std::move(a));
+  }
+  return totals;
+}
+
+void PrintSummary(const Config& config, uint32_t keys, const Totals& totals,
+                  const test::iso::CheckResult& result, double check_seconds) {
+  auto u = [](uint64_t n) { return static_cast<unsigned long long>(n); };
+  std::printf(
+      "isolation (%s, STEPS %s, %u keys, %u fibers): %llu committed, %llu aborted on purpose, "
+      "%llu retried (at most %llu in a row), %llu deadlocks; %llu reads, %llu writes; edges ww "
+      "%llu wr %llu rw %llu; run %.2f s, check %.2f s; %s: %s\n",
+      LevelName(config.level), config.steps ? "on" : "off", keys, kFibers, u(totals.committed),
+      u(totals.aborted), u(totals.retried), u(totals.longest_retry_chain), u(totals.deadlocks),
+      u(result.reads), u(result.writes), u(result.ww_edges), u(result.wr_edges),
+      u(result.rw_edges), totals.run_seconds, check_seconds, LevelName(config.level),
+      result.ok() ? "yes" : "NO");
+  std::fflush(stdout);
+}
+
+// The run exercised what the test claims to check.
+void RequireCoverage(const Config& config, const Totals& totals,
+                     const test::iso::CheckResult& result) {
+  REQUIRE(result.committed == totals.committed);
+  REQUIRE(totals.committed == kFibers * config.transactions_per_fiber - totals.aborted);
+  REQUIRE(totals.committed >= config.min_committed);
+  REQUIRE(result.timed_writes == result.writes);  // every write entered the dirty-write check
+  REQUIRE(result.writes > 0);
+  REQUIRE(result.wr_edges > 0);
+  REQUIRE(result.ww_edges > 0);
+  if (config.level == Level::kSerializable) REQUIRE(result.rw_edges > 0);
+  REQUIRE(totals.deadlocks > 0);  // the retry path ran
+  REQUIRE(totals.retried > 0);
+}
 
 // A read-committed history is not serializable: checked as such it must show anomalies (lost
 // updates and cycles with rw edges), or the serializable verdicts would mean little.
@@ -381,101 +465,36 @@ void CheckReadCommittedIsNotSerializable(const History& history) {
 }
 
 void RunIsolation(const Config& config, uint64_t seed) {
-  const Level level = config.level;
-  const uint64_t transactions_per_fiber = config.transactions_per_fiber;
-  const uint32_t fibers = kFibers;
-  const char* level_name = level == Level::kSerializable ? "serializable" : "read committed";
   std::mt19937_64 rng(seed);
   Run run;
-  run.level = level;
+  run.level = config.level;
   run.keys = 8u << (rng() % 4);  // 8..64 keys: small enough for conflicts and deadlocks
-  INFO(level_name << ", STEPS " << (config.steps ? "on" : "off") << ", " << run.keys
-                  << " keys, seed " << seed);
+  INFO(LevelName(config.level) << ", STEPS " << (config.steps ? "on" : "off") << ", "
+                               << run.keys << " keys, seed " << seed);
   io::FaultInjectionFileSystem fs(seed);
-  Options options;
-  options.path = "/db";
-  options.file_system = &fs;
-  options.buffer_pool_bytes = 4u << 20;
-  // Durability is not under test here and the history is checked in memory: no commit waits
-  // for a log flush, so more transactions interleave per second.
-  options.commit_mode = CommitMode::kNone;
-  options.checkpoint_interval = std::chrono::milliseconds(200);  // keeps the log short
-  options.workers = 2;
-  options.lock_wait_timeout = std::chrono::milliseconds(5000);
-  options.steps = config.steps;
-  std::unique_ptr<Database> db;
-  REQUIRE(Database::Open(options, &db).ok());
+  std::unique_ptr<Database> db = OpenDatabase(config, &fs);
   REQUIRE(db->CreateTable("iso", &run.table).ok());
   run.db = db.get();
   LoadKeys(db.get(), run.table, run.keys);
-  const DatabaseStats before = db->stats();
-
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<FiberLog> logs(fibers);
-  threads::WaitGroup done;
-  done.Add(fibers);
-  for (uint32_t f = 0; f < fibers; ++f) {
-    db->Spawn(
-        [&, f] {
-          RunFiber(&run, f, seed, transactions_per_fiber, &logs[f]);
-          done.Done();
-        },
-        static_cast<int>(f % 2));
-  }
-  done.Wait();
-  const double run_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  INFO(run.first_failure);
-  REQUIRE(run.failures.load() == 0);
-  const uint64_t deadlocks = db->stats().deadlocks - before.deadlocks;
 
   History history;
-  Totals totals;
-  for (FiberLog& log : logs) {
-    totals.committed += log.committed;
-    totals.aborted += log.aborted;
-    totals.retried += log.retried;
-    totals.longest_retry_chain = std::max(totals.longest_retry_chain, log.longest_retry_chain);
-    for (Attempt& a : log.attempts) history.attempts.push_back(std::move(a));
-  }
+  const Totals totals = RunFibers(&run, config, seed, &history);
+  INFO(run.first_failure);
+  REQUIRE(run.failures.load() == 0);
   history.final_state = ReadFinalState(db.get(), run.table, run.keys);
-  if (level == Level::kSerializable) CheckCounts(db.get(), run.table);
+  if (config.level == Level::kSerializable) CheckCounts(db.get(), run.table);
   REQUIRE(db->Verify().ok());
   REQUIRE(db->Close().ok());
 
   const auto check_start = std::chrono::steady_clock::now();
-  const test::iso::CheckResult result = test::iso::Check(history, level);
+  const test::iso::CheckResult result = test::iso::Check(history, config.level);
   const double check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-  std::printf(
-      "isolation (%s, STEPS %s, %u keys, %u fibers): %llu committed, %llu aborted on purpose, %llu "
-      "retried (at most %llu in a row), %llu deadlocks; %llu reads, %llu writes; edges ww %llu wr %llu rw %llu; "
-      "run %.2f s, check %.2f s; %s: %s\n",
-      level_name, config.steps ? "on" : "off", run.keys, fibers, static_cast<unsigned long long>(totals.committed),
-      static_cast<unsigned long long>(totals.aborted),
-      static_cast<unsigned long long>(totals.retried),
-      static_cast<unsigned long long>(totals.longest_retry_chain),
-      static_cast<unsigned long long>(deadlocks),
-      static_cast<unsigned long long>(result.reads), static_cast<unsigned long long>(result.writes),
-      static_cast<unsigned long long>(result.ww_edges),
-      static_cast<unsigned long long>(result.wr_edges),
-      static_cast<unsigned long long>(result.rw_edges), run_seconds, check_seconds, level_name,
-      result.ok() ? "yes" : "NO");
-  std::fflush(stdout);
+  PrintSummary(config, run.keys, totals, result, check_seconds);
   INFO(result.Report());
   REQUIRE(result.ok());
-  // The checks saw what they claim to check.
-  REQUIRE(result.committed == totals.committed);
-  REQUIRE(totals.committed == uint64_t{fibers} * transactions_per_fiber - totals.aborted);
-  REQUIRE(result.timed_writes == result.writes);  // every write entered the dirty-write check
-  REQUIRE(result.writes > 0);
-  REQUIRE(result.wr_edges > 0);
-  REQUIRE(result.ww_edges > 0);
-  if (level == Level::kSerializable) REQUIRE(result.rw_edges > 0);
-  REQUIRE(totals.committed >= config.min_committed);
-  REQUIRE(deadlocks > 0);  // the retry path ran
-  REQUIRE(totals.retried > 0);
-  if (level == Level::kReadCommitted) CheckReadCommittedIsNotSerializable(history);
+  RequireCoverage(config, totals, result);
+  if (config.level == Level::kReadCommitted) CheckReadCommittedIsNotSerializable(history);
 }
 
 // 32,000 transactions per level and STEPS setting in a release build (a few seconds), 3,200
