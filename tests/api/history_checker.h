@@ -136,7 +136,7 @@ enum class Level : uint8_t { kSerializable, kReadCommitted };
 
 struct CheckResult {
   uint64_t anomaly_count = 0;
-  std::vector<std::string> anomalies;  // the first kAnomaliesKeptPerKind of each kind
+  std::vector<std::string> anomalies;      // the first kAnomaliesKeptPerKind of each kind
   std::map<std::string, uint64_t> counts;  // anomalies by kind (the text before its ':')
   uint64_t committed = 0, aborted = 0, reads = 0, writes = 0, timed_writes = 0;
   uint64_t ww_edges = 0, wr_edges = 0, rw_edges = 0;
@@ -175,9 +175,12 @@ struct VersionHash {
 enum class EdgeKind : uint8_t { kWW, kWR, kRW };
 inline const char* EdgeKindName(EdgeKind kind) {
   switch (kind) {
-    case EdgeKind::kWW: return "ww";
-    case EdgeKind::kWR: return "wr";
-    case EdgeKind::kRW: return "rw";
+    case EdgeKind::kWW:
+      return "ww";
+    case EdgeKind::kWR:
+      return "wr";
+    case EdgeKind::kRW:
+      return "rw";
   }
   return "?";
 }
@@ -191,8 +194,8 @@ struct Edge {
 // One attempt's writes of one key, as far as the version order needs them.
 struct KeyWrites {
   uint32_t attempt = 0;
-  Version first_prev;      // what its first write of the key overwrote
-  Version last;            // its last write of the key: the version others may see
+  Version first_prev;             // what its first write of the key overwrote
+  Version last;                   // its last write of the key: the version others may see
   uint64_t locked_at = kUntimed;  // the earliest write tick
 };
 
@@ -225,7 +228,9 @@ class Checker {
     }
     ++result_.anomaly_count;
   }
-  std::string Name(uint32_t attempt) const { return "T" + std::to_string(h_.attempts[attempt].tag); }
+  std::string Name(uint32_t attempt) const {
+    return "T" + std::to_string(h_.attempts[attempt].tag);
+  }
   static std::string K(uint32_t key) { return "key " + std::to_string(key); }
   uint32_t key_count() const { return static_cast<uint32_t>(h_.final_state.size()); }
 
@@ -314,13 +319,13 @@ class Checker {
     }
     const uint32_t writer = it->second.attempt;
     if (writer == reader) {
-      Anomaly("internal: " + Name(reader) + " read its own " + VersionName(v) + " of " +
-              K(key) + " before writing it");
+      Anomaly("internal: " + Name(reader) + " read its own " + VersionName(v) + " of " + K(key) +
+              " before writing it");
       return;
     }
     if (!h_.attempts[writer].committed()) {
-      Anomaly("G1a (aborted read): " + Name(reader) + " read " + K(key) + " as " +
-              VersionName(v) + ", written by " + Name(writer) + ", which aborted");
+      Anomaly("G1a (aborted read): " + Name(reader) + " read " + K(key) + " as " + VersionName(v) +
+              ", written by " + Name(writer) + ", which aborted");
       return;
     }
     if (!(*LastWrite(writer, key) == v)) {
@@ -334,8 +339,8 @@ class Checker {
     const uint64_t writer_finish = h_.attempts[writer].finished_at;
     if (read.at != kUntimed && writer_finish != kUntimed && read.at < writer_finish) {
       Anomaly("G1 (uncommitted read): " + Name(reader) + " read " + K(key) + " as " +
-              VersionName(v) + " at tick " + std::to_string(read.at) + ", before " +
-              Name(writer) + " began to commit (tick " + std::to_string(writer_finish) + ")");
+              VersionName(v) + " at tick " + std::to_string(read.at) + ", before " + Name(writer) +
+              " began to commit (tick " + std::to_string(writer_finish) + ")");
     }
   }
 
@@ -369,7 +374,8 @@ class Checker {
     } else {
       LockOrder(key, &order_[key]);
     }
-    const Version last = order_[key].empty() ? kInitialVersion : CommittedLast(key, order_[key].back());
+    const Version last =
+        order_[key].empty() ? kInitialVersion : CommittedLast(key, order_[key].back());
     if (!(h_.final_state[key] == last)) {
       Anomaly("final state: " + K(key) + " holds " + VersionName(h_.final_state[key]) +
               ", but the last committed version in version order is " + VersionName(last));
@@ -450,9 +456,15 @@ class Checker {
     if (from == to) return;
     graph_[from].push_back(Edge{to, kind, key});
     switch (kind) {
-      case EdgeKind::kWW: ++result_.ww_edges; break;
-      case EdgeKind::kWR: ++result_.wr_edges; break;
-      case EdgeKind::kRW: ++result_.rw_edges; break;
+      case EdgeKind::kWW:
+        ++result_.ww_edges;
+        break;
+      case EdgeKind::kWR:
+        ++result_.wr_edges;
+        break;
+      case EdgeKind::kRW:
+        ++result_.rw_edges;
+        break;
     }
   }
 
@@ -523,7 +535,8 @@ class Checker {
         }
         const uint32_t done = v;
         frames.pop_back();
-        if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+        if (!frames.empty())
+          low[frames.back().first] = std::min(low[frames.back().first], low[done]);
         if (low[done] != index[done]) continue;
         std::vector<uint32_t> members;
         uint32_t w;
@@ -560,7 +573,8 @@ class Checker {
     }
     if (!closed) return Anomaly("cycle: a component of " + Name(start) + " without a cycle?");
     std::vector<std::pair<uint32_t, Edge>> path{closing};  // built backwards
-    for (uint32_t v = closing.first; v != start; v = parent.at(v).first) path.push_back(parent.at(v));
+    for (uint32_t v = closing.first; v != start; v = parent.at(v).first)
+      path.push_back(parent.at(v));
     std::reverse(path.begin(), path.end());
     int rw = 0, wr = 0;
     std::string text = Name(start);
@@ -579,9 +593,9 @@ class Checker {
   std::unordered_map<uint64_t, uint32_t> by_tag_;
   std::unordered_map<Version, WrittenVersion, VersionHash> versions_;
   std::vector<std::vector<KeyWrites>> writers_;  // per key
-  std::unordered_map<uint64_t, uint32_t> slot_;   // SlotKey -> index in writers_[key]
+  std::unordered_map<uint64_t, uint32_t> slot_;  // SlotKey -> index in writers_[key]
   std::vector<std::vector<uint32_t>> order_;     // per key: committed writers, oldest first
-  std::vector<std::vector<Edge>> graph_;          // per attempt (aborted ones have no edges)
+  std::vector<std::vector<Edge>> graph_;         // per attempt (aborted ones have no edges)
 };
 
 }  // namespace internal

@@ -1,9 +1,9 @@
 // The isolation checker (history_checker.h) on hand-written histories: each anomaly it claims to
 // find is found, at the levels that forbid it and not at those that allow it, and a serializable
 // history passes. Keys are small integers; ticks are written out where the check needs them.
-#include <catch2/catch.hpp>
-
 #include "tests/api/history_checker.h"
+
+#include <catch2/catch.hpp>
 
 namespace sm::test::iso {
 namespace {
@@ -77,8 +77,7 @@ TEST_CASE("checker: a serializable history passes at both levels", "[unit][isola
   CHECK(r.rw_edges == 0);
 }
 
-TEST_CASE("checker: write skew is a G2 cycle, allowed under read committed",
-          "[unit][isolation]") {
+TEST_CASE("checker: write skew is a G2 cycle, allowed under read committed", "[unit][isolation]") {
   Builder b(2);
   Attempt& t1 = b.Txn(1);
   t1.Read(0, kInitialVersion);

@@ -21,10 +21,9 @@
 // rows the scan saw, and at the end every count equals its segment's rows; a phantom insert or
 // delete between the scan and the count read breaks that. Under read committed neither holds
 // (lost updates of a count are allowed there), so only the engine's own errors are checked.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -153,8 +152,8 @@ Status DoReadModifyWrite(Run* run, Transaction* txn, uint32_t key, Attempt* atte
 
 Status DoScan(Run* run, Transaction* txn, const PlannedOp& op, Attempt* attempt) {
   std::unique_ptr<Cursor> cursor;
-  SM_TRY(run->table->NewCursor(txn, ScanOptions::Range(Key(op.key), Key(op.key + op.count)),
-                               &cursor));
+  SM_TRY(
+      run->table->NewCursor(txn, ScanOptions::Range(Key(op.key), Key(op.key + op.count)), &cursor));
   uint32_t rows = 0;
   while (cursor->Valid()) {
     uint32_t key = 0;
@@ -167,7 +166,8 @@ Status DoScan(Run* run, Transaction* txn, const PlannedOp& op, Attempt* attempt)
   }
   // No key is ever inserted or deleted: the range always holds the same keys.
   const uint32_t expected = std::min(op.count, run->keys - std::min(op.key, run->keys));
-  if (rows != expected) run->Fail("scan from " + Key(op.key) + " saw " + std::to_string(rows) + " rows");
+  if (rows != expected)
+    run->Fail("scan from " + Key(op.key) + " saw " + std::to_string(rows) + " rows");
   return Status::OK();
 }
 
@@ -213,8 +213,8 @@ Status DoCount(Run* run, Transaction* txn, uint32_t segment) {
   int64_t count = 0;
   SM_TRY(ReadCount(run, txn, segment, &count));
   if (run->level == Level::kSerializable && rows != count) {
-    run->Fail("phantom: segment " + std::to_string(segment) + " scan saw " +
-              std::to_string(rows) + " slots, its count says " + std::to_string(count));
+    run->Fail("phantom: segment " + std::to_string(segment) + " scan saw " + std::to_string(rows) +
+              " slots, its count says " + std::to_string(count));
   }
   return Status::OK();
 }
@@ -223,11 +223,21 @@ Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt) {
   for (const PlannedOp& op : plan.ops) {
     Version seen;
     switch (op.kind) {
-      case PlannedOp::kGet: SM_TRY(DoGet(run, txn, op.key, attempt, &seen)); break;
-      case PlannedOp::kReadModifyWrite: SM_TRY(DoReadModifyWrite(run, txn, op.key, attempt)); break;
-      case PlannedOp::kScan: SM_TRY(DoScan(run, txn, op, attempt)); break;
-      case PlannedOp::kToggle: SM_TRY(DoToggle(run, txn, op.key)); break;
-      case PlannedOp::kCount: SM_TRY(DoCount(run, txn, op.key)); break;
+      case PlannedOp::kGet:
+        SM_TRY(DoGet(run, txn, op.key, attempt, &seen));
+        break;
+      case PlannedOp::kReadModifyWrite:
+        SM_TRY(DoReadModifyWrite(run, txn, op.key, attempt));
+        break;
+      case PlannedOp::kScan:
+        SM_TRY(DoScan(run, txn, op, attempt));
+        break;
+      case PlannedOp::kToggle:
+        SM_TRY(DoToggle(run, txn, op.key));
+        break;
+      case PlannedOp::kCount:
+        SM_TRY(DoCount(run, txn, op.key));
+        break;
     }
   }
   return Status::OK();
@@ -237,8 +247,8 @@ Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt) {
 // or aborted on purpose), false when the attempt failed in a retryable way.
 bool RunAttempt(Run* run, const Plan& plan, Attempt* attempt) {
   std::unique_ptr<Transaction> txn;
-  const Isolation isolation = run->level == Level::kSerializable ? Isolation::kSerializable
-                                                                 : Isolation::kReadCommitted;
+  const Isolation isolation =
+      run->level == Level::kSerializable ? Isolation::kSerializable : Isolation::kReadCommitted;
   if (!run->db->Begin(&txn, isolation).ok()) return run->Fail("begin"), true;
   Status s = RunOps(run, txn.get(), plan, attempt);
   attempt->finished_at = run->Tick();  // before the locks go
@@ -429,9 +439,8 @@ void PrintSummary(const Config& config, uint32_t keys, const Totals& totals,
       "%llu wr %llu rw %llu; run %.2f s, check %.2f s; %s: %s\n",
       LevelName(config.level), config.steps ? "on" : "off", keys, kFibers, u(totals.committed),
       u(totals.aborted), u(totals.retried), u(totals.longest_retry_chain), u(totals.deadlocks),
-      u(result.reads), u(result.writes), u(result.ww_edges), u(result.wr_edges),
-      u(result.rw_edges), totals.run_seconds, check_seconds, LevelName(config.level),
-      result.ok() ? "yes" : "NO");
+      u(result.reads), u(result.writes), u(result.ww_edges), u(result.wr_edges), u(result.rw_edges),
+      totals.run_seconds, check_seconds, LevelName(config.level), result.ok() ? "yes" : "NO");
   std::fflush(stdout);
 }
 
@@ -469,8 +478,8 @@ void RunIsolation(const Config& config, uint64_t seed) {
   Run run;
   run.level = config.level;
   run.keys = 8u << (rng() % 4);  // 8..64 keys: small enough for conflicts and deadlocks
-  INFO(LevelName(config.level) << ", STEPS " << (config.steps ? "on" : "off") << ", "
-                               << run.keys << " keys, seed " << seed);
+  INFO(LevelName(config.level) << ", STEPS " << (config.steps ? "on" : "off") << ", " << run.keys
+                               << " keys, seed " << seed);
   io::FaultInjectionFileSystem fs(seed);
   std::unique_ptr<Database> db = OpenDatabase(config, &fs);
   REQUIRE(db->CreateTable("iso", &run.table).ok());
