@@ -293,6 +293,10 @@ class Checker {
           continue;
         }
         ++result_.reads;
+        if (op.key >= key_count()) {
+          Anomaly("recorder: " + Name(a) + " read " + K(op.key) + ", beyond the key space");
+          continue;
+        }
         auto mine = own.find(op.key);
         if (mine != own.end()) {
           if (!(op.version == mine->second)) {
