@@ -78,16 +78,20 @@ inline std::string VersionName(Version v) {
   return "T" + std::to_string(v.writer) + "." + std::to_string(v.index);
 }
 
-// The row value that makes a write traceable: "<writer>.<index>/<prev writer>.<prev index>".
-inline std::string EncodeVersionValue(Version me, Version prev) {
+// The row value that makes a write traceable: "<writer>.<index>/<prev writer>.<prev index>",
+// then optionally '#' and `padding_bytes` filler bytes (to give rows a size).
+inline std::string EncodeVersionValue(Version me, Version prev, size_t padding_bytes = 0) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%" PRIu64 ".%" PRIu32 "/%" PRIu64 ".%" PRIu32, me.writer,
                 me.index, prev.writer, prev.index);
-  return buf;
+  std::string value = buf;
+  if (padding_bytes > 0)
+    value += "#" + std::string(padding_bytes, static_cast<char>('a' + me.index % 26));
+  return value;
 }
 
 inline bool DecodeVersionValue(std::string_view value, Version* me, Version* prev) {
-  const std::string s(value);
+  const std::string s(value.substr(0, value.find('#')));
   int consumed = 0;
   const int n = std::sscanf(s.c_str(), "%" SCNu64 ".%" SCNu32 "/%" SCNu64 ".%" SCNu32 "%n",
                             &me->writer, &me->index, &prev->writer, &prev->index, &consumed);

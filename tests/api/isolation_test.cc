@@ -4,11 +4,11 @@
 // start, at one isolation level per run: point reads, short range scans, and read-modify-writes
 // (Get, then Update; under serializable the Get's S lock must be upgraded to X, which is where
 // deadlocks come from). Every write stores the version it creates and the version it read
-// (EncodeVersionValue), so each read names the exact version it saw. Some transactions abort on
-// purpose; deadlock victims and other retryable failures abort and run again as a new attempt
-// with a new tag. Every attempt, committed or not, is recorded with its reads, its writes and
-// ticks of one shared clock after each of them and before its end; after the run, the final
-// state is read and the whole history is checked: serializable runs must have an acyclic
+// (EncodeVersionValue, padded to random sizes), so each read names the exact version it saw. Some
+// transactions abort on purpose; deadlock victims and other retryable failures abort and run again
+// as a new attempt with a new tag. Every attempt, committed or not, is recorded with its reads, its
+// writes and ticks of one shared clock after each of them and before its end; after the run, the
+// final state is read and the whole history is checked: serializable runs must have an acyclic
 // ww/wr/rw graph and no lost update; read-committed runs no dirty read, no dirty write and no
 // ww/wr cycle (and, as a control, must fail the serializable check).
 //
@@ -115,7 +115,14 @@ struct Run {
   std::string first_failure;
   threads::SpinLock failure_lock;
 
+  uint32_t value_padding_max = 0;  // rows of up to this many filler bytes: several leaves
+
   uint64_t Tick() { return clock.fetch_add(1) + 1; }
+  // A row's filler length, a function of the write so that replays are alike.
+  size_t Padding(uint64_t a, uint64_t b) const {
+    if (value_padding_max == 0) return 0;
+    return ((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full)) % value_padding_max;
+  }
   void Fail(const std::string& what) {
     std::lock_guard<threads::SpinLock> guard(failure_lock);
     if (failures.fetch_add(1) == 0) first_failure = what;
@@ -143,7 +150,9 @@ Status DoReadModifyWrite(Run* run, Transaction* txn, uint32_t key, Attempt* atte
   Version seen;
   SM_TRY(DoGet(run, txn, key, attempt, &seen));
   const Version mine{attempt->tag, attempt->writes + 1};
-  SM_TRY(run->table->Update(txn, Key(key), test::iso::EncodeVersionValue(mine, seen)));
+  SM_TRY(run->table->Update(
+      txn, Key(key),
+      test::iso::EncodeVersionValue(mine, seen, run->Padding(mine.writer, mine.index))));
   // The write lock is held from before Update returned until after the finish tick.
   const Version recorded = attempt->Write(key, seen, run->Tick());
   if (!(recorded == mine)) return Status::Corruption("recorder out of step");
@@ -186,7 +195,8 @@ Status DoToggle(Run* run, Transaction* txn, uint32_t slot) {
   if (!s.ok() && !s.IsNotFound()) return s;
   const bool present = s.ok();
   s = present ? run->table->Delete(txn, SlotKey(slot))
-              : run->table->Insert(txn, SlotKey(slot), "slot");
+              : run->table->Insert(txn, SlotKey(slot),
+                                   "slot" + std::string(run->Padding(slot, txn->id()), 's'));
   if (s.IsNotFound() || s.IsDuplicate()) {
     // Under read committed another transaction may have toggled it since the read.
     if (serializable) run->Fail(SlotKey(slot) + " changed under a read lock: " + s.ToString());
@@ -478,6 +488,9 @@ void RunIsolation(const Config& config, uint64_t seed) {
   Run run;
   run.level = config.level;
   run.keys = 8u << (rng() % 4);  // 8..64 keys: small enough for conflicts and deadlocks
+  // Rows of up to ~1.5 KB: the larger key spaces and the slot zone span several leaves, so
+  // updates that grow rows, inserts and deletes also split and merge pages under the locks.
+  run.value_padding_max = 1500;
   INFO(LevelName(config.level) << ", STEPS " << (config.steps ? "on" : "off") << ", " << run.keys
                                << " keys, seed " << seed);
   io::FaultInjectionFileSystem fs(seed);
