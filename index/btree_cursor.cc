@@ -4,10 +4,11 @@
 // locks a scan takes (btree_hooks.h: kRead for every key returned, kReadNext for the first key
 // after the range).
 //
-// Moving forward steps right along leaves with latch coupling. Moving backward never latches
-// leftwards (B-tree protocol 5): when the keys before a position lie in an earlier leaf, the
-// cursor descends again for the largest key below the current leaf's low fence
-// (SearchMode::kBefore). Low fences strictly decrease along that walk, so it ends, at the
+// Moving forward steps right along leaves with latch coupling, and keeps the leaves it passes
+// latched until it has asked for the lock on the key found beyond them (the gap they held).
+// Moving backward never latches leftwards (B-tree protocol 5): when the keys before a position
+// lie in an earlier leaf, the cursor descends again for the largest key below the current
+// leaf's low fence (SearchMode::kBefore). Low fences strictly decrease along that walk, so it ends, at the
 // latest in the leftmost leaf (low fence "").
 #include <functional>
 #include <string>
