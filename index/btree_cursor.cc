@@ -8,8 +8,8 @@
 // latched until it has asked for the lock on the key found beyond them (the gap they held).
 // Moving backward never latches leftwards (B-tree protocol 5): when the keys before a position
 // lie in an earlier leaf, the cursor descends again for the largest key below the current
-// leaf's low fence (SearchMode::kBefore). Low fences strictly decrease along that walk, so it ends, at the
-// latest in the leftmost leaf (low fence "").
+// leaf's low fence (SearchMode::kBefore). Low fences strictly decrease along that walk, so it
+// ends, at the latest in the leftmost leaf (low fence "").
 #include <functional>
 #include <string>
 #include <utility>
