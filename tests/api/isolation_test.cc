@@ -489,7 +489,7 @@ void RunIsolation(const Config& config, uint64_t seed) {
   run.level = config.level;
   run.keys = 8u << (rng() % 4);  // 8..64 keys: small enough for conflicts and deadlocks
   // Rows of up to ~1.5 KB: the larger key spaces and the slot zone span several leaves, so
-  // updates that grow rows, inserts and deletes also split and merge pages under the locks.
+  // updates that grow rows and inserts also split leaves, and deletes can empty them.
   run.value_padding_max = 1500;
   INFO(LevelName(config.level) << ", STEPS " << (config.steps ? "on" : "off") << ", " << run.keys
                                << " keys, seed " << seed);
