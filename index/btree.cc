@@ -469,7 +469,8 @@ Status BTree::TryLockAt(const OpContext& ctx, PageHandle& leaf, uint16_t index,
   }
   std::string next;
   bool end_of_index = false;
-  SM_TRY(KeyAfterLeaf(leaf, &next, &end_of_index));
+  std::vector<PageHandle> passed;  // latched until the lock is asked for
+  SM_TRY(KeyAfterLeaf(leaf, &next, &end_of_index, &passed));
   return TryLock(ctx, KeyLockRequest{next, end_of_index, purpose}, wait);
 }
 
@@ -479,11 +480,11 @@ Status BTree::WaitForLock(const OpContext& ctx, const LockWait& wait) const {
   return ctx.locks->LockKey(wait.request());
 }
 
-Status BTree::KeyAfterLeaf(const PageHandle& leaf, std::string* key, bool* end_of_index) const {
+Status BTree::KeyAfterLeaf(const PageHandle& leaf, std::string* key, bool* end_of_index,
+                           std::vector<PageHandle>* passed) const {
   PageId next = Node(leaf.data()).right_sibling();
-  PageHandle sibling;
   while (next.valid()) {
-    // Rightwards while holding `leaf` (and at most one sibling): protocol 5.
+    // Rightwards while holding `leaf` and the empty leaves passed: protocol 5.
     PageHandle h;
     SM_TRY(FixNode(next, LatchMode::kShared, &h));
     Node n(h.data());
@@ -494,7 +495,7 @@ Status BTree::KeyAfterLeaf(const PageHandle& leaf, std::string* key, bool* end_o
       return Status::OK();
     }
     next = n.right_sibling();
-    sibling = std::move(h);
+    passed->push_back(std::move(h));
   }
   key->clear();
   *end_of_index = true;

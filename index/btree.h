@@ -73,6 +73,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -239,8 +240,12 @@ class BTree {
   Status TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const;
   // With no latch held: waits for the lock TryLock could not grant.
   Status WaitForLock(const OpContext& ctx, const LockWait& wait) const;
-  // The first key after the records of `leaf` (right siblings, skipping empty leaves).
-  Status KeyAfterLeaf(const buffer::PageHandle& leaf, std::string* key, bool* end_of_index) const;
+  // The first key after the records of `leaf` (right siblings, skipping empty leaves;
+  // end_of_index if none). The empty leaves stepped over to find it are
+  // left latched in *passed, so that no insertion into the gap they hold can check its
+  // kInsertNext lock on that key before the caller has locked it (see Cursor::Forward).
+  Status KeyAfterLeaf(const buffer::PageHandle& leaf, std::string* key, bool* end_of_index,
+                      std::vector<buffer::PageHandle>* passed) const;
 
   // --- structure changes (btree_split.cc) ---
   // path->back() cannot take `pending`. Splits the retained path as needed (growing the root if
@@ -331,6 +336,11 @@ class Cursor {
   bool Valid() const { return valid_; }
   std::string_view key() const { return key_; }
   std::string_view value() const { return value_; }
+
+  // Called (with the target key) whenever a forward move has stepped right over a leaf's end,
+  // with the leaves latched, before the key found is locked; empty: none. Set only while no
+  // cursor moves (tests, to let an insertion race the scan there).
+  static void TEST_SetStepRightHook(std::function<void(std::string_view)> hook);
 
  private:
   // Positions on the first key after (or at, if inclusive) target, within the range.

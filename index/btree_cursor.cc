@@ -4,13 +4,16 @@
 // locks a scan takes (btree_hooks.h: kRead for every key returned, kReadNext for the first key
 // after the range).
 //
-// Moving forward steps right along leaves with latch coupling. Moving backward never latches
-// leftwards (B-tree protocol 5): when the keys before a position lie in an earlier leaf, the
-// cursor descends again for the largest key below the current leaf's low fence
-// (SearchMode::kBefore). Low fences strictly decrease along that walk, so it ends, at the
-// latest in the leftmost leaf (low fence "").
+// Moving forward steps right along leaves with latch coupling, and keeps the leaves it passes
+// latched until it has asked for the lock on the key found beyond them (the gap they held).
+// Moving backward never latches leftwards (B-tree protocol 5): when the keys before a position
+// lie in an earlier leaf, the cursor descends again for the largest key below the current
+// leaf's low fence (SearchMode::kBefore). Low fences strictly decrease along that walk, so it
+// ends, at the latest in the leftmost leaf (low fence "").
+#include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "index/btree.h"
 #include "index/btree_internal.h"
@@ -21,6 +24,17 @@ namespace sm::index {
 using btree_internal::LockWait;
 using buffer::PageHandle;
 using threads::LatchMode;
+
+namespace {
+std::function<void(std::string_view)>& StepRightHook() {
+  static std::function<void(std::string_view)> hook;
+  return hook;
+}
+}  // namespace
+
+void Cursor::TEST_SetStepRightHook(std::function<void(std::string_view)> hook) {
+  StepRightHook() = std::move(hook);
+}
 
 Cursor::Cursor(const BTree* tree, ScanRange range, OpContext ctx)
     : tree_(tree), range_(std::move(range)), ctx_(ctx) {
@@ -147,7 +161,13 @@ Status Cursor::Forward(std::string_view target, bool inclusive, bool hinted) {
         Node n(leaf.data());
         index = inclusive ? n.LowerBound(target) : n.UpperBound(target);
       }
-      // Past the leaf's end: step right with latch coupling, skipping empty leaves.
+      // Past the leaf's end: step right, skipping empty leaves. The leaves stepped over stay
+      // latched until the key found beyond them is locked: the gap up to that key was observed
+      // in them, and an insertion into it (at the end of one of them) checks its kInsertNext
+      // lock on that same key under their exclusive latch. Released earlier, an insertion could
+      // check the gap after this scan passed it but before the scan locked the key, and both
+      // would be granted: a phantom.
+      std::vector<PageHandle> passed;
       while (index >= Node(leaf.data()).count() && Node(leaf.data()).right_sibling().valid()) {
         PageHandle next;
         SM_TRY(tree_->FixNode(Node(leaf.data()).right_sibling(), LatchMode::kShared, &next));
@@ -155,9 +175,11 @@ Status Cursor::Forward(std::string_view target, bool inclusive, bool hinted) {
           return Status::Corruption("page " + std::to_string(next.page_id().value()) +
                                     ": right sibling of a leaf is not a leaf");
         }
+        passed.push_back(std::move(leaf));
         leaf = std::move(next);
         index = 0;
       }
+      if (!passed.empty() && StepRightHook()) StepRightHook()(target);
       Node n(leaf.data());
       bool at_end = index >= n.count();
       auto at = static_cast<uint16_t>(index);
