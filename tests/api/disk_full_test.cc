@@ -90,11 +90,7 @@ void CheckReopened(io::FaultInjectionFileSystem* fs, const Options& options,
   Status s = Database::Open(options, &db);
   INFO(s.ToString());
   REQUIRE(s.ok());
-  REQUIRE(db->Verify().ok());
-  TableImage found;
-  REQUIRE(test::ReadTable(db.get(), "t", &found).ok());
-  INFO(test::DescribeDifference(found, acked));
-  REQUIRE(found == acked);
+  test::RequireVerifiedImage(db.get(), acked);
   // And it takes new writes, beyond where the disk was full.
   Table* table = nullptr;
   REQUIRE(db->OpenTable("t", &table).ok());

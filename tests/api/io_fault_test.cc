@@ -490,11 +490,7 @@ TEST_CASE("Close under a write or sync fault reports it and never claims a clean
   Status s = Database::Open(options, &db, &report);
   INFO(s.ToString());
   REQUIRE(s.ok());
-  REQUIRE(db->Verify().ok());
-  TableImage found;
-  REQUIRE(test::ReadTable(db.get(), "t", &found).ok());
-  INFO(test::DescribeDifference(found, acked));
-  REQUIRE(found == acked);
+  test::RequireVerifiedImage(db.get(), acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -650,11 +646,7 @@ TEST_CASE("a rollback that fails leaves the database refusing changes until reco
   REQUIRE(Database::Open(options, &db, &report).ok());
   INFO(report.ToString());
   REQUIRE(report.losers == 1);
-  REQUIRE(db->Verify().ok());
-  TableImage found;
-  REQUIRE(test::ReadTable(db.get(), "t", &found).ok());
-  INFO(test::DescribeDifference(found, acked));
-  REQUIRE(found == acked);
+  test::RequireVerifiedImage(db.get(), acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -691,11 +683,7 @@ TEST_CASE("after a failed volume sync the database refuses commits", "[crash][ap
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
 
   REQUIRE(Database::Open(options, &db).ok());
-  REQUIRE(db->Verify().ok());
-  TableImage found;
-  REQUIRE(test::ReadTable(db.get(), "t", &found).ok());
-  INFO(test::DescribeDifference(found, acked));
-  REQUIRE(found == acked);
+  test::RequireVerifiedImage(db.get(), acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -749,13 +737,7 @@ TEST_CASE("after the log failed, pages with a reverted change are not written ba
     Status s = Database::Open(options, &db, &report);
     INFO(s.ToString());
     REQUIRE(s.ok());
-    Status verified = db->Verify();
-    INFO(verified.ToString());
-    REQUIRE(verified.ok());
-    TableImage found;
-    REQUIRE(test::ReadTable(db.get(), "t", &found).ok());
-    INFO(test::DescribeDifference(found, acked));
-    REQUIRE(found == acked);
+    test::RequireVerifiedImage(db.get(), acked);
     REQUIRE(db->Close().ok());
   }
 }

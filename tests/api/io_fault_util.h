@@ -21,6 +21,8 @@
 
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
+#include <catch2/catch.hpp>
+
 #include "tests/forwarding_fs.h"
 
 namespace sm::test {
@@ -166,6 +168,18 @@ inline std::string DescribeDifference(const TableImage& found, const TableImage&
     if (expected.count(key) == 0) note(key, "not expected");
   }
   return out + std::to_string(shown) + " key(s) differ";
+}
+
+// After a recovery: Verify passes and table "t" holds exactly `expected` (REQUIREs, naming the
+// keys that differ).
+inline void RequireVerifiedImage(Database* db, const TableImage& expected) {
+  Status verified = db->Verify();
+  INFO(verified.ToString());
+  REQUIRE(verified.ok());
+  TableImage found;
+  REQUIRE(ReadTable(db, "t", &found).ok());
+  INFO(DescribeDifference(found, expected));
+  REQUIRE(found == expected);
 }
 
 }  // namespace sm::test

@@ -27,25 +27,12 @@ using namespace sm::log;
 using sm::io::CrashMode;
 using sm::io::FaultInjectionFileSystem;
 using sm::io::FaultOp;
+using sm::logtest::Damage;
 using sm::logtest::MakePayload;
 using sm::logtest::SmallOptions;
 
 namespace {
 
-// Flips bits of n bytes at `lsn` in the segment files, durably (a bad disk, not a crash).
-void Damage(io::FileSystem* fs, const SegmentGeometry& g, uint64_t lsn, size_t n) {
-  uint64_t segment = g.SegmentStart(lsn);
-  std::unique_ptr<io::File> file;
-  io::OpenOptions options;
-  options.direct = false;
-  REQUIRE(
-      fs->Open(std::string(logtest::kDir) + "/" + SegmentFileName(segment), options, &file).ok());
-  std::string bytes(n, '\0');
-  REQUIRE(file->Read(g.FileOffset(segment, lsn), bytes.data(), n).ok());
-  for (char& c : bytes) c ^= 0x5a;
-  REQUIRE(file->Write(g.FileOffset(segment, lsn), bytes.data(), n).ok());
-  REQUIRE(file->Sync().ok());
-}
 
 struct Inserted {
   Lsn lsn;

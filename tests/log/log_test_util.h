@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "log/log_format.h"
 #include "log/log_manager.h"
 #include "log/log_reader.h"
 #include "sm/io/fault_file.h"
@@ -116,5 +117,19 @@ class SlowSyncFileSystem final : public test::ForwardingFileSystem {
 
   std::chrono::microseconds delay_;
 };
+
+// Flips the bits of n bytes at `lsn` in the segment files, durably (a bad disk, not a crash).
+inline void Damage(io::FileSystem* fs, const SegmentGeometry& g, uint64_t lsn, size_t n) {
+  uint64_t segment = g.SegmentStart(lsn);
+  std::unique_ptr<io::File> file;
+  io::OpenOptions options;
+  options.direct = false;
+  REQUIRE(fs->Open(std::string(kDir) + "/" + SegmentFileName(segment), options, &file).ok());
+  std::string bytes(n, '\0');
+  REQUIRE(file->Read(g.FileOffset(segment, lsn), bytes.data(), n).ok());
+  for (char& c : bytes) c ^= 0x5a;
+  REQUIRE(file->Write(g.FileOffset(segment, lsn), bytes.data(), n).ok());
+  REQUIRE(file->Sync().ok());
+}
 
 }  // namespace sm::logtest

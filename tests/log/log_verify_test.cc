@@ -12,25 +12,12 @@
 using namespace sm;
 using namespace sm::log;
 using sm::io::FaultInjectionFileSystem;
+using sm::logtest::Damage;
 using sm::logtest::MakePayload;
 using sm::logtest::SmallOptions;
 
 namespace {
 
-// Flips n bytes at `lsn` in the segment files, durably (a bad disk).
-void Damage(io::FileSystem* fs, const SegmentGeometry& g, uint64_t lsn, size_t n) {
-  uint64_t segment = g.SegmentStart(lsn);
-  std::unique_ptr<io::File> file;
-  io::OpenOptions options;
-  options.direct = false;
-  REQUIRE(
-      fs->Open(std::string(logtest::kDir) + "/" + SegmentFileName(segment), options, &file).ok());
-  std::string bytes(n, '\0');
-  REQUIRE(file->Read(g.FileOffset(segment, lsn), bytes.data(), n).ok());
-  for (char& c : bytes) c ^= 0x5a;
-  REQUIRE(file->Write(g.FileOffset(segment, lsn), bytes.data(), n).ok());
-  REQUIRE(file->Sync().ok());
-}
 
 Lsn Append(LogManager* log, TxnId txn, Lsn prev, uint32_t seq) {
   std::string payload = MakePayload(1, seq, 150);
