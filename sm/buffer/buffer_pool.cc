@@ -56,7 +56,6 @@ PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
   return *this;
 }
 
-
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);

@@ -11,22 +11,13 @@
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
+#include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
 
 namespace sm {
 namespace {
 
-Options TestOptions(io::FileSystem* fs) {
-  Options o;
-  o.path = "/db";
-  o.file_system = fs;
-  o.buffer_pool_bytes = 4u << 20;
-  o.log_segment_bytes = 1u << 20;
-  o.log_buffer_bytes = 256u << 10;
-  o.checkpoint_interval = std::chrono::milliseconds(0);
-  o.workers = 1;
-  return o;
-}
+Options TestOptions(io::FileSystem* fs) { return test::SmallDbOptions(fs); }
 
 std::unique_ptr<Database> MustOpen(const Options& o, OpenReport* report = nullptr) {
   std::unique_ptr<Database> db;

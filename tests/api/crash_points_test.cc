@@ -16,6 +16,7 @@
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
+#include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
 
 namespace sm {
@@ -24,14 +25,10 @@ namespace {
 using Model = std::map<std::string, std::string>;
 
 Options CrashOptions(io::FileSystem* fs) {
-  Options o;
-  o.path = "/db";
-  o.file_system = fs;
+  Options o = test::SmallDbOptions(fs);
   o.buffer_pool_bytes = 1u << 20;  // small: page write-backs happen during the workload
   o.log_segment_bytes = 256u << 10;
   o.log_buffer_bytes = 64u << 10;
-  o.checkpoint_interval = std::chrono::milliseconds(0);
-  o.workers = 1;
   return o;
 }
 

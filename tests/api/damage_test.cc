@@ -9,20 +9,14 @@
 #include "sm/io/fault_file.h"
 #include "sm/page/page.h"
 #include "sm/sm.h"
+#include "tests/api/api_test_util.h"
 #include "tests/fs_util.h"
 
 namespace sm {
 namespace {
 
 Options DamageOptions(io::FileSystem* fs) {
-  Options o;
-  o.path = "/db";
-  o.file_system = fs;
-  o.buffer_pool_bytes = 4u << 20;
-  o.log_segment_bytes = 1u << 20;
-  o.log_buffer_bytes = 256u << 10;
-  o.checkpoint_interval = std::chrono::milliseconds(0);
-  o.workers = 1;
+  Options o = test::SmallDbOptions(fs);
   o.direct_io = false;
   return o;
 }

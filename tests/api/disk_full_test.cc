@@ -14,6 +14,7 @@
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
+#include "tests/api/api_test_util.h"
 #include "tests/api/io_fault_util.h"
 #include "tests/test_util.h"
 
@@ -39,12 +40,8 @@ const char* FullAtName(FullAt at) {
 // Options that make the limit hit `at` first. The volume starts with one extent (256 pages,
 // 2 MiB) and grows by another; log segments are preallocated at creation.
 Options DiskFullOptions(io::FileSystem* fs, FullAt at) {
-  Options o;
-  o.path = "/db";
-  o.file_system = fs;
+  Options o = test::SmallDbOptions(fs);  // no checkpoints: no spare segments to recycle
   o.buffer_pool_bytes = 512u << 10;
-  o.checkpoint_interval = std::chrono::milliseconds(0);  // no spare segments to recycle
-  o.workers = 1;
   // Volume growth: one 16 MiB segment is never half full before the volume needs its second
   // extent, so no log file grows. Log segments: small ones, and a workload of updates that
   // grows the log but not the volume.
@@ -86,11 +83,7 @@ Status WriteBatch(Database* db, Table* table, FullAt at, int batch, TableImage* 
 
 void CheckReopened(io::FaultInjectionFileSystem* fs, const Options& options,
                    const TableImage& acked) {
-  std::unique_ptr<Database> db;
-  Status s = Database::Open(options, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  test::RequireVerifiedImage(db.get(), acked);
+  std::unique_ptr<Database> db = test::RequireReopensTo(options, acked);
   // And it takes new writes, beyond where the disk was full.
   Table* table = nullptr;
   REQUIRE(db->OpenTable("t", &table).ok());

@@ -39,6 +39,7 @@
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
+#include "tests/api/api_test_util.h"
 #include "tests/api/io_fault_util.h"
 #include "tests/test_util.h"
 
@@ -67,9 +68,7 @@ const char* KindName(io::FaultOp op) {
 }
 
 Options FaultOptions(io::FileSystem* fs) {
-  Options o;
-  o.path = "/db";
-  o.file_system = fs;
+  Options o = test::SmallDbOptions(fs);
   o.buffer_pool_bytes = 128u << 10;  // 16 frames: pages are evicted and written back
   o.background_write_interval = std::chrono::milliseconds(2);
   o.log_segment_bytes = 128u << 10;  // segments roll over and are truncated by checkpoints
@@ -486,11 +485,7 @@ TEST_CASE("Close under a write or sync fault reports it and never claims a clean
   db.reset();
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
 
-  OpenReport report;
-  Status s = Database::Open(options, &db, &report);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  test::RequireVerifiedImage(db.get(), acked);
+  db = test::RequireReopensTo(options, acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -643,10 +638,9 @@ TEST_CASE("a rollback that fails leaves the database refusing changes until reco
   db.reset();
 
   OpenReport report;
-  REQUIRE(Database::Open(options, &db, &report).ok());
+  db = test::RequireReopensTo(options, acked, &report);
   INFO(report.ToString());
   REQUIRE(report.losers == 1);
-  test::RequireVerifiedImage(db.get(), acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -682,8 +676,7 @@ TEST_CASE("after a failed volume sync the database refuses commits", "[crash][ap
   db.reset();
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
 
-  REQUIRE(Database::Open(options, &db).ok());
-  test::RequireVerifiedImage(db.get(), acked);
+  db = test::RequireReopensTo(options, acked);
   REQUIRE(db->Close().ok());
 }
 
@@ -733,11 +726,7 @@ TEST_CASE("after the log failed, pages with a reverted change are not written ba
     db.reset();
     fs.SimulateCrash(io::CrashMode::kTearUnsynced);
 
-    OpenReport report;
-    Status s = Database::Open(options, &db, &report);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    test::RequireVerifiedImage(db.get(), acked);
+    db = test::RequireReopensTo(options, acked);
     REQUIRE(db->Close().ok());
   }
 }

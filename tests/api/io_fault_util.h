@@ -182,4 +182,17 @@ inline void RequireVerifiedImage(Database* db, const TableImage& expected) {
   REQUIRE(found == expected);
 }
 
+// Opens the database (recovering it) and REQUIREs that it opens, verifies and holds exactly
+// `expected` in table "t"; returns it open.
+inline std::unique_ptr<Database> RequireReopensTo(const Options& options,
+                                                  const TableImage& expected,
+                                                  OpenReport* report = nullptr) {
+  std::unique_ptr<Database> db;
+  Status s = Database::Open(options, &db, report);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  RequireVerifiedImage(db.get(), expected);
+  return db;
+}
+
 }  // namespace sm::test

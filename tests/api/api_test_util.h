@@ -1,0 +1,25 @@
+// What the tests of the public API share: a small database on a given file system.
+#pragma once
+
+#include <chrono>
+
+#include "sm/io/file.h"
+#include "sm/sm.h"
+
+namespace sm::test {
+
+// A database at "/db" on `fs` with a 4 MiB pool, 1 MiB log segments, a 256 KiB log buffer,
+// one worker and no background checkpoints; tests change what their workload needs.
+inline Options SmallDbOptions(io::FileSystem* fs) {
+  Options o;
+  o.path = "/db";
+  o.file_system = fs;
+  o.buffer_pool_bytes = 4u << 20;
+  o.log_segment_bytes = 1u << 20;
+  o.log_buffer_bytes = 256u << 10;
+  o.checkpoint_interval = std::chrono::milliseconds(0);
+  o.workers = 1;
+  return o;
+}
+
+}  // namespace sm::test
