@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "sm/common/assert.h"
+#include "threads/fiber_switch.h"
 #include "threads/reactor.h"
 
 #ifdef SM_TSAN
@@ -144,7 +145,7 @@ void Worker::FinishCurrent() {
   current_ = next;
   next->state_ = FiberState::kRunning;
   BeforeSwitch(next, nullptr, /*from_dies=*/true);
-  boost::context::detail::jump_fcontext(next->context_, dying);
+  SwitchContext(next->context_, dying);
   SM_UNREACHABLE();
 }
 
@@ -166,8 +167,7 @@ void Worker::SwitchTo(Fiber* from, Fiber* to) {
   BeforeSwitch(to, &fake_stack, /*from_dies=*/false);
   // Whoever resumes us later passes its own control block as data; we store the context it
   // left behind, so every switch is one jump with no callback.
-  boost::context::detail::transfer_t back =
-      boost::context::detail::jump_fcontext(to->context_, from);
+  boost::context::detail::transfer_t back = SwitchContext(to->context_, from);
   static_cast<Fiber*>(back.data)->context_ = back.fctx;
   AfterSwitch(fake_stack);
   ReapZombie();
