@@ -236,7 +236,8 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 
 // ---- point operations --------------------------------------------------------------------------
 
-Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx) const {
+Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
+                     bool for_update) const {
   SM_TRY(CheckKey(key));
   for (;;) {
     LockWait wait;
@@ -248,8 +249,10 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       uint16_t index = node.LowerBound(key);
       bool found = index < node.count() && node.KeyAt(index) == key;
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
-      SM_TRY(TryLockAt(ctx, leaf, index, found ? KeyLockPurpose::kRead : KeyLockPurpose::kReadNext,
-                       &wait));
+      const KeyLockPurpose purpose = !found      ? KeyLockPurpose::kReadNext
+                                     : for_update ? KeyLockPurpose::kWrite
+                                                  : KeyLockPurpose::kRead;
+      SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait));
       if (!wait.pending) {
         if (!found) return Status::NotFound();
         SM_CTX(kCtxLeafCopyOut);

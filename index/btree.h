@@ -155,9 +155,12 @@ class BTree {
   PageId root_page_id() const { return root_id_; }
   bool unique() const { return unique_; }
 
-  // NotFound if absent; *value receives a copy.
+  // NotFound if absent; *value receives a copy. The key is read-locked (kRead), or, with
+  // for_update, write-locked (kWrite) as the update that follows will need: two transactions
+  // that read a row to update it then wait for each other at the read instead of both
+  // holding S and deadlocking on the upgrade. An absent key is read-locked as always (kReadNext).
   [[nodiscard]] Status Lookup(std::string_view key, std::string* value,
-                              const OpContext& ctx = {}) const;
+                              const OpContext& ctx = {}, bool for_update = false) const;
   // Duplicate if the key is present (then read-locked: kRead).
   [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});

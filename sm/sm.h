@@ -143,6 +143,12 @@ class Table {
   // NotFound if absent.
   [[nodiscard]] virtual Status Get(Transaction* txn, std::string_view key,
                                    std::string* value) = 0;
+  // Get for a row the transaction will update (SELECT ... FOR UPDATE): the row is locked
+  // exclusively until the transaction ends, at any isolation, so the Update that follows takes
+  // no new lock, and two transactions reading one row to update it queue at the read instead
+  // of deadlocking when both try to upgrade a shared lock. An absent key is locked as by Get.
+  [[nodiscard]] virtual Status GetForUpdate(Transaction* txn, std::string_view key,
+                                            std::string* value) = 0;
   // Duplicate if present.
   [[nodiscard]] virtual Status Insert(Transaction* txn, std::string_view key,
                                       std::string_view value) = 0;

@@ -347,7 +347,11 @@ class Terminal {
     switch (type) {
       case TxnType::kNewOrder:
         gen_.NewOrder(w_, now_us, &new_order_);
-        SM_TRY(Attempt(type, stats, [&] { return NewOrder(txn_.get(), new_order_, &new_order_out_); },
+        SM_TRY(Attempt(type, stats,
+                       [&] {
+                         return NewOrder(txn_.get(), new_order_, &new_order_out_,
+                                         st_->options->access_order);
+                       },
                        &stopped));
         if (!stopped && !new_order_out_.rolled_back && st_->options->new_order_committed) {
           st_->options->new_order_committed(new_order_, new_order_out_);
@@ -355,7 +359,11 @@ class Terminal {
         break;
       case TxnType::kPayment:
         gen_.Payment(w_, now_us, &payment_);
-        SM_TRY(Attempt(type, stats, [&] { return Payment(txn_.get(), payment_, &payment_out_); },
+        SM_TRY(Attempt(type, stats,
+                       [&] {
+                         return Payment(txn_.get(), payment_, &payment_out_,
+                                        st_->options->access_order);
+                       },
                        &stopped));
         break;
       case TxnType::kOrderStatus:

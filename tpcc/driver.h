@@ -63,6 +63,7 @@ struct RunOptions {
   double warmup_s = 0;
   double think_time_s = 0;        // mean think time after each transaction; 0: none
   bool spec_think_times = false;  // clause 5.2.5 keying and think times instead
+  AccessOrder access_order = AccessOrder::kHotRowsLast;  // New-Order's and Payment's
   uint64_t seed = 1;
   double interval_s = 1;  // progress callback period; 0: none
   // Count mode (transactions > 0, instead of duration_s and warmup_s): the terminals together

@@ -56,7 +56,7 @@ struct CommonOptions {
   std::string output = "plain";
   double interval_s = 1;
   std::string checks = "on";
-  std::string read_for_update = "lock-row-hot";
+  std::string read_for_update = "lock";
   // STEPS (run only).
   bool steps = false;
   uint32_t team_size = 32;
@@ -69,6 +69,7 @@ struct RunCliOptions {
   double warmup_s = 0;
   std::string mix = "45,43,4,4,4";
   std::string think_time = "0";
+  std::string access_order = "hot-last";
   std::string steps = "off";
   uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
   std::string ctx_placement;
@@ -187,16 +188,12 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   } else {
     return UsageError("--commit takes durable, async or none, not '" + o.commit + "'");
   }
-  if (o.read_for_update == "lock-row-hot") {
-    options.read_for_update = ReadForUpdate::kLockRowHot;
-  } else if (o.read_for_update == "lock-row") {
-    options.read_for_update = ReadForUpdate::kLockRow;
-  } else if (o.read_for_update == "insert-probe") {
-    options.read_for_update = ReadForUpdate::kInsertProbe;
+  if (o.read_for_update == "lock") {
+    options.read_for_update = ReadForUpdate::kLock;
   } else if (o.read_for_update == "plain") {
     options.read_for_update = ReadForUpdate::kPlain;
   } else {
-    return UsageError("--read-for-update takes lock-row-hot, lock-row, insert-probe or plain, not '" +
+    return UsageError("--read-for-update takes lock or plain, not '" +
                       o.read_for_update + "'");
   }
   options.db.steps = o.steps;
@@ -391,8 +388,9 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
                   const RunResult& res, const SmEngine& engine, uint32_t users) {
   Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
   Say(o, "engine:      %s\n", engine.Describe().c_str());
-  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, STEPS %s\n", users,
-      o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(), r.steps.c_str());
+  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, access order %s, STEPS %s\n",
+      users, o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(),
+      r.access_order.c_str(), r.steps.c_str());
   Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
   Say(o, "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an audited tpmC)\n",
       res.tx_per_s, res.nopm);
@@ -498,6 +496,9 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
                         r.think_time + "'");
     }
   }
+  if (!ParseAccessOrder(r.access_order, &ro.access_order)) {
+    return UsageError("--access-order takes spec or hot-last, not '" + r.access_order + "'");
+  }
   if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
   if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
   if (r.steps != "on" && r.steps != "off") {
@@ -535,6 +536,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"read_for_update", o.read_for_update},
               {"interval_s", o.interval_s},
               {"think_time", r.think_time},
+              {"access_order", r.access_order},
               {"duration_s", r.duration_s},
               {"warmup_s", r.warmup_s},
               {"run_transactions", r.transactions},
@@ -664,8 +666,8 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   app->add_option("--read-for-update", o->read_for_update,
-                  "how rows read for update are locked first: lock-row-hot, lock-row, insert-probe or plain "
-                  "(sm/sm.h has no read-for-update; see tpcc/sm_engine.h)")
+                  "rows read for update: lock (exclusively, Table::GetForUpdate) or plain (a "
+                  "shared lock, upgraded by the update; deadlock-prone)")
       ->capture_default_str();
 }
 
@@ -704,6 +706,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--think-time", run.think_time,
                       "mean think time in seconds after each transaction, or 'spec'")
+      ->capture_default_str();
+  run_cmd->add_option("--access-order", run.access_order,
+                      "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
+                      "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
       ->capture_default_str();
   run_cmd->add_option("--steps", run.steps, "on or off: run storage operations in STEPS teams")
       ->capture_default_str();

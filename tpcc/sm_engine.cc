@@ -50,27 +50,8 @@ class SmTxn final : public EngineTxn {
 
   Status GetForUpdate(TableId table, std::string_view key, std::string* value) override {
     SM_TRY(Check(table));
-    switch (engine_->read_for_update()) {
-      case ReadForUpdate::kPlain:
-        break;
-      case ReadForUpdate::kInsertProbe: {
-        Status s = T(table)->Insert(txn_.get(), key, {});
-        if (s.ok()) {  // the row was absent: take the probe back out
-          SM_TRY(T(table)->Delete(txn_.get(), key));
-          return Status::NotFound();
-        }
-        if (!s.IsDuplicate()) return s;
-        break;
-      }
-      case ReadForUpdate::kLockRowHot:
-        if (table != TableId::kWarehouse && table != TableId::kDistrict) break;
-        [[fallthrough]];
-      case ReadForUpdate::kLockRow: {
-        lock_key_.assign(1, static_cast<char>(table));
-        lock_key_.append(key);
-        SM_TRY(engine_->row_lock_table()->Upsert(txn_.get(), lock_key_, {}));
-        break;
-      }
+    if (engine_->read_for_update() == ReadForUpdate::kLock) {
+      return T(table)->GetForUpdate(txn_.get(), key, value);
     }
     return T(table)->Get(txn_.get(), key, value);
   }
@@ -119,7 +100,6 @@ class SmTxn final : public EngineTxn {
 
   SmEngine* const engine_;
   std::unique_ptr<sm::Transaction> txn_;
-  std::string lock_key_;
 };
 
 std::string Bytes(uint64_t bytes) {
@@ -132,10 +112,8 @@ std::string Bytes(uint64_t bytes) {
 
 const char* ReadForUpdateName(ReadForUpdate mode) {
   switch (mode) {
+    case ReadForUpdate::kLock: return "lock";
     case ReadForUpdate::kPlain: return "plain";
-    case ReadForUpdate::kInsertProbe: return "insert-probe";
-    case ReadForUpdate::kLockRow: return "lock-row";
-    case ReadForUpdate::kLockRowHot: return "lock-row-hot";
   }
   return "?";
 }
@@ -166,14 +144,6 @@ Status SmEngine::OpenSchema(bool create, bool* created) {
     SM_TRY(IsIndex(id) ? db_->CreateIndex(TableName(id), &tables_[i])
                        : db_->CreateTable(TableName(id), &tables_[i]));
     *created = true;
-  }
-  if (options_.read_for_update == ReadForUpdate::kLockRow ||
-      options_.read_for_update == ReadForUpdate::kLockRowHot) {
-    // The adapter's own table: made even when `create` is false (it holds no workload data).
-    constexpr std::string_view kRowLocks = "tpcc.row_lock";
-    Status s = db_->OpenTable(kRowLocks, &row_locks_);
-    if (s.IsNotFound()) s = db_->CreateTable(kRowLocks, &row_locks_);
-    SM_TRY(s);
   }
   return Status::OK();
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -23,6 +25,21 @@ const char* TxnTypeName(TxnType type) {
     case TxnType::kStockLevel: return "stock_level";
   }
   return "?";
+}
+
+const char* AccessOrderName(AccessOrder order) {
+  return order == AccessOrder::kSpec ? "spec" : "hot-last";
+}
+
+bool ParseAccessOrder(std::string_view name, AccessOrder* order) {
+  if (name == "spec") {
+    *order = AccessOrder::kSpec;
+  } else if (name == "hot-last") {
+    *order = AccessOrder::kHotRowsLast;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 const char* TxnTypeTitle(TxnType type) {
@@ -107,26 +124,88 @@ bool ContainsOriginal(std::string_view s) { return s.find("ORIGINAL") != std::st
 
 std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct values
 
-Status NewOrderBody(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+// ---- New-Order ----------------------------------------------------------------------------
+
+// One order line's item and stock work (clause 2.4.2.2): reads the item, updates the stock,
+// and fills the order-line row to insert. Sets *rolled_back for the unused item id.
+Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRow* ol,
+                     NewOrderOutput::Line* result, bool* rolled_back) {
+  const NewOrderInput::Line& line = in.lines[i];
+  std::string value;
+  Status s = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
+  if (s.IsNotFound()) {
+    // The unused item id, which only the last line may carry: the order is rolled back
+    // (clause 2.4.2.3). Anywhere else a missing item is damage, not input.
+    if (i != in.ol_cnt - 1) return Status::Corruption("tpcc.item: an item the order needs is missing");
+    *rolled_back = true;
+    return Status::OK();
+  }
+  SM_TRY(s);
+  ItemRow item;
+  if (!DecodeRow(value, &item)) return Status::Corruption("tpcc.item: a row of the wrong size");
+
+  const std::string stock_key = StockKey(line.supply_w_id, line.i_id);
+  StockRow stock;
+  SM_TRY(GetRow(txn, TableId::kStock, stock_key, &stock, Read::kForUpdate));
+  if (stock.quantity >= line.quantity + 10) {
+    stock.quantity -= line.quantity;
+  } else {
+    stock.quantity = stock.quantity - line.quantity + 91;
+  }
+  stock.ytd += line.quantity;
+  stock.order_cnt += 1;
+  if (line.supply_w_id != in.w) stock.remote_cnt += 1;
+  SM_TRY(PutRow(txn, TableId::kStock, stock_key, stock));
+
+  *ol = OrderLineRow{};
+  ol->i_id = line.i_id;
+  ol->supply_w_id = line.supply_w_id;
+  ol->delivery_d_us = 0;
+  ol->quantity = line.quantity;
+  ol->amount_cents = int64_t(line.quantity) * item.price_cents;
+  std::memcpy(ol->dist_info, stock.dist[in.d - 1], sizeof ol->dist_info);
+  result->i_price_cents = item.price_cents;
+  result->amount_cents = ol->amount_cents;
+  result->s_quantity = stock.quantity;
+  result->brand_generic =
+      ContainsOriginal(View(item.data)) && ContainsOriginal(View(stock.data)) ? 'B' : 'G';
+  return Status::OK();
+}
+
+Status InsertOrderLine(EngineTxn* txn, const NewOrderInput& in, uint32_t o_id, int i,
+                       const OrderLineRow& ol) {
+  return txn->Insert(TableId::kOrderLine,
+                     OrderLineKey(in.w, in.d, o_id, static_cast<uint8_t>(i + 1)), EncodeRow(ol));
+}
+
+Status ReadWarehouseTax(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   WarehouseRow w;
   SM_TRY(GetRow(txn, TableId::kWarehouse, WarehouseKey(in.w), &w));
   out->w_tax = w.tax;
+  return Status::OK();
+}
 
+// D_TAX and the district's next order id, taken and advanced.
+Status TakeOrderId(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   const std::string district_key = DistrictKey(in.w, in.d);
   DistrictRow d;
   SM_TRY(GetRow(txn, TableId::kDistrict, district_key, &d, Read::kForUpdate));
   out->d_tax = d.tax;
-  const uint32_t o_id = d.next_o_id;
-  out->o_id = o_id;
-  d.next_o_id = o_id + 1;
-  SM_TRY(PutRow(txn, TableId::kDistrict, district_key, d));
+  out->o_id = d.next_o_id;
+  d.next_o_id = out->o_id + 1;
+  return PutRow(txn, TableId::kDistrict, district_key, d);
+}
 
+Status ReadOrderCustomer(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   CustomerRow c;
   SM_TRY(GetRow(txn, TableId::kCustomer, CustomerKey(in.w, in.d, in.c), &c));
   out->c_discount = c.discount;
   out->c_last = View(c.last);
   out->c_credit = View(c.credit);
+  return Status::OK();
+}
 
+Status InsertOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   OrderRow order{};
   order.entry_d_us = in.entry_d_us;
   order.c_id = in.c;
@@ -135,77 +214,87 @@ Status NewOrderBody(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out
   order.all_local = 1;
   for (int i = 0; i < in.ol_cnt; ++i) order.all_local &= in.lines[i].supply_w_id == in.w;
   out->all_local = order.all_local != 0;
-  SM_TRY(txn->Insert(TableId::kOrder, OrderKey(in.w, in.d, o_id), EncodeRow(order)));
-  SM_TRY(txn->Insert(TableId::kOrderByCustomer, OrderByCustomerKey(in.w, in.d, in.c, o_id), {}));
-  SM_TRY(txn->Insert(TableId::kNewOrder, NewOrderKey(in.w, in.d, o_id), {}));
+  SM_TRY(txn->Insert(TableId::kOrder, OrderKey(in.w, in.d, out->o_id), EncodeRow(order)));
+  SM_TRY(txn->Insert(TableId::kOrderByCustomer, OrderByCustomerKey(in.w, in.d, in.c, out->o_id), {}));
+  return txn->Insert(TableId::kNewOrder, NewOrderKey(in.w, in.d, out->o_id), {});
+}
 
-  int64_t sum_cents = 0;
-  std::string value;
+// Clause 2.4.2.2 in the order it lists the steps: warehouse, district, customer, the order,
+// then item, stock and order line for each line.
+Status NewOrderInSpecOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+  SM_TRY(ReadWarehouseTax(txn, in, out));
+  SM_TRY(TakeOrderId(txn, in, out));
+  SM_TRY(ReadOrderCustomer(txn, in, out));
+  SM_TRY(InsertOrder(txn, in, out));
   for (int i = 0; i < in.ol_cnt; ++i) {
-    const NewOrderInput::Line& line = in.lines[i];
-    NewOrderOutput::Line& result = out->lines[i];
-    Status s = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
-    if (s.IsNotFound()) {
-      // The unused item id, which only the last line may carry: the order is rolled back
-      // (clause 2.4.2.3). Anywhere else a missing item is damage, not input.
-      if (i != in.ol_cnt - 1) return Status::Corruption("tpcc.item: an item the order needs is missing");
-      out->rolled_back = true;
-      return Status::OK();
-    }
-    SM_TRY(s);
-    ItemRow item;
-    if (!DecodeRow(value, &item)) return Status::Corruption("tpcc.item: a row of the wrong size");
-
-    const std::string stock_key = StockKey(line.supply_w_id, line.i_id);
-    StockRow stock;
-    SM_TRY(GetRow(txn, TableId::kStock, stock_key, &stock, Read::kForUpdate));
-    if (stock.quantity >= line.quantity + 10) {
-      stock.quantity -= line.quantity;
-    } else {
-      stock.quantity = stock.quantity - line.quantity + 91;
-    }
-    stock.ytd += line.quantity;
-    stock.order_cnt += 1;
-    if (line.supply_w_id != in.w) stock.remote_cnt += 1;
-    SM_TRY(PutRow(txn, TableId::kStock, stock_key, stock));
-
-    OrderLineRow ol{};
-    ol.i_id = line.i_id;
-    ol.supply_w_id = line.supply_w_id;
-    ol.delivery_d_us = 0;
-    ol.quantity = line.quantity;
-    ol.amount_cents = int64_t(line.quantity) * item.price_cents;
-    std::memcpy(ol.dist_info, stock.dist[in.d - 1], sizeof ol.dist_info);
-    SM_TRY(txn->Insert(TableId::kOrderLine,
-                       OrderLineKey(in.w, in.d, o_id, static_cast<uint8_t>(i + 1)),
-                       EncodeRow(ol)));
-    sum_cents += ol.amount_cents;
-    result.i_price_cents = item.price_cents;
-    result.amount_cents = ol.amount_cents;
-    result.s_quantity = stock.quantity;
-    result.brand_generic =
-        ContainsOriginal(View(item.data)) && ContainsOriginal(View(stock.data)) ? 'B' : 'G';
+    OrderLineRow ol;
+    SM_TRY(OrderLineWork(txn, in, i, &ol, &out->lines[i], &out->rolled_back));
+    if (out->rolled_back) return Status::OK();
+    SM_TRY(InsertOrderLine(txn, in, out->o_id, i, ol));
   }
+  return Status::OK();
+}
+
+// The same work with the hot rows last: the customer, items and stock first (in stock-key
+// order; a rollback is decided before the district is touched), then district and
+// warehouse, then the inserts that need the order id. District before warehouse, as Payment
+// takes them in this order: the other order would let a New-Order's shared warehouse lock
+// and a Payment's exclusive district lock deadlock.
+Status NewOrderHotRowsLast(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+  SM_TRY(ReadOrderCustomer(txn, in, out));
+  // Stock rows are locked in (warehouse, item) order, so that New-Orders working on their
+  // stock at the same time cannot deadlock (NURand makes some items hot). The sort is stable:
+  // a repeated item is updated in line order, so every line's result is as in line order.
+  int by_stock[kMaxOrderLines];
+  std::iota(by_stock, by_stock + in.ol_cnt, 0);
+  std::stable_sort(by_stock, by_stock + in.ol_cnt, [&in](int a, int b) {
+    return std::pair(in.lines[a].supply_w_id, in.lines[a].i_id) <
+           std::pair(in.lines[b].supply_w_id, in.lines[b].i_id);
+  });
+  OrderLineRow lines[kMaxOrderLines];
+  for (int k = 0; k < in.ol_cnt; ++k) {
+    const int i = by_stock[k];
+    SM_TRY(OrderLineWork(txn, in, i, &lines[i], &out->lines[i], &out->rolled_back));
+    if (out->rolled_back) return Status::OK();
+  }
+  SM_TRY(TakeOrderId(txn, in, out));
+  SM_TRY(ReadWarehouseTax(txn, in, out));
+  SM_TRY(InsertOrder(txn, in, out));
+  for (int i = 0; i < in.ol_cnt; ++i) SM_TRY(InsertOrderLine(txn, in, out->o_id, i, lines[i]));
+  return Status::OK();
+}
+
+Status NewOrderBody(EngineTxn* txn, const NewOrderInput& in, AccessOrder order,
+                    NewOrderOutput* out) {
+  SM_TRY(order == AccessOrder::kSpec ? NewOrderInSpecOrder(txn, in, out)
+                                     : NewOrderHotRowsLast(txn, in, out));
+  if (out->rolled_back) return Status::OK();
+  int64_t sum_cents = 0;
+  for (int i = 0; i < in.ol_cnt; ++i) sum_cents += out->lines[i].amount_cents;
   // total = sum * (1 - discount) * (1 + w_tax + d_tax), rates in 1/10,000.
-  double total = double(sum_cents) * (10000 - c.discount) / 10000.0 *
-                 (10000 + w.tax + d.tax) / 10000.0;
+  double total = double(sum_cents) * (10000 - out->c_discount) / 10000.0 *
+                 (10000 + out->w_tax + out->d_tax) / 10000.0;
   out->total_cents = std::llround(total);
   return Status::OK();
 }
 
-Status PaymentBody(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
-  const std::string warehouse_key = WarehouseKey(in.w);
-  WarehouseRow w;
-  SM_TRY(GetRow(txn, TableId::kWarehouse, warehouse_key, &w, Read::kForUpdate));
-  w.ytd_cents += in.amount_cents;
-  SM_TRY(PutRow(txn, TableId::kWarehouse, warehouse_key, w));
+// ---- Payment ------------------------------------------------------------------------------
 
-  const std::string district_key = DistrictKey(in.w, in.d);
-  DistrictRow d;
-  SM_TRY(GetRow(txn, TableId::kDistrict, district_key, &d, Read::kForUpdate));
-  d.ytd_cents += in.amount_cents;
-  SM_TRY(PutRow(txn, TableId::kDistrict, district_key, d));
+Status PayWarehouse(EngineTxn* txn, const PaymentInput& in, WarehouseRow* w) {
+  const std::string key = WarehouseKey(in.w);
+  SM_TRY(GetRow(txn, TableId::kWarehouse, key, w, Read::kForUpdate));
+  w->ytd_cents += in.amount_cents;
+  return PutRow(txn, TableId::kWarehouse, key, *w);
+}
 
+Status PayDistrict(EngineTxn* txn, const PaymentInput& in, DistrictRow* d) {
+  const std::string key = DistrictKey(in.w, in.d);
+  SM_TRY(GetRow(txn, TableId::kDistrict, key, d, Read::kForUpdate));
+  d->ytd_cents += in.amount_cents;
+  return PutRow(txn, TableId::kDistrict, key, *d);
+}
+
+Status PayCustomer(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
   uint32_t c_id = in.c;
   if (in.by_name) SM_TRY(CustomerByName(txn, in.c_w, in.c_d, in.c_last, &c_id, &out->name_matches));
   out->c_id = c_id;
@@ -227,8 +316,11 @@ Status PaymentBody(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
     Set(c.data, data);  // truncated to 500 characters
   }
   out->c_balance_cents = c.balance_cents;
-  SM_TRY(PutRow(txn, TableId::kCustomer, customer_key, c));
+  return PutRow(txn, TableId::kCustomer, customer_key, c);
+}
 
+Status InsertHistory(EngineTxn* txn, const PaymentInput& in, const WarehouseRow& w,
+                     const DistrictRow& d, uint32_t c_id) {
   HistoryRow h{};
   h.c_id = c_id;
   h.c_d_id = in.c_d;
@@ -247,6 +339,24 @@ Status PaymentBody(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
     Status s = txn->Insert(TableId::kHistory, HistoryKey(in.w, in.d, in.date_us, seq), value);
     if (!s.IsDuplicate()) return s;
   }
+}
+
+// Spec order (clause 2.5.2.2): warehouse, district, customer, history. Hot rows last:
+// customer, district, warehouse, history (which needs both names).
+Status PaymentBody(EngineTxn* txn, const PaymentInput& in, AccessOrder order,
+                   PaymentOutput* out) {
+  WarehouseRow w;
+  DistrictRow d;
+  if (order == AccessOrder::kSpec) {
+    SM_TRY(PayWarehouse(txn, in, &w));
+    SM_TRY(PayDistrict(txn, in, &d));
+    SM_TRY(PayCustomer(txn, in, out));
+  } else {
+    SM_TRY(PayCustomer(txn, in, out));
+    SM_TRY(PayDistrict(txn, in, &d));
+    SM_TRY(PayWarehouse(txn, in, &w));
+  }
+  return InsertHistory(txn, in, w, d, out->c_id);
 }
 
 Status OrderStatusBody(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOutput* out) {
@@ -373,10 +483,11 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
 
 }  // namespace
 
-Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
+Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out,
+                AccessOrder order) {
   *out = NewOrderOutput();
   SM_TRY(txn->Begin(TxnIsolation::kSerializable));
-  Status s = NewOrderBody(txn, in, out);
+  Status s = NewOrderBody(txn, in, order, out);
   if (!s.ok()) {
     if (txn->active()) txn->Abort().PermitUnchecked();  // the first error is the one to report
     return s;
@@ -385,9 +496,10 @@ Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
   return txn->Commit();
 }
 
-Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
+Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out, AccessOrder order) {
   *out = PaymentOutput();
-  return InTransaction(txn, TxnIsolation::kSerializable, [&] { return PaymentBody(txn, in, out); });
+  return InTransaction(txn, TxnIsolation::kSerializable,
+                       [&] { return PaymentBody(txn, in, order, out); });
 }
 
 Status OrderStatus(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOutput* out) {

@@ -85,6 +85,7 @@ class TableImpl final : public Table {
   bool unique() const override { return kind_ == TableKind::kTable; }
 
   Status Get(Transaction* txn, std::string_view key, std::string* value) override;
+  Status GetForUpdate(Transaction* txn, std::string_view key, std::string* value) override;
   Status Insert(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Update(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Upsert(Transaction* txn, std::string_view key, std::string_view value) override;
@@ -98,6 +99,7 @@ class TableImpl final : public Table {
  private:
   enum class Op : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
   Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
   steps::TeamKey StepsKey(Op op) const;
 

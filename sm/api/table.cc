@@ -119,12 +119,21 @@ Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
 }
 
 Status TableImpl::Get(Transaction* txn, std::string_view key, std::string* value) {
+  return Fetch(txn, key, value, /*for_update=*/false);
+}
+
+Status TableImpl::GetForUpdate(Transaction* txn, std::string_view key, std::string* value) {
+  return Fetch(txn, key, value, /*for_update=*/true);
+}
+
+Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* value,
+                        bool for_update) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
   index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
                            id_);
-  return tree_->Lookup(key, value, index::OpContext{t->txn(), &locks});
+  return tree_->Lookup(key, value, index::OpContext{t->txn(), &locks}, for_update);
 }
 
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {

@@ -202,6 +202,56 @@ TEST_CASE("commit and abort release every lock; a recycled transaction starts cl
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(7);
+  Options o = TestOptions(&fs);
+  o.lock_wait_timeout = std::chrono::milliseconds(100);
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = nullptr;
+  REQUIRE(db->CreateTable("t", &t).ok());
+  {
+    std::unique_ptr<Transaction> load;
+    REQUIRE(db->Begin(&load).ok());
+    REQUIRE(t->Insert(load.get(), "k", "v1").ok());
+    REQUIRE(load->Commit().ok());
+  }
+  auto locks_of = [](Transaction* txn) {
+    return static_cast<api::TransactionImpl*>(txn)->txn()->lock_owner()->lock_count();
+  };
+  for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
+    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    // Two plain reads share the row.
+    std::unique_ptr<Transaction> a, b;
+    REQUIRE(db->Begin(&a, isolation).ok());
+    REQUIRE(db->Begin(&b, isolation).ok());
+    std::string value;
+    REQUIRE(t->Get(a.get(), "k", &value).ok());
+    REQUIRE(t->Get(b.get(), "k", &value).ok());
+    REQUIRE(a->Commit().ok());
+    REQUIRE(b->Commit().ok());
+
+    // A read for update excludes other readers until it ends, and its update takes no lock.
+    REQUIRE(db->Begin(&a, isolation).ok());
+    REQUIRE(t->GetForUpdate(a.get(), "k", &value).ok());
+    CHECK(value == "v1");
+    const size_t held = locks_of(a.get());
+    REQUIRE(db->Begin(&b, isolation).ok());
+    CHECK(t->Get(b.get(), "k", &value).IsLockTimeout());
+    REQUIRE(b->Abort().ok());
+    REQUIRE(t->Update(a.get(), "k", "v2").ok());
+    CHECK(locks_of(a.get()) == held);
+    REQUIRE(a->Commit().ok());
+
+    REQUIRE(db->Begin(&b, isolation).ok());
+    REQUIRE(t->Get(b.get(), "k", &value).ok());
+    CHECK(value == "v2");
+    CHECK(t->GetForUpdate(b.get(), "absent", &value).IsNotFound());
+    REQUIRE(t->Update(b.get(), "k", "v1").ok());
+    REQUIRE(b->Commit().ok());
+  }
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }

@@ -57,8 +57,7 @@ TEST_CASE("a mixed run on two workers keeps conditions 1-10 and 12", "[random][t
 // Every way of reading for update is correct; they differ in deadlocks (counted, retried).
 TEST_CASE("each read-for-update mode keeps the conditions", "[random][tpcc]") {
   const uint64_t seed = ::sm::test::TestSeed("tpcc read-for-update modes");
-  for (ReadForUpdate mode : {ReadForUpdate::kPlain, ReadForUpdate::kInsertProbe,
-                             ReadForUpdate::kLockRow, ReadForUpdate::kLockRowHot}) {
+  for (ReadForUpdate mode : {ReadForUpdate::kLock, ReadForUpdate::kPlain}) {
     INFO(ReadForUpdateName(mode));
     auto db = LoadTestDb(1, TinyScale(), seed, /*workers=*/2, 64u << 20, mode);
     RunOptions options;

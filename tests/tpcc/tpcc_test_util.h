@@ -39,7 +39,7 @@ struct TestDb {
 
 inline SmEngineOptions TestEngineOptions(io::FileSystem* fs, unsigned workers,
                                          size_t pool_bytes = 64u << 20,
-                                         ReadForUpdate mode = ReadForUpdate::kLockRowHot) {
+                                         ReadForUpdate mode = ReadForUpdate::kLock) {
   SmEngineOptions o;
   o.read_for_update = mode;
   o.db.path = "/tpcc";
@@ -56,7 +56,7 @@ inline SmEngineOptions TestEngineOptions(io::FileSystem* fs, unsigned workers,
 // A database loaded with `warehouses` at `scale` (REQUIREs that it works).
 inline std::unique_ptr<TestDb> LoadTestDb(uint32_t warehouses, Scale scale, uint64_t seed,
                                           unsigned workers = 1, size_t pool_bytes = 64u << 20,
-                                          ReadForUpdate mode = ReadForUpdate::kLockRowHot) {
+                                          ReadForUpdate mode = ReadForUpdate::kLock) {
   auto db = std::make_unique<TestDb>();
   db->fs = std::make_unique<io::FaultInjectionFileSystem>(seed);
   Status s = SmEngine::Open(TestEngineOptions(db->fs.get(), workers, pool_bytes, mode), &db->engine);

@@ -21,7 +21,10 @@ void SetStockQuantity(Engine* e, uint16_t w, uint32_t i, int32_t quantity) {
   Put(e, TableId::kStock, StockKey(w, i), EncodeRow(s));
 }
 
+// Both access orders (transactions.h) must give the same outputs and effects.
 TEST_CASE("New-Order: district counter, order rows, stock rules, total", "[unit][tpcc]") {
+  const AccessOrder access = GENERATE(AccessOrder::kSpec, AccessOrder::kHotRowsLast);
+  INFO(AccessOrderName(access));
   auto db = LoadTestDb(2, TinyScale(), 21);
   Engine* e = db->engine.get();
   SetStockQuantity(e, 1, 7, 12);  // 12 < 5 + 10: wraps to 12 - 5 + 91 = 98
@@ -49,7 +52,7 @@ TEST_CASE("New-Order: district counter, order rows, stock rules, total", "[unit]
   in.entry_d_us = kDate;
   NewOrderOutput out;
   std::unique_ptr<EngineTxn> txn = e->NewTxn();
-  REQUIRE(NewOrder(txn.get(), in, &out).ok());
+  REQUIRE(NewOrder(txn.get(), in, &out, access).ok());
 
   CHECK_FALSE(out.rolled_back);
   CHECK(out.o_id == 31);
@@ -103,7 +106,7 @@ TEST_CASE("New-Order: district counter, order rows, stock rules, total", "[unit]
     bad.ol_cnt = 2;
     bad.lines[0] = {7, 1, 2};
     bad.lines[1] = {101, 1, 1};  // TinyScale has 100 items
-    REQUIRE(NewOrder(txn.get(), bad, &out).ok());
+    REQUIRE(NewOrder(txn.get(), bad, &out, access).ok());
     CHECK(out.rolled_back);
     CHECK(MustRead<DistrictRow>(e, TableId::kDistrict, DistrictKey(1, 3)).next_o_id == 32);
     CHECK_FALSE(Exists(e, TableId::kOrder, OrderKey(1, 3, 32)));
@@ -115,7 +118,7 @@ TEST_CASE("New-Order: district counter, order rows, stock rules, total", "[unit]
   SECTION("a missing item that is not the last line is damage, not a rollback") {
     NewOrderInput bad = in;
     bad.lines[0] = {101, 1, 1};
-    CHECK(NewOrder(txn.get(), bad, &out).IsCorruption());
+    CHECK(NewOrder(txn.get(), bad, &out, access).IsCorruption());
     CHECK(MustRead<DistrictRow>(e, TableId::kDistrict, DistrictKey(1, 3)).next_o_id == 32);
   }
 }
@@ -138,6 +141,8 @@ void AddNamesakes(Engine* e, uint16_t w, uint8_t d, const std::vector<std::strin
 }
 
 TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "[unit][tpcc]") {
+  const AccessOrder order = GENERATE(AccessOrder::kSpec, AccessOrder::kHotRowsLast);
+  INFO(AccessOrderName(order));
   auto db = LoadTestDb(2, TinyScale(), 22);
   Engine* e = db->engine.get();
   std::unique_ptr<EngineTxn> txn = e->NewTxn();
@@ -157,7 +162,7 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 12345;
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order).ok());
     CHECK(out.c_id == 7);
     CHECK_FALSE(out.bad_credit);
     CHECK(MustRead<WarehouseRow>(e, TableId::kWarehouse, WarehouseKey(1)).ytd_cents ==
@@ -202,7 +207,7 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 100005;  // 1000.05
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order).ok());
     CHECK(out.bad_credit);
     auto after = MustRead<CustomerRow>(e, TableId::kCustomer, CustomerKey(1, 2, 3));
     const std::string entry = "3 2 1 2 1 1000.05|";
@@ -223,17 +228,17 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 500;
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order).ok());
     CHECK(out.name_matches == 4);
     CHECK(out.c_id == 104);  // ALMA, BEN, CARL, DORA: the 2nd is BEN
     AddNamesakes(e, 1, 5, {"X", "Y", "Z"});
     in.d = 5;
     in.c_d = 5;
-    REQUIRE(Payment(txn.get(), in, &out).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order).ok());
     CHECK(out.name_matches == 3);
     CHECK(out.c_id == 102);  // X, Y, Z: the 2nd is Y
     in.c_last = "NOSUCHNAME";
-    CHECK(Payment(txn.get(), in, &out).IsNotFound());
+    CHECK(Payment(txn.get(), in, &out, order).IsNotFound());
   }
   CHECK(FailedConditions(e, db->info, RunConditions()).empty());
 }
