@@ -97,6 +97,7 @@ struct Team {
 // first: a full team's overflow runs after it.
 struct TeamList {
   ListStats* stats = nullptr;
+  bool admission = false;  // the begin list: new transactions gather here (see PickTeam)
   Team* first = nullptr;
   Team* last = nullptr;
 };
@@ -162,6 +163,7 @@ TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
   if (*slot == nullptr) {
     *slot = std::make_unique<TeamList>();
     (*slot)->stats = StatsFor(wt, key.packed());
+    (*slot)->admission = key.op == Op::kBegin;
   }
   return slot->get();
 }
@@ -233,13 +235,34 @@ void Activate(WorkerTeams& wt, Team* team) {
   }
 }
 
+// The oldest waiting team that is not an admission team, or null.
+Team* OldestInFlight(WorkerTeams& wt) {
+  for (Team* t = wt.wait_first; t != nullptr; t = t->wait_next) {
+    if (!t->list->admission) return t;
+  }
+  return nullptr;
+}
+
 // Picks the next team to run: `preferred` (the team the last member joined) unless the
 // oldest waiting team has been passed over too often. Returns null if no team waits.
+//
+// Admission teams (begin) run only when no other team waits: a fiber that finished its
+// transaction waits for the others to reach begin too. Without this, a hot lock makes teams
+// impossible: its waiters are woken one at a time, each runs to its commit and straight into
+// its next transaction alone, and so every transaction runs alone. With it, the woken fibers
+// finish their transactions one after another (the same code, back to back) and gather at
+// begin, and the next transactions start as one team. It cannot starve begin: the
+// transactions in flight each finish or block.
 Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   if (wt.wait_first == nullptr) return nullptr;
   // Teams of one list run in the order they formed: a full team's overflow runs after it.
   if (preferred != nullptr) preferred = preferred->list->first;
-  Team* oldest = wt.wait_first;
+  Team* oldest = OldestInFlight(wt);
+  if (oldest == nullptr) {
+    oldest = wt.wait_first;  // only new transactions wait
+  } else if (preferred != nullptr && preferred->list->admission) {
+    preferred = nullptr;
+  }
   Team* pick = oldest;
   bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
   if (preferred_waits && oldest->passed_over < kMaxPassOvers) pick = preferred;

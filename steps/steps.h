@@ -15,7 +15,9 @@
 //         team goes on with its operation);
 //       * else the old team is done and the next team to run is picked: the one the last
 //         member joined (the paper's policy), unless another team has waited for
-//         kMaxPassOvers picks (so every team makes progress);
+//         kMaxPassOvers picks (so every team makes progress). Begin teams (new transactions)
+//         run only when no other team waits, so fibers that finish transactions one at a
+//         time (behind a hot lock) gather there and start the next ones as a team;
 //       * if the worker has ready fibers (strays woken by I/O or locks, new fibers), they
 //         run first, through the regular scheduler, and get to join their teams; when the
 //         run queue is empty the worker's idle hook resumes the next team.

@@ -96,7 +96,11 @@ class Worker {
   // The fiber the scheduler runs next, ahead of the run queue (STEPS' "next team member runs
   // next" after a member leaves its team). Must be kParked.
   void SetNextHint(Fiber* next) { next_hint_ = next; }
-  bool HasReadyFibers() const { return !run_queue_.empty(); }
+  // Fibers waiting to run here: in the run queue, or made ready from another thread and not
+  // yet drained (a fiber that never blocks would otherwise keep those out for good).
+  bool HasReadyFibers() const {
+    return !run_queue_.empty() || remote_head_.load(std::memory_order_relaxed) != nullptr;
+  }
 
   // --- Hooks for the team scheduler (steps/), process-wide, set before workers run fibers ---
   // Called on the running fiber's worker when a fiber whose team_slot is set is about to

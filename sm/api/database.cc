@@ -336,9 +336,30 @@ std::vector<std::string> DatabaseImpl::TableNames() {
   return names;
 }
 
+namespace {
+
+// Fibers take turns at transaction boundaries: one that starts a transaction while others
+// are ready on its worker runs after them. Without this, a fiber that never blocks (data in
+// the pool, no lock conflicts, no durable commit) would run every transaction while fibers
+// made ready meanwhile wait, and how many of them ever ran would depend on start-up timing.
+// With STEPS the begin team does the same (steps::BeginOp).
+void YieldToReadyFibers() {
+  threads::Worker* worker = threads::Worker::Current();
+  if (worker != nullptr && threads::Worker::CurrentFiber() != nullptr &&
+      worker->HasReadyFibers()) {
+    worker->Yield();
+  }
+}
+
+}  // namespace
+
 Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) {
   SM_TRY(CheckOpen());
-  steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));
+  if (steps::Installed()) {
+    steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));
+  } else {
+    YieldToReadyFibers();
+  }
   std::unique_ptr<txn::Txn> inner;
   SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));
   *txn = std::make_unique<TransactionImpl>(this, std::move(inner));

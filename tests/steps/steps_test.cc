@@ -3,6 +3,7 @@
 // disabled sites, teams on two workers at once, STEPS off.
 #include "steps/steps.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -119,6 +120,40 @@ TEST_CASE("a full team makes the next fibers form a team that runs after it", "[
   REQUIRE(scan != nullptr);
   CHECK(scan->teams == 2);
   CHECK(scan->AverageTeamSize() == 2.0);
+}
+
+// Fiber 0 reaches its next transaction (begin) after one operation; fiber 1 has four to go.
+// The scheduler prefers the team the last member joined only so often (then the oldest team
+// runs), which would let fiber 0 start its transaction alone. Begin teams run only when no
+// other team waits, so fiber 0 waits for fiber 1 and both start as one team.
+TEST_CASE("new transactions gather at begin while others are in flight", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 2,
+      [&](int i) {
+        const Op path[] = {Op::kIndexFetch, Op::kUpdate, Op::kInsert, Op::kCommit};
+        for (int k = i == 0 ? 3 : 0; k < 4; ++k) {
+          steps::BeginOp(steps::KeyFor(path[k], 1));
+          trace.push_back(10 * i + k);
+        }
+        steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+        trace.push_back(100 + i);
+        SM_CTX(kSiteOn);
+        trace.push_back(200 + i);
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace == std::vector<int>{10, 11, 3, 12, 13, 100, 101, 200, 201});
+  const auto rows = steps::Stats();
+  const auto* begin = Row(rows, "begin");
+  REQUIRE(begin != nullptr);
+  CHECK(begin->teams == 1);
+  CHECK(begin->AverageTeamSize() == 2.0);
 }
 
 TEST_CASE("a member that waits for a lock or sleeps goes stray and rejoins later",
