@@ -9,7 +9,7 @@
 // and marked where the switch may happen:
 //     SM_CTX(kCtxBtreeDescend);
 // Sites register themselves during static initialization, so every site compiled into a
-// binary can be listed (--list-ctx-points) before anything runs.
+// binary can be listed (steps_bench --list-ctx-points) before anything runs.
 //
 // Invariants:
 //   1. Site names are unique in a binary (checked at registration); ids are the 32-bit FNV-1a

@@ -18,6 +18,16 @@
 // a fresh copy of the table. The counts still vary by about 1 % between runs (the log's
 // flusher thread runs on a timer), so a site must save clearly more than that.
 //
+// Then, with --tpcc (tools/run ctx-place passes it), a TPC-C stage: the synthetic table has
+// one index and short rows, while TPC-C's transactions chain many operations on nine tables.
+// Starting from the synthetic placement, the tool toggles each candidate site in code-path
+// order and keeps a toggle that lowers the L1-I misses per transaction of Payment and of the
+// standard mix (1 warehouse, 10 users, STEPS on, tpcc run under callgrind: tpcc_runs.h),
+// averaged relative to the current placement, by more than --tpcc-min-gain (2 %) without
+// raising either by more than 1 %. --compare FILE (tools/run passes the checked-in placement)
+// is measured the same way and is the starting point instead where it measures better, so a
+// new build's placement refines the last one.
+//
 // Output: the placement file (--output; a header naming the build's geometry and the figures,
 // then one enabled site a line with the operations that reach it and the misses it saved), a
 // report per operation (extra misses per member, serial, with no CTX point and with the
@@ -29,6 +39,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,6 +51,7 @@
 #include <vector>
 
 #include "tools/icache/callgrind_parts.h"
+#include "tools/icache/tpcc_runs.h"
 
 namespace sm::icache {
 namespace {
@@ -56,6 +68,11 @@ struct PlaceOptions {
   uint32_t operations_per_fiber = 20;
   double min_gain_pct = 5;
   bool fast = false;
+  // The TPC-C stage (when `tpcc.tpcc` names the binary): Payment and the mix on the TPC-C
+  // tables, STEPS on, 1 warehouse and 10 users.
+  TpccRunOptions tpcc;
+  double tpcc_min_gain_pct = 2;
+  std::string compare;  // a placement to measure next to the chosen one (the hand-made one)
 };
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
@@ -153,20 +170,183 @@ double Sum(const std::map<std::string, double>& m) {
 void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabled,
                     const std::map<std::string, std::vector<std::string>>& ops_of,
                     const std::map<std::string, double>& gain, double none, double placed,
-                    double serial) {
+                    double serial, const nlohmann::json& tpcc) {
   std::ofstream out(o.output);
   out << "# CTX placement chosen by ctx_place (tools/icache/ctx_place.cc) for L1-I "
       << o.geometry.Name() << " (--I1=" << o.geometry.i1 << " --D1=" << o.geometry.d1
       << " --LL=" << o.geometry.ll << "),\n# operations " << Join(o.ops, ", ") << ", teams of "
       << o.fibers << ". L1-I misses each additional member adds per operation, summed over the\n"
       << "# operations: serial " << serial << ", STEPS without CTX points " << none
-      << ", with these " << placed << ".\n# Regenerate with `tools/run ctx-place` (README).\n";
+      << ", with the synthetic stage's sites " << placed << ".\n";
+  if (tpcc.contains("tpcc_l1i_per_txn_placed")) {
+    auto figures = [](const nlohmann::json& m) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "Payment %.1f, mix %.1f", m["payment"].get<double>(),
+                    m["mix"].get<double>());
+      return std::string(buf);
+    };
+    out << "# TPC-C (1 warehouse, " << o.tpcc.users << " users), L1-I misses per transaction: "
+        << "serial " << figures(tpcc["tpcc_l1i_per_txn_serial"]) << ";\n#   STEPS with the "
+        << "synthetic stage's sites " << figures(tpcc["tpcc_l1i_per_txn_synthetic_placement"]);
+    if (tpcc.contains("tpcc_l1i_per_txn_compared")) {
+      out << ", with " << tpcc["compared_placement"].get<std::string>() << "'s "
+          << figures(tpcc["tpcc_l1i_per_txn_compared"]);
+    }
+    out << ";\n#   with the sites below " << figures(tpcc["tpcc_l1i_per_txn_placed"]) << ".\n";
+  }
+  out << "# Regenerate with `tools/run ctx-place` (README).\n";
   char line[512];
   for (const std::string& site : enabled) {
-    std::snprintf(line, sizeof line, "%-24s %s; saves %.1f misses per member\n", site.c_str(),
-                  Join(ops_of.at(site), " / ").c_str(), gain.at(site));
+    auto g = gain.find(site);
+    std::string why = g != gain.end() ? "saves " + std::to_string(std::lround(g->second)) +
+                                            " misses per member on the synthetic table"
+                                      : "chosen on TPC-C";
+    auto ops = ops_of.find(site);
+    std::snprintf(line, sizeof line, "%-24s %s; %s\n", site.c_str(),
+                  ops != ops_of.end() ? Join(ops->second, " / ").c_str() : "-", why.c_str());
     out << line;
   }
+}
+
+// ---- The TPC-C stage ------------------------------------------------------------------------
+
+const std::vector<TpccWorkload> kTpccWorkloads = {{"payment", "payment"},
+                                                  {"mix", "45,43,4,4,4"}};
+
+// L1-I misses per transaction, by workload, with STEPS on and the sites `enabled` (or, with
+// `steps` false, serially).
+struct TpccCost {
+  std::map<std::string, double> misses;
+  // Relative to `base`, averaged over the workloads (1: the same).
+  double Relative(const TpccCost& base) const {
+    double sum = 0;
+    for (const auto& [name, v] : misses) sum += v / base.misses.at(name);
+    return sum / double(misses.size());
+  }
+  bool NoWorseThan(const TpccCost& base, double slack) const {
+    for (const auto& [name, v] : misses) {
+      if (v > base.misses.at(name) * (1 + slack)) return false;
+    }
+    return true;
+  }
+  std::string ToString() const {
+    std::string out;
+    char buf[64];
+    for (const auto& [name, v] : misses) {
+      std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : ", ", name.c_str(), v);
+      out += buf;
+    }
+    return out;
+  }
+};
+
+bool WritePlacementFile(const std::string& path, const std::vector<std::string>& enabled) {
+  std::ofstream out(path);
+  out << "# candidate placement (ctx_place)\n";
+  for (const std::string& site : enabled) out << site << "\n";
+  return static_cast<bool>(out);
+}
+
+// The sites a placement file enables: the first word of each line that is not a comment.
+bool ReadSites(const std::string& path, std::vector<std::string>* sites) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "ctx_place: cannot read %s\n", path.c_str());
+    return false;
+  }
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string site;
+    if (words >> site && site[0] != '#') sites->push_back(site);
+  }
+  return true;
+}
+
+bool MeasureTpcc(const PlaceOptions& o, bool steps, const std::string& placement_file,
+                 TpccCost* cost) {
+  TpccRunOptions t = o.tpcc;
+  t.ctx_placement = placement_file;
+  for (const TpccWorkload& w : kTpccWorkloads) {
+    Counters c;
+    if (!RunTpccOnce(t, w, steps, o.geometry, &c)) return false;
+    cost->misses[w.name] = c.L1iMisses() / double(t.transactions);
+  }
+  return true;
+}
+
+bool MeasureTpccSites(const PlaceOptions& o, const std::vector<std::string>& enabled,
+                      TpccCost* cost) {
+  const std::string file = o.tpcc.db + ".candidate.txt";
+  if (!WritePlacementFile(file, enabled)) return false;
+  bool ok = MeasureTpcc(o, true, file, cost);
+  std::error_code ec;
+  fs::remove(file, ec);
+  return ok;
+}
+
+// Starting from the synthetic table's placement, toggles each candidate site in code-path
+// order and keeps a toggle that lowers TPC-C's L1-I misses per transaction (averaged over
+// Payment and the mix, relative) by more than --tpcc-min-gain percent without raising either
+// by more than 1 %: the synthetic table has one index and short rows; TPC-C's transactions
+// chain many operations, whose code paths differ.
+bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
+               std::vector<std::string>* enabled, std::map<std::string, double>* gain,
+               nlohmann::json* j) {
+  if (!EnsureTpccLoaded(o.tpcc)) return false;
+  TpccCost serial, current;
+  if (!MeasureTpcc(o, false, "", &serial) || !MeasureTpccSites(o, *enabled, &current)) return false;
+  std::printf("\nTPC-C, %u warehouse(s), %u users, %llu transactions; L1-I misses per "
+              "transaction: serial %s; STEPS with the synthetic stage's sites %s\n",
+              o.tpcc.warehouses, o.tpcc.users,
+              static_cast<unsigned long long>(o.tpcc.transactions), serial.ToString().c_str(),
+              current.ToString().c_str());
+  const TpccCost synthetic = current;
+  // The placement in use (--compare) is the other starting point: a new build's placement
+  // refines the last one where that one measures better, so it never ends up worse.
+  TpccCost compared;
+  if (!o.compare.empty()) {
+    std::vector<std::string> sites;
+    if (!ReadSites(o.compare, &sites) || !MeasureTpccSites(o, sites, &compared)) return false;
+    std::printf("STEPS with %s's sites %s\n", o.compare.c_str(), compared.ToString().c_str());
+    if (compared.Relative(current) < 1) {
+      *enabled = sites;
+      current = compared;
+      gain->clear();
+      std::printf("starting from %s's sites\n", o.compare.c_str());
+    }
+  }
+  for (const std::string& site : order) {
+    std::vector<std::string> trial = *enabled;
+    auto it = std::find(trial.begin(), trial.end(), site);
+    const bool adding = it == trial.end();
+    if (adding) {
+      trial.push_back(site);
+    } else {
+      trial.erase(it);
+    }
+    TpccCost measured;
+    if (!MeasureTpccSites(o, trial, &measured)) return false;
+    const double relative = measured.Relative(current);
+    const bool keep = relative < 1 - o.tpcc_min_gain_pct / 100 && measured.NoWorseThan(current, 0.01);
+    std::printf("  %s %-24s %s  (%+.1f %%)  %s\n", adding ? "+" : "-", site.c_str(),
+                measured.ToString().c_str(), 100 * (relative - 1), keep ? "kept" : "not kept");
+    std::fflush(stdout);
+    if (keep) {
+      *enabled = trial;
+      current = measured;
+      if (!adding) gain->erase(site);
+    }
+  }
+  (*j)["tpcc_l1i_per_txn_serial"] = serial.misses;
+  (*j)["tpcc_l1i_per_txn_synthetic_placement"] = synthetic.misses;
+  (*j)["tpcc_l1i_per_txn_placed"] = current.misses;
+  if (!o.compare.empty()) {
+    std::printf("TPC-C L1-I misses per transaction: chosen placement %s; %s %s\n",
+                current.ToString().c_str(), o.compare.c_str(), compared.ToString().c_str());
+    (*j)["tpcc_l1i_per_txn_compared"] = compared.misses;
+    (*j)["compared_placement"] = o.compare;
+  }
+  return true;
 }
 
 int Run(PlaceOptions o) {
@@ -209,7 +389,26 @@ int Run(PlaceOptions o) {
       gain[site] = saved;
     }
   }
-  WritePlacement(o, enabled, ops_of, gain, Sum(none), Sum(current), Sum(serial));
+  nlohmann::json j;
+  if (!o.fast && !o.tpcc.tpcc.empty()) {
+    // TPC-C reaches more sites than the synthetic operations (the commit path): after those
+    // in code-path order, every other site compiled in.
+    std::vector<std::string> tpcc_order = order;
+    bool ok = false;
+    std::istringstream all(Capture(Quote(o.steps_bench) + " --list-ctx-points", &ok));
+    if (!ok) {
+      std::fprintf(stderr, "ctx_place: %s --list-ctx-points failed\n", o.steps_bench.c_str());
+      return 1;
+    }
+    for (std::string site; all >> site;) {
+      if (std::find(tpcc_order.begin(), tpcc_order.end(), site) == tpcc_order.end()) {
+        tpcc_order.push_back(site);
+        ops_of[site] = {"TPC-C"};
+      }
+    }
+    if (!TpccStage(o, tpcc_order, &enabled, &gain, &j)) return 1;
+  }
+  WritePlacement(o, enabled, ops_of, gain, Sum(none), Sum(current), Sum(serial), j);
   std::error_code ec;
   fs::remove_all(o.dir + ".work", ec);
   std::printf("\n%-8s %12s %12s %12s   (extra L1-I misses per additional member)\n", "operation",
@@ -218,7 +417,6 @@ int Run(PlaceOptions o) {
     std::printf("%-8s %12.1f %12.1f %12.1f\n", op.c_str(), serial[op], none[op], current[op]);
   }
   std::printf("placement written to %s: %zu sites\n", o.output.c_str(), enabled.size());
-  nlohmann::json j;
   j["sites_enabled"] = enabled;
   j["operations"] = o.ops;
   j["output"] = o.output;
@@ -236,6 +434,9 @@ int Run(PlaceOptions o) {
 
 int main(int argc, char** argv) {
   sm::icache::PlaceOptions o;
+  o.tpcc.db = "./data/icache-tpcc-1w";
+  o.tpcc.transactions = 600;
+  o.tpcc.warmup = 200;
   CLI::App app{"choose CTX points for this build with valgrind's cache simulator"};
   app.add_option("--steps-bench", o.steps_bench, "the built steps_bench binary")->required();
   app.add_option("--dir", o.dir, "steps_bench's database directory (made once, reused)");
@@ -250,7 +451,20 @@ int main(int argc, char** argv) {
   app.add_option("--min-gain", o.min_gain_pct,
                  "percent of the no-CTX cost a site must save to be enabled")
       ->check(CLI::Range(0.0, 100.0));
-  app.add_flag("--fast", o.fast, "fetch and insert only, teams of 2 (for CI)");
+  app.add_flag("--fast", o.fast, "fetch and insert only, teams of 2, no TPC-C stage (for CI)");
+  app.add_option("--tpcc", o.tpcc.tpcc, "the tpcc binary: refine the placement on TPC-C");
+  app.add_option("--tpcc-db", o.tpcc.db, "loaded 1-warehouse TPC-C database (made if absent)")
+      ->capture_default_str();
+  app.add_option("--tpcc-transactions", o.tpcc.transactions, "measured transactions per run")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}));
+  app.add_option("--tpcc-warmup", o.tpcc.warmup, "transactions run before measuring")
+      ->capture_default_str();
+  app.add_option("--tpcc-min-gain", o.tpcc_min_gain_pct,
+                 "percent of TPC-C's L1-I misses a toggled site must save to be kept")
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--compare", o.compare,
+                 "another placement file to measure on TPC-C next to the chosen one");
   CLI11_PARSE(app, argc, argv);
   return sm::icache::Run(o);
 }

@@ -77,6 +77,7 @@ struct BenchOptions {
   std::vector<std::string> modes = {"serial", "steps"};
   std::vector<std::string> ops = {"fetch"};
   bool list_sites = false;  // print the CTX sites each operation reaches, in order
+  bool list_ctx_points = false;  // print every CTX site compiled into the engine
   bool prepare_only = false;  // make the table and stop
 };
 
@@ -478,6 +479,8 @@ int main(int argc, char** argv) {
   app.add_flag("--prepare", bo.prepare_only, "make the table under --dir (if needed) and stop");
   app.add_flag("--list-sites", bo.list_sites,
                "print the CTX sites each operation reaches, in order (makes the table if needed)");
+  app.add_flag("--list-ctx-points", bo.list_ctx_points,
+               "print every CTX site compiled into the engine, one name a line, and stop");
   app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
   app.add_option("--tpcc", bo.tpcc.tpcc, "the tpcc binary: also measure TPC-C Payment and the mix");
   app.add_option("--tpcc-db", bo.tpcc.db,
@@ -494,6 +497,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{10000000}));
   app.add_option("--tpcc-warmup", bo.tpcc.warmup, "transactions run before measuring");
   CLI11_PARSE(app, argc, argv);
+  if (bo.list_ctx_points) {
+    for (const sm::threads::CtxSite* site : sm::threads::ListCtxSites()) {
+      std::printf("%s\n", site->name);
+    }
+    return 0;
+  }
   if (bo.prepare_only) {
     sm::icache::Prepare(bo);
     return 0;

@@ -17,18 +17,6 @@ namespace fs = std::filesystem;
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
-// Loads the database unless it is there (tpcc load reuses a loaded one).
-bool EnsureLoaded(const TpccRunOptions& o) {
-  std::string cmd = Quote(o.tpcc) + " load --db " + Quote(o.db) + " -w " +
-                    std::to_string(o.warehouses) + " --interval 0 > " + Quote(o.db + ".load.log") +
-                    " 2>&1";
-  fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "tpcc load failed; see %s.load.log\n", o.db.c_str());
-    return false;
-  }
-  return true;
-}
 
 // The STEPS team table from a tpcc run's output (the lines after "STEPS teams").
 std::string TeamTable(const std::string& log_path) {
@@ -50,6 +38,47 @@ struct RunFigures {
 
 bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
             RunFigures* out) {
+  return RunTpccOnce(o, w, steps, g, &out->c, &out->teams);
+}
+
+void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
+                   const RunFigures& serial, const RunFigures& steps) {
+  const double t = double(o.transactions);
+  std::printf("\nTPC-C %s (--mix %s), %u warehouse(s), %u users, 1 worker, %llu transactions "
+              "after %llu, L1-I %s; per transaction:\n",
+              w.name.c_str(), w.mix.c_str(), o.warehouses, o.users,
+              static_cast<unsigned long long>(o.transactions),
+              static_cast<unsigned long long>(o.warmup), g.Name().c_str());
+  std::printf("  %-26s %12s %12s %9s\n", "", "serial", "steps", "change %");
+  auto row = [&](const char* name, double a, double b) {
+    std::printf("  %-26s %12.1f %12.1f %+9.1f\n", name, a / t, b / t,
+                a == 0 ? 0.0 : 100.0 * (b - a) / a);
+  };
+  row("L1-I misses", serial.c.L1iMisses(), steps.c.L1iMisses());
+  row("mispredicted branches", serial.c.Mispredicts(), steps.c.Mispredicts());
+  row("  conditional", serial.c.CondMispredicts(), steps.c.CondMispredicts());
+  row("L1-D misses", serial.c.L1dMisses(), steps.c.L1dMisses());
+  row("instructions", serial.c.Instructions(), steps.c.Instructions());
+  if (!steps.teams.empty()) std::printf("  with STEPS on:\n%s", steps.teams.c_str());
+}
+
+}  // namespace
+
+// Loads the database unless it is there (tpcc load reuses a loaded one).
+bool EnsureTpccLoaded(const TpccRunOptions& o) {
+  std::string cmd = Quote(o.tpcc) + " load --db " + Quote(o.db) + " -w " +
+                    std::to_string(o.warehouses) + " --interval 0 > " + Quote(o.db + ".load.log") +
+                    " 2>&1";
+  fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "tpcc load failed; see %s.load.log\n", o.db.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
+                 Counters* counters, std::string* teams) {
   const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
   const std::string scratch = o.db + ".run";
   if (!FreshCopy(o.db, scratch)) return false;
@@ -77,38 +106,15 @@ bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Ge
     std::fprintf(stderr, "the tpcc run dumped no measured window; see %s\n", log.c_str());
     return false;
   }
-  out->c = it->second;
-  out->teams = TeamTable(log);
+  *counters = it->second;
+  if (teams != nullptr) *teams = TeamTable(log);
   if (!o.keep) fs::remove(log, ec);
   return true;
 }
 
-void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
-                   const RunFigures& serial, const RunFigures& steps) {
-  const double t = double(o.transactions);
-  std::printf("\nTPC-C %s (--mix %s), %u warehouse(s), %u users, 1 worker, %llu transactions "
-              "after %llu, L1-I %s; per transaction:\n",
-              w.name.c_str(), w.mix.c_str(), o.warehouses, o.users,
-              static_cast<unsigned long long>(o.transactions),
-              static_cast<unsigned long long>(o.warmup), g.Name().c_str());
-  std::printf("  %-26s %12s %12s %9s\n", "", "serial", "steps", "change %");
-  auto row = [&](const char* name, double a, double b) {
-    std::printf("  %-26s %12.1f %12.1f %+9.1f\n", name, a / t, b / t,
-                a == 0 ? 0.0 : 100.0 * (b - a) / a);
-  };
-  row("L1-I misses", serial.c.L1iMisses(), steps.c.L1iMisses());
-  row("mispredicted branches", serial.c.Mispredicts(), steps.c.Mispredicts());
-  row("  conditional", serial.c.CondMispredicts(), steps.c.CondMispredicts());
-  row("L1-D misses", serial.c.L1dMisses(), steps.c.L1dMisses());
-  row("instructions", serial.c.Instructions(), steps.c.Instructions());
-  if (!steps.teams.empty()) std::printf("  with STEPS on:\n%s", steps.teams.c_str());
-}
-
-}  // namespace
-
 bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
                    const Geometry& g, const std::string& suffix, nlohmann::json* json) {
-  if (!EnsureLoaded(o)) return false;
+  if (!EnsureTpccLoaded(o)) return false;
   for (const TpccWorkload& w : workloads) {
     RunFigures serial, steps;
     std::printf("running TPC-C %s under callgrind (STEPS off, then on) ...\n", w.name.c_str());
@@ -138,7 +144,7 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
 bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
                       int repeat, double seconds, const std::string& suffix,
                       nlohmann::json* json) {
-  if (!EnsureLoaded(o)) return false;
+  if (!EnsureTpccLoaded(o)) return false;
   const std::string scratch = o.db + ".wall";
   if (!FreshCopy(o.db, scratch)) return false;
   bool ok = true;

@@ -40,6 +40,15 @@ struct TpccWorkload {
   std::string mix;   // the --mix argument
 };
 
+// Loads the database (options.db, options.warehouses) unless it is loaded already.
+bool EnsureTpccLoaded(const TpccRunOptions& options);
+
+// One run of `workload` under callgrind at `geometry`, STEPS on or off (on: with
+// options.ctx_placement): the measured window's counters, and the STEPS team table printed by
+// tpcc (if `teams`). False on failure (the reason is printed).
+bool RunTpccOnce(const TpccRunOptions& options, const TpccWorkload& workload, bool steps,
+                 const Geometry& geometry, Counters* counters, std::string* teams = nullptr);
+
 // Runs every workload STEPS off and on at `geometry`, prints a table per workload (and the
 // STEPS team statistics of the steps run), and adds the figures to *json, each key ending in
 // `suffix`. False on failure.
