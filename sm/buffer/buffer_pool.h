@@ -63,8 +63,11 @@ namespace sm::buffer {
 struct BufferPoolOptions {
   size_t pool_bytes = 64 << 20;  // rounded down to whole frames; at least kMinFrames
   // Background writer: wakes every writer_interval_ms (0: never by time), or sooner when an
-  // eviction sweep meets dirty frames, and writes unpinned dirty pages.
+  // eviction sweep meets dirty frames, and writes unpinned dirty pages (see WriterLoop).
   uint32_t writer_interval_ms = 100;
+  // A timed round writes only the pages whose rec_lsn is at least this many bytes of log behind
+  // the log's end, unless clean frames run short; 0 (or no RecLsnSource): every dirty page.
+  uint64_t writer_log_lag_bytes = 256ull << 20;
 };
 
 struct BufferPoolStats {
@@ -223,7 +226,8 @@ class BufferPool {
   void Unpin(Frame* frame);
   void ReturnToFreeList(Frame* frame);
   void WriterLoop();
-  size_t WriteDirtyRound(size_t max_pages);
+  Lsn WriterRoundLimit();
+  size_t WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit);
 
   space::Volume* volume_;
   const BufferPoolOptions options_;
@@ -244,6 +248,7 @@ class BufferPool {
 
   // Background writer.
   std::atomic<bool> writer_stop_{false};
+  std::atomic<bool> eviction_waiting_{false};  // an eviction sweep met dirty frames
   threads::Event writer_wake_;
   threads::Event writer_done_;
   std::thread writer_thread_;
