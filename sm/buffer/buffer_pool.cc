@@ -45,17 +45,6 @@ size_t PartitionCountFor(size_t frames) {
 
 // ---- PageHandle ------------------------------------------------------------------------
 
-PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
-  if (this != &other) {
-    Release();
-    frame_ = other.frame_;
-    pool_ = other.pool_;
-    mode_ = other.mode_;
-    other.frame_ = nullptr;
-  }
-  return *this;
-}
-
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
@@ -92,13 +81,6 @@ bool PageHandle::TryUpgrade() {
   if (!frame_->latch.TryUpgrade()) return false;
   mode_ = LatchMode::kExclusive;
   return true;
-}
-
-void PageHandle::Release() {
-  if (frame_ == nullptr) return;
-  frame_->latch.Release(mode_);
-  pool_->Unpin(frame_);
-  frame_ = nullptr;
 }
 
 // ---- construction ------------------------------------------------------------------------
@@ -258,15 +240,10 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   return s;
 }
 
-void BufferPool::Unpin(Frame* frame) {
-  // acq_rel: the last unpin of a failed frame must see every waiter's reads done.
-  uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
-  SM_ASSERT(old > 0);
-  if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed) {
-    frame->load_status.PermitUnchecked();  // every waiter got its own copy
-    frame->load_status = Status::OK();
-    ReturnToFreeList(frame);
-  }
+void BufferPool::FreeFailedFrame(Frame* frame) {
+  frame->load_status.PermitUnchecked();  // every waiter got its own copy
+  frame->load_status = Status::OK();
+  ReturnToFreeList(frame);
 }
 
 void BufferPool::ReturnToFreeList(Frame* frame) {

@@ -46,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "sm/common/assert.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
 #include "sm/page/page.h"
@@ -224,6 +225,7 @@ class BufferPool {
   Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
   Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
+  void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
   void ReturnToFreeList(Frame* frame);
   void WriterLoop();
   Lsn WriterRoundLimit();
@@ -258,5 +260,35 @@ class BufferPool {
   mutable std::atomic<uint64_t> writes_{0}, write_failures_{0}, evictions_{0};
   std::atomic<int64_t> dirty_count_{0};
 };
+
+// Inline: every step of a B-tree descent moves and releases handles.
+
+inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    frame_ = other.frame_;
+    pool_ = other.pool_;
+    mode_ = other.mode_;
+    other.frame_ = nullptr;
+  }
+  return *this;
+}
+
+inline void PageHandle::Release() {
+  if (frame_ == nullptr) return;
+  frame_->latch.Release(mode_);
+  pool_->Unpin(frame_);
+  frame_ = nullptr;
+}
+
+inline void BufferPool::Unpin(Frame* frame) {
+  // acq_rel: the last unpin of a failed frame must see every waiter's reads done.
+  uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
+  SM_ASSERT(old > 0);
+  if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed)
+      [[unlikely]] {
+    FreeFailedFrame(frame);
+  }
+}
 
 }  // namespace sm::buffer
