@@ -133,10 +133,6 @@ void BufferPool::SetWalFlush(WalFlush flush) {
 
 // ---- fixing ------------------------------------------------------------------------------
 
-Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
-  return FixImpl(id, mode, LoadKind{}, handle);
-}
-
 Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle, bool* torn) {
   if (torn != nullptr) *torn = false;
   return FixImpl(id, LatchMode::kExclusive, LoadKind{may_be_new, torn}, handle);
@@ -157,7 +153,15 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
       ++part.hits;
     }
   }
-  if (frame != nullptr) return FixExisting(frame, mode, handle);
+  if (frame != nullptr) [[likely]] {
+    // A resident page (the usual hit) needs neither FixExisting's wait for a load nor its
+    // failed-load check.
+    if (frame->state.load(std::memory_order_acquire) != FrameState::kResident) [[unlikely]] {
+      return FixExisting(frame, mode, handle);
+    }
+    LatchPinned(frame, mode, handle);
+    return Status::OK();
+  }
 
   misses_.fetch_add(1, std::memory_order_relaxed);
   Frame* fresh = nullptr;
@@ -195,12 +199,16 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
     Unpin(frame);
     return s;
   }
+  LatchPinned(frame, mode, handle);
+  return Status::OK();
+}
+
+void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle) {
   frame->latch.Acquire(mode);
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
   handle->mode_ = mode;
-  return Status::OK();
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {

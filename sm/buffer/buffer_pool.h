@@ -213,6 +213,8 @@ class BufferPool {
 
   Partition& PartitionOf(PageId id) const;
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Latches a pinned, resident frame and hands it to *handle.
+  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
   Status ClaimFrame(Frame** frame);
   bool PinIfResident(Frame* frame);
   bool TryEvict(Frame* frame);
@@ -261,7 +263,11 @@ class BufferPool {
   std::atomic<int64_t> dirty_count_{0};
 };
 
-// Inline: every step of a B-tree descent moves and releases handles.
+// Inline: every step of a B-tree descent fixes a page, and moves and releases handles.
+
+inline Status BufferPool::Fix(PageId id, threads::LatchMode mode, PageHandle* handle) {
+  return FixImpl(id, mode, LoadKind{}, handle);
+}
 
 inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
   if (this != &other) {
