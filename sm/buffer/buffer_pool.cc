@@ -7,8 +7,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
+#include "sm/buffer/frame_table.h"
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
 #include "threads/runtime.h"
@@ -21,7 +21,7 @@ using threads::LatchMode;
 // path touches no shared counter.
 struct alignas(64) BufferPool::Partition {
   mutable threads::SpinLock lock;
-  std::unordered_map<uint64_t, Frame*> map;  // guarded by lock
+  FrameTable map;                            // guarded by lock
   uint64_t hits = 0;                         // guarded by lock
 };
 
@@ -145,9 +145,8 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
   Frame* frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {
       // relaxed: ordered against eviction by the partition lock (invariant 2).
       frame->pin_count.fetch_add(1, std::memory_order_relaxed);
       ++part.hits;
@@ -168,9 +167,8 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
   SM_TRY(ClaimFrame(&fresh));
   {
     std::unique_lock<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {  // another fiber started loading it meanwhile
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {  // another fiber started loading it meanwhile
       frame->pin_count.fetch_add(1, std::memory_order_relaxed);
       guard.unlock();
       ReturnToFreeList(fresh);
@@ -180,7 +178,7 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
     fresh->loaded.Reset();
     fresh->pin_count.store(1, std::memory_order_relaxed);
     fresh->state.store(FrameState::kLoading, std::memory_order_relaxed);
-    part.map.emplace(id.value(), fresh);
+    part.map.Insert(id.value(), fresh);
   }
   Status s = Load(fresh, id, kind);
   if (!s.ok()) {
@@ -239,7 +237,7 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   {
     Partition& part = PartitionOf(id);
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    part.map.erase(id.value());
+    part.map.Erase(id.value());
     frame->load_status.PermitUnchecked();
     frame->load_status = s;
     frame->state.store(FrameState::kFailed, std::memory_order_release);
@@ -274,7 +272,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
   Partition& part = PartitionOf(id);
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    if (part.map.count(id.value()) != 0) {
+    if (part.map.Find(id.value()) != nullptr) {
       // A freed page must have left the pool (FreePage); finding it means the volume
       // handed out a page that is still in use.
       SM_ASSERT(!"allocated page is still cached");
@@ -282,7 +280,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     frame->page_id.store(id, std::memory_order_relaxed);
     frame->pin_count.store(1, std::memory_order_relaxed);
     frame->state.store(FrameState::kResident, std::memory_order_release);
-    part.map.emplace(id.value(), frame);
+    part.map.Insert(id.value(), frame);
   }
   frame->latch.AcquireExclusive();
   InitPage(frame->data, id, type);
@@ -299,14 +297,13 @@ Status BufferPool::FreePage(PageId id) {
   Frame* frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {
       if (frame->pin_count.load(std::memory_order_acquire) != 0) {  // as in TryEvict
         return Status::InvalidArgument("page " + std::to_string(id.value()) +
                                        " is fixed and cannot be freed");
       }
-      part.map.erase(it);
+      part.map.Erase(id.value());
     }
   }
   if (frame != nullptr) {
@@ -358,14 +355,13 @@ bool BufferPool::TryEvict(Frame* f) {
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
-  auto it = part.map.find(id.value());
-  if (it == part.map.end() || it->second != f) return false;  // remapped meanwhile
+  if (part.map.Find(id.value()) != f) return false;  // remapped meanwhile
   // acquire: pairs with the last Unpin's release, so the last user's accesses to the page
   // happen before the frame is reused.
   if (f->pin_count.load(std::memory_order_acquire) != 0) return false;
   if (f->dirty.load(std::memory_order_acquire)) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
-  part.map.erase(it);
+  part.map.Erase(id.value());
   f->state.store(FrameState::kFree, std::memory_order_relaxed);
   f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
   evictions_.fetch_add(1, std::memory_order_relaxed);
@@ -377,8 +373,7 @@ bool BufferPool::PinIfResident(Frame* f) {
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
-  auto it = part.map.find(id.value());
-  if (it == part.map.end() || it->second != f) return false;
+  if (part.map.Find(id.value()) != f) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
   f->pin_count.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -577,16 +572,18 @@ std::vector<std::pair<PageId, Lsn>> BufferPool::DirtyPages() const {
 bool BufferPool::CheckInvariants() const {
   // Meaningful only when no fix is in progress (tests call it at quiescent points).
   size_t mapped = 0;
+  bool entries_ok = true;
   for (size_t p = 0; p <= partition_mask_; ++p) {
     std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
-    for (const auto& [id, frame] : partitions_[p].map) {
-      if (frame->page_id.load(std::memory_order_relaxed).value() != id) return false;
+    partitions_[p].map.ForEach([&](uint64_t id, const Frame* frame) {
       FrameState st = frame->state.load(std::memory_order_relaxed);
-      if (st != FrameState::kResident && st != FrameState::kLoading) return false;
-      if (&PartitionOf(PageId(id)) != &partitions_[p]) return false;
-      ++mapped;
-    }
+      entries_ok = entries_ok && frame->page_id.load(std::memory_order_relaxed).value() == id &&
+                   (st == FrameState::kResident || st == FrameState::kLoading) &&
+                   &PartitionOf(PageId(id)) == &partitions_[p];
+    });
+    mapped += partitions_[p].map.size();
   }
+  if (!entries_ok) return false;
   size_t free_count;
   {
     std::lock_guard<threads::SpinLock> guard(free_lock_);
