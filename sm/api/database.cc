@@ -250,11 +250,6 @@ Status DatabaseImpl::LoadCatalog() {
   return Status::OK();
 }
 
-Status DatabaseImpl::CheckOpen() const {
-  if (closed_.load(std::memory_order_acquire)) return Status::Closed("the database is closed");
-  return Status::OK();
-}
-
 // Runs `op` on the catalog in an internal transaction holding the name's key lock, then commits
 // durably (DDL is rare and must not be lost), or aborts if op fails.
 Status DatabaseImpl::CatalogOp(std::string_view name,
