@@ -476,16 +476,22 @@ void AwaitDirty(BufferPool* pool, Done done) {
   }
 }
 
-TEST_CASE("the background writer writes a page once its oldest change is old enough",
-          "[unit][buffer]") {
-  io::FaultInjectionFileSystem fs(13);
-  auto volume = MakeVolume(&fs, "data.vol");
+// 64 frames; the writer runs every 2 ms and writes pages whose rec_lsn lags by 1,000 bytes.
+std::unique_ptr<BufferPool> MakeLagPool(space::Volume* volume) {
   BufferPoolOptions options;
   options.pool_bytes = 64 * kPageBytes;
   options.writer_interval_ms = 2;
   options.writer_log_lag_bytes = 1000;
   std::unique_ptr<BufferPool> pool;
-  REQUIRE(BufferPool::Create(volume.get(), options, &pool).ok());
+  REQUIRE(BufferPool::Create(volume, options, &pool).ok());
+  return pool;
+}
+
+TEST_CASE("the background writer writes a page once its oldest change is old enough",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(13);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakeLagPool(volume.get());
   std::atomic<uint64_t> log_end{100};
   pool->SetRecLsnSource([&] { return Lsn(log_end.load()); });
   auto rt = MakeRuntime(1);
@@ -507,12 +513,7 @@ TEST_CASE("the background writer writes young pages when clean frames run short"
           "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(14);
   auto volume = MakeVolume(&fs, "data.vol");
-  BufferPoolOptions options;
-  options.pool_bytes = 64 * kPageBytes;
-  options.writer_interval_ms = 2;
-  options.writer_log_lag_bytes = 1000;
-  std::unique_ptr<BufferPool> pool;
-  REQUIRE(BufferPool::Create(volume.get(), options, &pool).ok());
+  auto pool = MakeLagPool(volume.get());
   pool->SetRecLsnSource([] { return Lsn(100); });  // the log never moves: every page is young
   auto rt = MakeRuntime(1);
   pool->StartWriter(rt.get());
