@@ -125,11 +125,13 @@ bool DetectHardware() {
 #endif
 }
 
-// Decided once: the function-local static is initialized thread-safely on first use.
-bool HardwareAvailable() {
-  static const bool available = DetectHardware();
-  return available;
-}
+// Decided once, at static initialization rather than through a function-local static, whose
+// guard check (and the registers its slow path saves) would cost more per call than a short
+// checksum. A call from another file's static initializer that runs first reads false (static
+// storage is zeroed before) and takes the portable path, whose result is the same.
+const bool kHardwareAvailable = DetectHardware();
+
+bool HardwareAvailable() { return kHardwareAvailable; }
 
 }  // namespace
 
