@@ -338,11 +338,6 @@ void LogManager::TEST_Kill() {
 
 // --- Inspection -------------------------------------------------------------------------------
 
-Status LogManager::health() const {
-  if (fatal_.load(std::memory_order_acquire)) return Refuse();
-  return Status::OK();
-}
-
 bool LogManager::CheckInvariants() const {
   uint64_t durable = durable_.load(std::memory_order_acquire);
   uint64_t written = written_.load(std::memory_order_acquire);

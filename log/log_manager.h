@@ -237,7 +237,13 @@ class LogManager {
   const SegmentGeometry& geometry() const { return dir_->geometry(); }
   LogStats stats() const;
   // OK, or the sticky fatal status.
-  Status health() const;
+  // Inline: every logged change asks (TxnManager::health).
+  Status health() const {
+    if (fatal_.load(std::memory_order_acquire)) [[unlikely]] {
+      return Refuse();
+    }
+    return Status::OK();
+  }
   bool CheckInvariants() const;
 
   // Test hook: abandons the log as a crashed process would - the flusher stops without a final

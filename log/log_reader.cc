@@ -22,7 +22,7 @@ Status LogReader::Open(io::FileSystem* fs, const std::string& dir,
 LogReader::LogReader(std::shared_ptr<LogDirectory> dir, size_t window_bytes)
     : dir_(std::move(dir)),
       window_bytes_(std::max<size_t>(BlockCeil(window_bytes), kLogBlockBytes)),
-      window_(window_bytes_) {}
+      window_(io::AlignedBuffer::Uninitialized(window_bytes_)) {}
 
 void LogReader::SetEnd(Lsn end) {
   end_ = end;

@@ -61,9 +61,13 @@ struct Options {
   bool error_if_exists = false;
   size_t buffer_pool_bytes = 256u << 20;
   // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
-  // pages) to write dirty pages; 0: only for eviction. Checkpoints, eviction and close write
-  // pages regardless.
+  // pages) to write the dirty pages whose oldest unwritten change lies at least
+  // background_write_log_lag_bytes of log behind its end (0: every dirty page), or any dirty
+  // page when clean frames run short; 0: only for eviction. Rewriting a hot page every interval
+  // buys nothing: a checkpoint writes every dirty page anyway. Checkpoints, eviction and close
+  // write pages regardless.
   std::chrono::milliseconds background_write_interval{100};
+  uint64_t background_write_log_lag_bytes = 256ull << 20;
   uint64_t log_segment_bytes = 64ull << 20;  // for a new database
   size_t log_buffer_bytes = 8u << 20;
   CommitMode commit_mode = CommitMode::kDurable;

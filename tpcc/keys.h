@@ -23,9 +23,10 @@
 
 namespace sm::tpcc {
 
+// Most keys are at most 15 bytes, which std::string holds without allocating, so nothing is
+// reserved up front and fixed-width columns are appended whole rather than byte by byte.
 class KeyBuilder {
  public:
-  KeyBuilder() { key_.reserve(48); }
   KeyBuilder& U8(uint8_t v) {
     key_.push_back(static_cast<char>(v));
     return *this;
@@ -34,12 +35,13 @@ class KeyBuilder {
   KeyBuilder& U32(uint32_t v) { return BigEndian(v, 4); }
   KeyBuilder& U64(uint64_t v) { return BigEndian(v, 8); }
   KeyBuilder& String(std::string_view s) {
-    for (char c : s) {
-      key_.push_back(c);
-      if (c == '\0') key_.push_back('\xFF');
+    key_.reserve(key_.size() + s.size() + 2);
+    for (size_t zero; (zero = s.find('\0')) != std::string_view::npos; s.remove_prefix(zero + 1)) {
+      key_.append(s.data(), zero + 1);
+      key_.push_back('\xFF');
     }
-    key_.push_back('\0');
-    key_.push_back('\x01');
+    key_.append(s);
+    key_.append("\0\x01", 2);
     return *this;
   }
   KeyBuilder& Raw(std::string_view bytes) {
@@ -51,7 +53,9 @@ class KeyBuilder {
 
  private:
   KeyBuilder& BigEndian(uint64_t v, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i) key_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    char buf[8];
+    for (int i = 0; i < bytes; ++i) buf[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+    key_.append(buf, bytes);
     return *this;
   }
   std::string key_;

@@ -94,6 +94,10 @@ class SmTxn final : public EngineTxn {
   // A handle exists only after OpenSchema (a caller error, reported rather than crashed on).
   Status Check(TableId table) const {
     if (T(table) != nullptr) [[likely]] return Status::OK();
+    return NotOpen(table);
+  }
+  // Out of line, so that Check, called by every operation, is inlined.
+  [[gnu::noinline]] static Status NotOpen(TableId table) {
     return Status::InvalidArgument(std::string(TableName(table)) +
                                    " is not open: call Engine::OpenSchema first");
   }

@@ -138,7 +138,13 @@ class DatabaseImpl final : public Database {
   unsigned workers() const override;
 
   // For TableImpl / TransactionImpl.
-  Status CheckOpen() const;
+  // Inline: every table operation asks (TableImpl::Resolve).
+  Status CheckOpen() const {
+    if (closed_.load(std::memory_order_acquire)) [[unlikely]] {
+      return Status::Closed("the database is closed");
+    }
+    return Status::OK();
+  }
   lock::LockManager* locks() const { return locks_.get(); }
   txn::TxnManager* txns() const { return txns_.get(); }
   index::BtreeWal* wal() const { return wal_.get(); }

@@ -159,6 +159,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   pool_options.pool_bytes = options_.buffer_pool_bytes;
   pool_options.writer_interval_ms =
       static_cast<uint32_t>(options_.background_write_interval.count());
+  pool_options.writer_log_lag_bytes = options_.background_write_log_lag_bytes;
   SM_TRY(buffer::BufferPool::Create(volume_.get(), pool_options, &pool_));
   lock::LockManagerOptions lock_options;
   lock_options.lock_wait_timeout = options_.lock_wait_timeout;
@@ -246,11 +247,6 @@ Status DatabaseImpl::LoadCatalog() {
     tables_[name] = std::make_unique<TableImpl>(this, name, entry, std::move(tree));
     next_table_id_ = std::max(next_table_id_, entry.id + 1);
   }
-  return Status::OK();
-}
-
-Status DatabaseImpl::CheckOpen() const {
-  if (closed_.load(std::memory_order_acquire)) return Status::Closed("the database is closed");
   return Status::OK();
 }
 

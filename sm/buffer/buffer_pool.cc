@@ -7,8 +7,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
+#include "sm/buffer/frame_table.h"
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
 #include "threads/runtime.h"
@@ -21,7 +21,7 @@ using threads::LatchMode;
 // path touches no shared counter.
 struct alignas(64) BufferPool::Partition {
   mutable threads::SpinLock lock;
-  std::unordered_map<uint64_t, Frame*> map;  // guarded by lock
+  FrameTable map;                            // guarded by lock
   uint64_t hits = 0;                         // guarded by lock
 };
 
@@ -44,17 +44,6 @@ size_t PartitionCountFor(size_t frames) {
 }  // namespace
 
 // ---- PageHandle ------------------------------------------------------------------------
-
-PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
-  if (this != &other) {
-    Release();
-    frame_ = other.frame_;
-    pool_ = other.pool_;
-    mode_ = other.mode_;
-    other.frame_ = nullptr;
-  }
-  return *this;
-}
 
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
@@ -92,13 +81,6 @@ bool PageHandle::TryUpgrade() {
   if (!frame_->latch.TryUpgrade()) return false;
   mode_ = LatchMode::kExclusive;
   return true;
-}
-
-void PageHandle::Release() {
-  if (frame_ == nullptr) return;
-  frame_->latch.Release(mode_);
-  pool_->Unpin(frame_);
-  frame_ = nullptr;
 }
 
 // ---- construction ------------------------------------------------------------------------
@@ -151,10 +133,6 @@ void BufferPool::SetWalFlush(WalFlush flush) {
 
 // ---- fixing ------------------------------------------------------------------------------
 
-Status BufferPool::Fix(PageId id, LatchMode mode, PageHandle* handle) {
-  return FixImpl(id, mode, LoadKind{}, handle);
-}
-
 Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle, bool* torn) {
   if (torn != nullptr) *torn = false;
   return FixImpl(id, LatchMode::kExclusive, LoadKind{may_be_new, torn}, handle);
@@ -167,24 +145,30 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
   Frame* frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {
       // relaxed: ordered against eviction by the partition lock (invariant 2).
       frame->pin_count.fetch_add(1, std::memory_order_relaxed);
       ++part.hits;
     }
   }
-  if (frame != nullptr) return FixExisting(frame, mode, handle);
+  if (frame != nullptr) [[likely]] {
+    // A resident page (the usual hit) needs neither FixExisting's wait for a load nor its
+    // failed-load check.
+    if (frame->state.load(std::memory_order_acquire) != FrameState::kResident) [[unlikely]] {
+      return FixExisting(frame, mode, handle);
+    }
+    LatchPinned(frame, mode, handle);
+    return Status::OK();
+  }
 
   misses_.fetch_add(1, std::memory_order_relaxed);
   Frame* fresh = nullptr;
   SM_TRY(ClaimFrame(&fresh));
   {
     std::unique_lock<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {  // another fiber started loading it meanwhile
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {  // another fiber started loading it meanwhile
       frame->pin_count.fetch_add(1, std::memory_order_relaxed);
       guard.unlock();
       ReturnToFreeList(fresh);
@@ -194,7 +178,7 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
     fresh->loaded.Reset();
     fresh->pin_count.store(1, std::memory_order_relaxed);
     fresh->state.store(FrameState::kLoading, std::memory_order_relaxed);
-    part.map.emplace(id.value(), fresh);
+    part.map.Insert(id.value(), fresh);
   }
   Status s = Load(fresh, id, kind);
   if (!s.ok()) {
@@ -213,12 +197,16 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
     Unpin(frame);
     return s;
   }
+  LatchPinned(frame, mode, handle);
+  return Status::OK();
+}
+
+void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle) {
   frame->latch.Acquire(mode);
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
   handle->mode_ = mode;
-  return Status::OK();
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
@@ -249,7 +237,7 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   {
     Partition& part = PartitionOf(id);
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    part.map.erase(id.value());
+    part.map.Erase(id.value());
     frame->load_status.PermitUnchecked();
     frame->load_status = s;
     frame->state.store(FrameState::kFailed, std::memory_order_release);
@@ -258,15 +246,10 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   return s;
 }
 
-void BufferPool::Unpin(Frame* frame) {
-  // acq_rel: the last unpin of a failed frame must see every waiter's reads done.
-  uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
-  SM_ASSERT(old > 0);
-  if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed) {
-    frame->load_status.PermitUnchecked();  // every waiter got its own copy
-    frame->load_status = Status::OK();
-    ReturnToFreeList(frame);
-  }
+void BufferPool::FreeFailedFrame(Frame* frame) {
+  frame->load_status.PermitUnchecked();  // every waiter got its own copy
+  frame->load_status = Status::OK();
+  ReturnToFreeList(frame);
 }
 
 void BufferPool::ReturnToFreeList(Frame* frame) {
@@ -289,7 +272,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
   Partition& part = PartitionOf(id);
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    if (part.map.count(id.value()) != 0) {
+    if (part.map.Find(id.value()) != nullptr) {
       // A freed page must have left the pool (FreePage); finding it means the volume
       // handed out a page that is still in use.
       SM_ASSERT(!"allocated page is still cached");
@@ -297,7 +280,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     frame->page_id.store(id, std::memory_order_relaxed);
     frame->pin_count.store(1, std::memory_order_relaxed);
     frame->state.store(FrameState::kResident, std::memory_order_release);
-    part.map.emplace(id.value(), frame);
+    part.map.Insert(id.value(), frame);
   }
   frame->latch.AcquireExclusive();
   InitPage(frame->data, id, type);
@@ -314,14 +297,13 @@ Status BufferPool::FreePage(PageId id) {
   Frame* frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
-    auto it = part.map.find(id.value());
-    if (it != part.map.end()) {
-      frame = it->second;
+    frame = part.map.Find(id.value());
+    if (frame != nullptr) {
       if (frame->pin_count.load(std::memory_order_acquire) != 0) {  // as in TryEvict
         return Status::InvalidArgument("page " + std::to_string(id.value()) +
                                        " is fixed and cannot be freed");
       }
-      part.map.erase(it);
+      part.map.Erase(id.value());
     }
   }
   if (frame != nullptr) {
@@ -354,6 +336,7 @@ Status BufferPool::ClaimFrame(Frame** out) {
     if (f->referenced.exchange(false, std::memory_order_relaxed)) continue;
     if (f->dirty.load(std::memory_order_acquire)) {
       if (step < 2 * n) {
+        eviction_waiting_.store(true, std::memory_order_relaxed);
         writer_wake_.Set();
         continue;
       }
@@ -372,14 +355,13 @@ bool BufferPool::TryEvict(Frame* f) {
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
-  auto it = part.map.find(id.value());
-  if (it == part.map.end() || it->second != f) return false;  // remapped meanwhile
+  if (part.map.Find(id.value()) != f) return false;  // remapped meanwhile
   // acquire: pairs with the last Unpin's release, so the last user's accesses to the page
   // happen before the frame is reused.
   if (f->pin_count.load(std::memory_order_acquire) != 0) return false;
   if (f->dirty.load(std::memory_order_acquire)) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
-  part.map.erase(it);
+  part.map.Erase(id.value());
   f->state.store(FrameState::kFree, std::memory_order_relaxed);
   f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
   evictions_.fetch_add(1, std::memory_order_relaxed);
@@ -391,8 +373,7 @@ bool BufferPool::PinIfResident(Frame* f) {
   if (!id.valid()) return false;
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
-  auto it = part.map.find(id.value());
-  if (it == part.map.end() || it->second != f) return false;
+  if (part.map.Find(id.value()) != f) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
   f->pin_count.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -478,12 +459,13 @@ Status BufferPool::FlushAll() {
   return first;
 }
 
-size_t BufferPool::WriteDirtyRound(size_t max_pages) {
+size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit) {
   size_t written = 0;
   for (size_t i = 0; i < frame_count_ && written < max_pages; ++i) {
     Frame* f = &frames_[i];
     if (!f->dirty.load(std::memory_order_acquire)) continue;
     if (f->pin_count.load(std::memory_order_relaxed) != 0) continue;  // in use: later
+    if (f->rec_lsn.load(std::memory_order_relaxed) >= rec_lsn_limit) continue;  // young: later
     // A failure leaves the page dirty (invariant 6); the writer retries next round and the
     // fixer that needs the frame gets the error.
     if (WriteBackUnpinned(f).ok()) ++written;
@@ -492,6 +474,26 @@ size_t BufferPool::WriteDirtyRound(size_t max_pages) {
 }
 
 // ---- background writer -------------------------------------------------------------------
+
+// A round writes the dirty pages whose rec_lsn is below the limit returned here. Writing every
+// dirty page every round rewrote the hot pages (a TPC-C warehouse's stock and customers) each
+// interval, once per handful of changes, and a checkpoint writes every dirty page anyway. A page
+// is worth writing early only when a frame is needed (an eviction sweep met dirty frames, or
+// fewer than an eighth of the frames are clean), or once its oldest unwritten change lags the
+// log's end by writer_log_lag_bytes, which spreads over time the writes a checkpoint would
+// otherwise do in one burst.
+Lsn BufferPool::WriterRoundLimit() {
+  const uint64_t lag = options_.writer_log_lag_bytes;
+  const auto clean_min = static_cast<int64_t>(frame_count_ / 8);
+  const bool frames_short =
+      dirty_count_.load(std::memory_order_relaxed) > static_cast<int64_t>(frame_count_) - clean_min;
+  if (eviction_waiting_.exchange(false, std::memory_order_relaxed) || frames_short || lag == 0 ||
+      !rec_lsn_source_) {
+    return Lsn(UINT64_MAX);
+  }
+  const uint64_t end = rec_lsn_source_().value();
+  return Lsn(end > lag ? end - lag : 0);
+}
 
 void BufferPool::WriterLoop() {
   while (!writer_stop_.load(std::memory_order_acquire)) {
@@ -504,7 +506,7 @@ void BufferPool::WriterLoop() {
     writer_wake_.Reset();
     if (writer_stop_.load(std::memory_order_acquire)) break;
     size_t limit = std::max<size_t>(frame_count_ / 8, 1);
-    WriteDirtyRound(limit);
+    WriteDirtyRound(limit, WriterRoundLimit());
   }
   writer_done_.Set();
 }
@@ -570,16 +572,18 @@ std::vector<std::pair<PageId, Lsn>> BufferPool::DirtyPages() const {
 bool BufferPool::CheckInvariants() const {
   // Meaningful only when no fix is in progress (tests call it at quiescent points).
   size_t mapped = 0;
+  bool entries_ok = true;
   for (size_t p = 0; p <= partition_mask_; ++p) {
     std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
-    for (const auto& [id, frame] : partitions_[p].map) {
-      if (frame->page_id.load(std::memory_order_relaxed).value() != id) return false;
+    partitions_[p].map.ForEach([&](uint64_t id, const Frame* frame) {
       FrameState st = frame->state.load(std::memory_order_relaxed);
-      if (st != FrameState::kResident && st != FrameState::kLoading) return false;
-      if (&PartitionOf(PageId(id)) != &partitions_[p]) return false;
-      ++mapped;
-    }
+      entries_ok = entries_ok && frame->page_id.load(std::memory_order_relaxed).value() == id &&
+                   (st == FrameState::kResident || st == FrameState::kLoading) &&
+                   &PartitionOf(PageId(id)) == &partitions_[p];
+    });
+    mapped += partitions_[p].map.size();
   }
+  if (!entries_ok) return false;
   size_t free_count;
   {
     std::lock_guard<threads::SpinLock> guard(free_lock_);

@@ -46,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "sm/common/assert.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
 #include "sm/page/page.h"
@@ -63,8 +64,11 @@ namespace sm::buffer {
 struct BufferPoolOptions {
   size_t pool_bytes = 64 << 20;  // rounded down to whole frames; at least kMinFrames
   // Background writer: wakes every writer_interval_ms (0: never by time), or sooner when an
-  // eviction sweep meets dirty frames, and writes unpinned dirty pages.
+  // eviction sweep meets dirty frames, and writes unpinned dirty pages (see WriterLoop).
   uint32_t writer_interval_ms = 100;
+  // A timed round writes only the pages whose rec_lsn is at least this many bytes of log behind
+  // the log's end, unless clean frames run short; 0 (or no RecLsnSource): every dirty page.
+  uint64_t writer_log_lag_bytes = 256ull << 20;
 };
 
 struct BufferPoolStats {
@@ -209,6 +213,8 @@ class BufferPool {
 
   Partition& PartitionOf(PageId id) const;
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Latches a pinned, resident frame and hands it to *handle.
+  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
   Status ClaimFrame(Frame** frame);
   bool PinIfResident(Frame* frame);
   bool TryEvict(Frame* frame);
@@ -221,9 +227,11 @@ class BufferPool {
   Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
   Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
+  void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
   void ReturnToFreeList(Frame* frame);
   void WriterLoop();
-  size_t WriteDirtyRound(size_t max_pages);
+  Lsn WriterRoundLimit();
+  size_t WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit);
 
   space::Volume* volume_;
   const BufferPoolOptions options_;
@@ -244,6 +252,7 @@ class BufferPool {
 
   // Background writer.
   std::atomic<bool> writer_stop_{false};
+  std::atomic<bool> eviction_waiting_{false};  // an eviction sweep met dirty frames
   threads::Event writer_wake_;
   threads::Event writer_done_;
   std::thread writer_thread_;
@@ -253,5 +262,39 @@ class BufferPool {
   mutable std::atomic<uint64_t> writes_{0}, write_failures_{0}, evictions_{0};
   std::atomic<int64_t> dirty_count_{0};
 };
+
+// Inline: every step of a B-tree descent fixes a page, and moves and releases handles.
+
+inline Status BufferPool::Fix(PageId id, threads::LatchMode mode, PageHandle* handle) {
+  return FixImpl(id, mode, LoadKind{}, handle);
+}
+
+inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    frame_ = other.frame_;
+    pool_ = other.pool_;
+    mode_ = other.mode_;
+    other.frame_ = nullptr;
+  }
+  return *this;
+}
+
+inline void PageHandle::Release() {
+  if (frame_ == nullptr) return;
+  frame_->latch.Release(mode_);
+  pool_->Unpin(frame_);
+  frame_ = nullptr;
+}
+
+inline void BufferPool::Unpin(Frame* frame) {
+  // acq_rel: the last unpin of a failed frame must see every waiter's reads done.
+  uint32_t old = frame->pin_count.fetch_sub(1, std::memory_order_acq_rel);
+  SM_ASSERT(old > 0);
+  if (old == 1 && frame->state.load(std::memory_order_acquire) == FrameState::kFailed)
+      [[unlikely]] {
+    FreeFailedFrame(frame);
+  }
+}
 
 }  // namespace sm::buffer

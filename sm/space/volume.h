@@ -111,7 +111,14 @@ class Volume {
   // OK, or the sticky Fatal status after a failed fdatasync (Closed once closed). Higher layers
   // check it so that the whole database refuses changes once the volume's durable state is
   // unknown (sm/sm.h, Status::Fatal).
-  Status health() const { return CheckWritable(); }
+  Status health() const {
+    // Inline for the usual answer: every logged change asks (TxnManager::health).
+    if (!closed_.load(std::memory_order_acquire) && !fatal_.load(std::memory_order_acquire))
+        [[likely]] {
+      return Status::OK();
+    }
+    return CheckWritable();
+  }
 
   // Recovery: redo of a logged allocation or free. Idempotent; RedoAllocate grows the volume
   // if the page lies beyond its end.

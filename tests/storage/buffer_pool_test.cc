@@ -467,6 +467,67 @@ TEST_CASE("the background writer cleans dirty pages", "[unit][buffer]") {
   REQUIRE(pool->stats().writes >= 20);
 }
 
+// Waits up to 20 s for the pool's dirty page count to satisfy `done`.
+template <typename Done>
+void AwaitDirty(BufferPool* pool, Done done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done(pool->stats().dirty_pages) && std::chrono::steady_clock::now() < deadline) {
+    threads::SleepFor(std::chrono::milliseconds(2));
+  }
+}
+
+// 64 frames; the writer runs every 2 ms and writes pages whose rec_lsn lags by 1,000 bytes.
+std::unique_ptr<BufferPool> MakeLagPool(space::Volume* volume) {
+  BufferPoolOptions options;
+  options.pool_bytes = 64 * kPageBytes;
+  options.writer_interval_ms = 2;
+  options.writer_log_lag_bytes = 1000;
+  std::unique_ptr<BufferPool> pool;
+  REQUIRE(BufferPool::Create(volume, options, &pool).ok());
+  return pool;
+}
+
+TEST_CASE("the background writer writes a page once its oldest change is old enough",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(13);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakeLagPool(volume.get());
+  std::atomic<uint64_t> log_end{100};
+  pool->SetRecLsnSource([&] { return Lsn(log_end.load()); });
+  auto rt = MakeRuntime(1);
+  pool->StartWriter(rt.get());
+  CreatePages(pool.get(), 20);  // rec_lsn 100
+  log_end = 1100;               // exactly the lag: not yet
+  threads::SleepFor(std::chrono::milliseconds(50));
+  CHECK(pool->stats().dirty_pages == 20);
+  CHECK(pool->stats().writes == 0);
+  log_end = 1101;
+  AwaitDirty(pool.get(), [](uint64_t dirty) { return dirty == 0; });
+  pool->StopWriter();
+  rt->Shutdown();
+  REQUIRE(pool->stats().dirty_pages == 0);
+  REQUIRE(pool->stats().writes == 20);
+}
+
+TEST_CASE("the background writer writes young pages when clean frames run short",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(14);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakeLagPool(volume.get());
+  pool->SetRecLsnSource([] { return Lsn(100); });  // the log never moves: every page is young
+  auto rt = MakeRuntime(1);
+  pool->StartWriter(rt.get());
+  CreatePages(pool.get(), 56);  // an eighth of the frames still clean: nothing to do
+  threads::SleepFor(std::chrono::milliseconds(50));
+  CHECK(pool->stats().writes == 0);
+  CreatePages(pool.get(), 1);  // 57 dirty: too few clean frames left
+  AwaitDirty(pool.get(), [](uint64_t dirty) { return dirty <= 56; });
+  pool->StopWriter();
+  rt->Shutdown();
+  REQUIRE(pool->stats().dirty_pages <= 56);
+  REQUIRE(pool->stats().writes >= 1);
+}
+
 TEST_CASE("bad pool options are rejected", "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(10);
   auto volume = MakeVolume(&fs, "data.vol");

@@ -53,6 +53,14 @@ TEST_CASE("hardware and portable CRC32C agree and chain", "[random][crc]") {
                               Crc32c(buf.data() + offset, split, init));
     REQUIRE(chained == portable);
   }
+  // Every length around the hardware path's boundaries: the 4-, 2- and 1-byte tail steps, the
+  // unrolled 32-byte loop and the three 256-byte stripes (768 bytes) with what follows them.
+  for (size_t len = 0; len < 2 * 768 + 64; ++len) {
+    for (size_t offset = 0; offset < 8; offset += 3) {
+      uint32_t portable = Crc32cPortable(buf.data() + offset, len, 7);
+      REQUIRE(Crc32c(buf.data() + offset, len, 7) == portable);
+    }
+  }
 }
 
 TEST_CASE("a sealed page verifies and keeps its header fields", "[unit][page]") {

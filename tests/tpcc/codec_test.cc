@@ -65,6 +65,9 @@ TEST_CASE("prefix scans: every entry of a secondary key and nothing else", "[uni
   uint32_t o = 0;
   CHECK(r.U32(&o));
   CHECK(o == 77);
+  // A zero byte in a string is escaped as 0x00 0xFF; the string ends with 0x00 0x01.
+  CHECK(CustomerNamePrefix(1, 2, std::string("a\0b", 3)) ==
+        std::string("\x00\x01\x02" "a\x00\xff" "b\x00\x01", 9));
   const std::string name_key = CustomerNameKey(1, 2, std::string("a\0b", 3), "c", 9);
   KeyReader s(name_key);
   uint16_t w = 0;
