@@ -38,6 +38,12 @@ std::string WaitMessage(const char* what, const LockOwner* owner, const LockId& 
          LockModeName(wanted) + " on " + id.ToString();
 }
 
+// Inheritance keeps the intention locks of the upper levels only (see "Inheritance").
+bool IsInheritable(const LockId& id, LockMode mode) {
+  return (id.kind() == LockId::Kind::kDatabase || id.kind() == LockId::Kind::kTable) &&
+         (mode == LockMode::kIS || mode == LockMode::kIX);
+}
+
 }  // namespace
 
 LockManager::LockManager(const LockManagerOptions& options)
@@ -72,7 +78,7 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
   SM_CTX(kCtxLockAcquire);
   ++owner->stats_.requests;
   uint64_t mix = id.Mix();
-  if (LockRequest* req = owner->Find(id, mix)) {
+  if (LockRequest* req = FindOwn(owner, id, mix)) {
     if (Covers(req->mode, mode)) {
       ++owner->stats_.covered;
       return Status::OK();
@@ -95,7 +101,7 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
     const LockId& ancestor = ancestors[i];
     uint64_t mix = ancestor.Mix();
     ++owner->stats_.requests;
-    LockRequest* req = owner->Find(ancestor, mix);
+    LockRequest* req = FindOwn(owner, ancestor, mix);
     LockMode held = req != nullptr ? req->mode : LockMode::kNone;
     if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
       ++owner->stats_.covered;
@@ -132,9 +138,13 @@ Status LockManager::Acquire(LockOwner* owner, const LockId& id, uint64_t mix, Lo
   LockRequest* req = owner->NewRequest(id, mix);  // from the owner's pool: no latch needed
   bucket.latch.lock();
   LockHead* head = FindHead(bucket, id);
+  if (head != nullptr && !head->CanGrantNew(mode)) {
+    owner->stats_.revocations += RevokeInherited(head, mode);
+  }
   if (head == nullptr || head->CanGrantNew(mode)) {
     ++owner->stats_.immediate_grants;
     if (duration == LockDuration::kInstant) {  // grantable now, so nothing to hold
+      if (head != nullptr) FreeHeadIfEmpty(bucket, head);  // its holders may have been revoked
       bucket.latch.unlock();
       owner->FreeRequest(req);
       return Status::OK();
@@ -181,6 +191,9 @@ Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
   LockHead* head = req->head;
   SM_DASSERT(req->state == RequestState::kGranted);
   SM_DASSERT(Covers(target, req->mode));
+  if (!head->CanConvert(req->mode, target)) {
+    owner->stats_.revocations += RevokeInherited(head, target);
+  }
   if (head->CanConvert(req->mode, target)) {
     head->RemoveGranted(req->mode);
     head->AddGranted(target);
@@ -301,7 +314,7 @@ void WakeList::PostAll() {
 
 bool LockManager::Release(LockOwner* owner, const LockId& id) {
   SM_DASSERT(owner->waiting_ == nullptr);
-  LockRequest* req = owner->Find(id, id.Mix());
+  LockRequest* req = FindOwn(owner, id, id.Mix());
   if (req == nullptr) return false;
   owner->RemoveHeld(req);
   ReleaseRequest(req);
@@ -309,31 +322,96 @@ bool LockManager::Release(LockOwner* owner, const LockId& id) {
   return true;
 }
 
-void LockManager::ReleaseAll(LockOwner* owner) {
+void LockManager::ReleaseAll(LockOwner* owner, Inherit inherit) {
   SM_ASSERT(owner->manager_ == this);
   SM_ASSERT(owner->waiting_ == nullptr);
   SM_CTX(kCtxLockReleaseAll);
+  ReleaseHeld(owner, inherit);
+  FoldStats(owner);
+}
+
+void LockManager::Retire(LockOwner* owner) {
+  ReleaseHeld(owner, Inherit::kNothing);
+  FoldStats(owner);
+}
+
+void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
+  OwnerRequestList kept;  // in acquisition order: parents first
   while (!owner->held_.empty()) {  // newest first: keys before their table and database
     LockRequest* req = &owner->held_.back();
     owner->held_.pop_back();
-    --owner->held_count_;
-    ReleaseRequest(req);
+    if (req->inherited) {  // not used by this transaction: not kept any longer
+      req->inherited = false;
+      --owner->inherited_count_;
+      DropInherited(req);
+    } else {
+      --owner->held_count_;
+      if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
+          Bequeath(req)) {
+        kept.push_front(*req);
+        continue;
+      }
+      ReleaseRequest(req);
+    }
     owner->FreeRequest(req);
   }
   owner->ClearCache();
-  FoldStats(owner);
+  owner->AdoptInherited(&kept);
 }
 
 void LockManager::ReleaseRequest(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   WakeList wakes;
   bucket.latch.lock();
-  LockHead* head = req->head;
   SM_DASSERT(req->state == RequestState::kGranted);
-  head->granted.erase(head->granted.iterator_to(*req));
-  head->RemoveGranted(req->mode);
-  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, &wakes);
-  FreeHeadIfEmpty(bucket, head);
+  Unlink(bucket, req, &wakes);
+  bucket.latch.unlock();
+  wakes.PostAll();
+}
+
+// --- Inheritance ------------------------------------------------------------------------------
+
+// The owner's request on `id` if its current transaction holds it (claiming an inherited one),
+// else nullptr.
+LockRequest* LockManager::FindOwn(LockOwner* owner, const LockId& id, uint64_t mix) {
+  LockRequest* req = owner->Find(id, mix);
+  if (req != nullptr && req->inherited) return Claim(owner, req);
+  return req;
+}
+
+// An inherited request becomes the current transaction's, unless a conflicting request
+// revoked it (then it is freed: nullptr).
+LockRequest* LockManager::Claim(LockOwner* owner, LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  bucket.latch.lock();
+  const bool granted = req->state == RequestState::kInherited;
+  if (granted) req->state = RequestState::kGranted;
+  // Also orders the revoker's unlinking (under this latch) before the request's reuse.
+  bucket.latch.unlock();
+  owner->EndInheritance(req, granted);
+  if (!granted) return nullptr;
+  ++owner->stats_.inherited;
+  return req;
+}
+
+// Keeps a granted request for the owner's next transaction, unless someone waits on its head
+// (whom keeping it could block: the lock is released then).
+bool LockManager::Bequeath(LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  std::lock_guard<threads::SpinLock> guard(bucket.latch);
+  SM_DASSERT(req->state == RequestState::kGranted);
+  if (!req->head->waiting.empty() || !req->head->converting.empty()) return false;
+  req->state = RequestState::kInherited;
+  return true;
+}
+
+// Releases an inherited request its owner no longer wants, unless it was revoked (and is
+// therefore out of the table already).
+void LockManager::DropInherited(LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  WakeList wakes;
+  bucket.latch.lock();
+  if (req->state == RequestState::kInherited) Unlink(bucket, req, &wakes);
   bucket.latch.unlock();
   wakes.PostAll();
 }
@@ -360,6 +438,34 @@ LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id) {
   head->next = bucket.chain;
   bucket.chain = head;
   return head;
+}
+
+// Takes a holder (granted or inherited) off its head and grants whom that unblocks.
+void LockManager::Unlink(Bucket& bucket, LockRequest* req, WakeList* wakes) {
+  LockHead* head = req->head;
+  head->granted.erase(head->granted.iterator_to(*req));
+  head->RemoveGranted(req->mode);
+  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, wakes);
+  FreeHeadIfEmpty(bucket, head);
+}
+
+// Takes back the inherited requests on `head` that conflict with `wanted`; their idle owners
+// find them kRevoked (see "Inheritance"). Returns how many. The head may be left empty.
+uint64_t LockManager::RevokeInherited(LockHead* head, LockMode wanted) {
+  uint64_t revoked = 0;
+  for (auto it = head->granted.begin(); it != head->granted.end();) {
+    LockRequest& r = *it;
+    if (r.state != RequestState::kInherited || Compatible(r.mode, wanted)) {
+      ++it;
+      continue;
+    }
+    it = head->granted.erase(it);
+    head->RemoveGranted(r.mode);
+    r.state = RequestState::kRevoked;
+    r.head = nullptr;
+    ++revoked;
+  }
+  return revoked;
 }
 
 void LockManager::FreeHeadIfEmpty(Bucket& bucket, LockHead* head) {

@@ -23,6 +23,7 @@ LockStats LockStats::Minus(const LockStats& other) const {
   return out;
 }
 
+
 LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
     : manager_(manager),
       txn_id_(txn_id),
@@ -33,23 +34,23 @@ LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
 }
 
 LockOwner::~LockOwner() {
-  SM_ASSERT(held_.empty());  // invariant 4: ReleaseAll before destruction
+  SM_ASSERT(held_count_ == 0);  // invariant 4: ReleaseAll before destruction
   SM_ASSERT(waiting_ == nullptr);
   SM_ASSERT(!dd_registered_);
-  manager_->FoldStats(this);
+  manager_->Retire(this);  // gives up inherited locks, folds the statistics
   manager_->UnregisterOwner(this);
-  held_.clear();  // no-op (empty); keeps the list's destructor assertion-free
+  SM_ASSERT(held_.empty());
 }
 
 void LockOwner::Reset(TxnId txn_id) {
-  SM_ASSERT(held_.empty());
+  SM_ASSERT(held_count_ == 0);
   SM_ASSERT(waiting_ == nullptr);
   txn_id_ = txn_id;
 }
 
 LockMode LockOwner::HeldMode(const LockId& id) const {
   const LockRequest* req = Find(id, id.Mix());
-  if (req == nullptr) return LockMode::kNone;
+  if (req == nullptr || req->inherited) return LockMode::kNone;
   return req->mode;  // kNone for a new request that is still waiting
 }
 
@@ -89,17 +90,26 @@ void LockOwner::FreeRequest(LockRequest* req) {
 
 void LockOwner::AddHeld(LockRequest* req) {
   SM_DASSERT(Find(req->id, req->mix) == nullptr);  // invariant 5 of lock_table.h
-  held_.push_back(*req);
+  Link(req);
   ++held_count_;
-  LockRequest** slot = &cache_[CacheSlot(req->mix)];
-  req->cache_next = *slot;
-  *slot = req;
-  if (held_count_ > cache_mask_ + 1) GrowCache();  // keep chains about one long
 }
 
 void LockOwner::RemoveHeld(LockRequest* req) {
-  held_.erase(held_.iterator_to(*req));
+  SM_DASSERT(!req->inherited);
+  Unlink(req);
   --held_count_;
+}
+
+void LockOwner::Link(LockRequest* req) {
+  held_.push_back(*req);
+  LockRequest** slot = &cache_[CacheSlot(req->mix)];
+  req->cache_next = *slot;
+  *slot = req;
+  if (held_count_ + inherited_count_ >= cache_mask_ + 1) GrowCache();  // chains about one long
+}
+
+void LockOwner::Unlink(LockRequest* req) {
+  held_.erase(held_.iterator_to(*req));
   LockRequest** link = &cache_[CacheSlot(req->mix)];
   while (*link != req) {
     SM_DASSERT(*link != nullptr);
@@ -107,6 +117,29 @@ void LockOwner::RemoveHeld(LockRequest* req) {
   }
   *link = req->cache_next;
   req->cache_next = nullptr;
+}
+
+void LockOwner::EndInheritance(LockRequest* req, bool granted) {
+  SM_DASSERT(req->inherited);
+  req->inherited = false;
+  --inherited_count_;
+  if (granted) {
+    ++held_count_;
+    return;
+  }
+  Unlink(req);
+  FreeRequest(req);
+}
+
+void LockOwner::AdoptInherited(OwnerRequestList* kept) {
+  SM_ASSERT(held_.empty());
+  while (!kept->empty()) {
+    LockRequest* req = &kept->front();
+    kept->pop_front();
+    Link(req);
+    req->inherited = true;
+    ++inherited_count_;
+  }
 }
 
 void LockOwner::ClearCache() {

@@ -9,15 +9,21 @@
 //   idle     --Lock/Convert that must wait-->  waiting (waiting_ set; registered with the
 //                                              deadlock detector while waiting)
 //   waiting  --granted / victim / timeout-->   idle
-//   idle     --ReleaseAll-->                   idle, holding nothing; Reset(TxnId) may follow
+//   idle     --ReleaseAll-->                   idle, holding nothing for a transaction (perhaps
+//                                              keeping inherited intention locks, see
+//                                              LockManager "Inheritance"); Reset(TxnId) may
+//                                              follow
 //
 // Invariants:
 //   1. held_ lists exactly the owner's requests that are linked in the lock table (states
-//      kGranted, kConverting, kWaiting), plus, transiently while the owner is inside a lock
-//      call, one kDetached request it is about to free.
+//      kGranted, kConverting, kWaiting, kInherited), plus its inherited requests that were
+//      revoked (kRevoked, freed when next looked at), plus, transiently while the owner is
+//      inside a lock call, one kDetached request it is about to free.
 //   2. The hash (cache_) indexes exactly the requests on held_.
 //   3. At most one request is waiting (waiting_), and only while a lock call is in progress.
-//   4. A destroyed or Reset owner holds nothing.
+//   4. A Reset owner holds nothing but inherited requests; a destroyed owner holds nothing.
+//   5. held_count_ + inherited_count_ = length of held_; inherited_count_ counts the requests
+//      with LockRequest::inherited set.
 //
 // Identity and age: txn_id() orders transactions by age (smaller = older). The deadlock
 // detector picks the youngest transaction of a cycle as its victim, so a transaction that
@@ -59,6 +65,8 @@ struct LockStats {
   uint64_t timeouts = 0;          // requests failed with Status::LockTimeout
   uint64_t refusals = 0;          // LockWait::kNoWait requests that would have waited
   uint64_t wait_ns = 0;           // total time spent waiting
+  uint64_t inherited = 0;         // intention locks claimed from the previous transaction
+  uint64_t revocations = 0;       // inherited locks of idle owners taken back by a request
 
   double average_wait_us() const { return waits == 0 ? 0.0 : wait_ns / 1e3 / double(waits); }
   void Add(const LockStats& other);
@@ -70,6 +78,7 @@ inline constexpr uint64_t LockStats::*kLockStatFields[] = {
     &LockStats::requests, &LockStats::covered,  &LockStats::immediate_grants,
     &LockStats::conversions, &LockStats::waits, &LockStats::deadlocks,
     &LockStats::timeouts, &LockStats::refusals, &LockStats::wait_ns,
+    &LockStats::inherited, &LockStats::revocations,
 };
 inline constexpr size_t kLockStatFieldCount = std::size(kLockStatFields);
 static_assert(kLockStatFieldCount * sizeof(uint64_t) == sizeof(LockStats));
@@ -88,10 +97,12 @@ class LockOwner {
 
   TxnId txn_id() const { return txn_id_; }
   LockManager* manager() const { return manager_; }
-  // Locks held, whatever their mode (while a lock call waits, including the request it
-  // waits for).
+  // Locks held by the current transaction, whatever their mode (while a lock call waits,
+  // including the request it waits for); inherited locks it has not used are not counted.
   size_t lock_count() const { return held_count_; }
-  // The mode this owner holds on `id`, kNone if none. Owner's own fiber only.
+  // Inherited locks not (yet) used by the current transaction; some may have been revoked.
+  size_t inherited_count() const { return inherited_count_; }
+  // The mode the current transaction holds on `id`, kNone if none. Owner's own fiber only.
   LockMode HeldMode(const LockId& id) const;
   const LockStats& stats() const { return stats_; }
 
@@ -104,6 +115,13 @@ class LockOwner {
   LockRequest* NewRequest(const LockId& id, uint64_t mix);
   void AddHeld(LockRequest* req);     // links into held_ and the hash
   void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
+  void Link(LockRequest* req);        // AddHeld and RemoveHeld without the count
+  void Unlink(LockRequest* req);
+  // Ends the inheritance of `req`: the current transaction's lock if it is still granted,
+  // else unlinked and freed.
+  void EndInheritance(LockRequest* req, bool granted);
+  // After ReleaseAll emptied held_: links the requests kept for the next transaction.
+  void AdoptInherited(OwnerRequestList* kept);
   void FreeRequest(LockRequest* req);
   void ClearCache();  // empties the hash (ReleaseAll, after unlinking every request)
   void GrowCache();
@@ -114,7 +132,8 @@ class LockOwner {
   TxnId txn_id_;
 
   OwnerRequestList held_;             // acquisition order; ReleaseAll goes backwards
-  size_t held_count_ = 0;             // requests on held_
+  size_t held_count_ = 0;             // requests on held_ of the current transaction
+  size_t inherited_count_ = 0;        // requests on held_ inherited and not yet claimed
   std::unique_ptr<LockRequest*[]> cache_;  // chained hash over held_, by (mix >> 32)
   size_t cache_mask_ = 0;
   LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)

@@ -161,12 +161,12 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   // In the failed state nothing is acknowledged: not even a read-only transaction, which may
   // have read changes of a transaction whose rollback failed.
   if (Status failed = health(); !failed.ok()) {
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
     Finish(txn, TxnState::kFailed);
     return failed;
   }
   if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
     counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
     Finish(txn, TxnState::kCommitted);
     return Status::OK();
@@ -178,13 +178,13 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   if (s.ok()) {
     if (mode == log::CommitMode::kDurable) {
       s = log_->AwaitCommit(end, mode);  // strict: locks held until the commit is durable
-      locks_->ReleaseAll(&txn->lock_owner_);
+      ReleaseLocks(txn);
     } else {
-      locks_->ReleaseAll(&txn->lock_owner_);  // early release, see the file comment
+      ReleaseLocks(txn);  // early release, see the file comment
       s = log_->AwaitCommit(end, mode);
     }
   } else {
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
   }
   // A failure here means the log is in its sticky fatal state: whether the commit record
   // survives is for the next recovery to find out.
@@ -198,7 +198,7 @@ Status TxnManager::Abort(Txn* txn) {
   // A rollback that stopped half way leaves changes of a transaction that is not committed in
   // the pages; only restart recovery can undo them (see the file comment).
   if (!s.ok()) LatchFailure(s);
-  locks_->ReleaseAll(&txn->lock_owner_);
+  ReleaseLocks(txn);
   Finish(txn, s.ok() ? TxnState::kAborted : TxnState::kFailed);
   return s;
 }
@@ -257,6 +257,12 @@ Status TxnManager::UndoOne(Txn* txn, const log::LogRecordView& record) {
   txn->compensating_ = false;
   txn->compensation_undo_next_ = Lsn::Invalid();
   return s;
+}
+
+// A recycled Txn keeps its database and table intention locks for the next transaction it
+// runs (lock_manager.h, "Inheritance"): most transactions take the same ones again.
+void TxnManager::ReleaseLocks(Txn* txn) {
+  locks_->ReleaseAll(&txn->lock_owner_, lock::Inherit::kIntentions);
 }
 
 void TxnManager::Finish(Txn* txn, TxnState state) {

@@ -172,6 +172,7 @@ class TxnManager final : public log::RecoveryTarget {
   Status CheckActive(const Txn* txn) const;
   Status Rollback(Txn* txn);
   Status UndoOne(Txn* txn, const log::LogRecordView& record);
+  void ReleaseLocks(Txn* txn);
   void Finish(Txn* txn, TxnState state);
   void LatchFailure(const Status& cause);
   void CheckpointerMain();
