@@ -6,15 +6,12 @@
 #include "sm/lock/lock_manager.h"
 
 #include <bit>
-#include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "sm/common/assert.h"
 #include "threads/ctx_point.h"
 #include "threads/fiber.h"
-#include "threads/worker.h"
 
 namespace sm::lock {
 namespace {
@@ -49,8 +46,7 @@ bool IsInheritable(const LockId& id, LockMode mode) {
 LockManager::LockManager(const LockManagerOptions& options)
     : options_(options),
       bucket_mask_(BucketCount(options.bucket_count) - 1),
-      buckets_(new Bucket[bucket_mask_ + 1]),
-      stat_shards_(new StatShard[kStatShards]) {}
+      buckets_(new Bucket[bucket_mask_ + 1]) {}
 
 LockManager::~LockManager() {
   {
@@ -327,12 +323,13 @@ void LockManager::ReleaseAll(LockOwner* owner, Inherit inherit) {
   SM_ASSERT(owner->waiting_ == nullptr);
   SM_CTX(kCtxLockReleaseAll);
   ReleaseHeld(owner, inherit);
-  FoldStats(owner);
 }
 
 void LockManager::Retire(LockOwner* owner) {
   ReleaseHeld(owner, Inherit::kNothing);
-  FoldStats(owner);
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  retired_stats_.Add(owner->stats());  // in the same hold: stats() counts it exactly once
+  owners_.erase(owners_.iterator_to(*owner));
 }
 
 void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
@@ -540,30 +537,10 @@ void LockManager::RemoveWaiter(Bucket& bucket, LockRequest* req, WakeList* wakes
 
 // --- Statistics and owners ----------------------------------------------------------------
 
-void LockManager::FoldStats(LockOwner* owner) {
-  LockStats delta = owner->TakeUnfoldedStats();
-  size_t shard;
-  if (threads::Worker* worker = threads::Worker::Current()) {
-    shard = static_cast<size_t>(worker->index()) % kStatShards;
-  } else {
-    shard = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kStatShards;
-  }
-  StatShard& s = stat_shards_[shard];
-  for (size_t i = 0; i < kLockStatFieldCount; ++i) {
-    uint64_t v = delta.*kLockStatFields[i];
-    // relaxed: independent counters; stats() is a statistic, not a synchronization point.
-    if (v != 0) s.values[i].fetch_add(v, std::memory_order_relaxed);
-  }
-}
-
 LockStats LockManager::stats() const {
-  LockStats total;
-  for (size_t shard = 0; shard < kStatShards; ++shard) {
-    for (size_t i = 0; i < kLockStatFieldCount; ++i) {
-      total.*kLockStatFields[i] +=
-          stat_shards_[shard].values[i].load(std::memory_order_relaxed);  // see FoldStats
-    }
-  }
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  LockStats total = retired_stats_;
+  for (const LockOwner& owner : owners_) total.Add(owner.stats());
   return total;
 }
 
@@ -572,9 +549,5 @@ void LockManager::RegisterOwner(LockOwner* owner) {
   owners_.push_back(*owner);
 }
 
-void LockManager::UnregisterOwner(LockOwner* owner) {
-  std::lock_guard<threads::SpinLock> guard(owners_latch_);
-  owners_.erase(owners_.iterator_to(*owner));
-}
 
 }  // namespace sm::lock

@@ -205,7 +205,7 @@ class LockManager {
   // (commit or abort).
   void ReleaseAll(LockOwner* owner, Inherit inherit = Inherit::kNothing);
 
-  // Totals over all owners that have called ReleaseAll or been destroyed.
+  // Totals over all owners, live (their counters as they stand) and destroyed.
   LockStats stats() const;
   const LockManagerOptions& options() const { return options_; }
 
@@ -241,8 +241,8 @@ class LockManager {
   void HandleTimeout(LockOwner* owner, LockRequest* req);
   Status FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted);
   void ReleaseRequest(LockRequest* req);
-  void FoldStats(LockOwner* owner);
-  // Gives up whatever a dying owner keeps, and folds its statistics.
+  // Gives up whatever a dying owner keeps, adds its statistics to retired_stats_, and
+  // unregisters it.
   void Retire(LockOwner* owner);
   void ReleaseHeld(LockOwner* owner, Inherit inherit);
 
@@ -277,7 +277,6 @@ class LockManager {
   void QueueLengths(const LockId& id, size_t* granted, size_t* waiting) const;
 
   void RegisterOwner(LockOwner* owner);
-  void UnregisterOwner(LockOwner* owner);
 
   const LockManagerOptions options_;
   const size_t bucket_mask_;
@@ -288,15 +287,8 @@ class LockManager {
   std::vector<DetectorEdge> dd_edges_;       // guarded by detector_mutex_ (reused)
   std::vector<DetectorFrame> dd_stack_;      // guarded by detector_mutex_ (reused)
 
-  // Statistics, folded from owners. Sharded by worker so that folding does not bounce one
-  // cache line between workers; relaxed atomics: counters, read only by stats().
-  struct alignas(64) StatShard {
-    std::atomic<uint64_t> values[kLockStatFieldCount] = {};
-  };
-  static constexpr size_t kStatShards = 16;
-  std::unique_ptr<StatShard[]> stat_shards_;
-
-  mutable threads::SpinLock owners_latch_;  // guards owners_
+  mutable threads::SpinLock owners_latch_;  // guards owners_ and retired_stats_
+  LockStats retired_stats_;                  // of the owners destroyed so far
   using OwnerList = boost::intrusive::list<
       LockOwner,
       boost::intrusive::member_hook<LockOwner, boost::intrusive::list_member_hook<>,

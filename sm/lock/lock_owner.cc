@@ -17,13 +17,6 @@ void LockStats::Add(const LockStats& other) {
   for (auto field : kLockStatFields) this->*field += other.*field;
 }
 
-LockStats LockStats::Minus(const LockStats& other) const {
-  LockStats out;
-  for (auto field : kLockStatFields) out.*field = this->*field - other.*field;
-  return out;
-}
-
-
 LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
     : manager_(manager),
       txn_id_(txn_id),
@@ -37,8 +30,7 @@ LockOwner::~LockOwner() {
   SM_ASSERT(held_count_ == 0);  // invariant 4: ReleaseAll before destruction
   SM_ASSERT(waiting_ == nullptr);
   SM_ASSERT(!dd_registered_);
-  manager_->Retire(this);  // gives up inherited locks, folds the statistics
-  manager_->UnregisterOwner(this);
+  manager_->Retire(this);  // gives up inherited locks, keeps the statistics, unregisters
   SM_ASSERT(held_.empty());
 }
 
@@ -157,10 +149,12 @@ void LockOwner::GrowCache() {
   }
 }
 
-LockStats LockOwner::TakeUnfoldedStats() {
-  LockStats delta = stats_.Minus(folded_);
-  folded_ = stats_;
-  return delta;
+LockStats LockOwner::stats() const {
+  LockStats out;
+  for (size_t i = 0; i < kLockStatFieldCount; ++i) {
+    out.*kLockStatFields[i] = (stats_.*kLockStatFieldsOf<OwnerCounter>[i]).load();
+  }
+  return out;
 }
 
 }  // namespace sm::lock
