@@ -121,6 +121,11 @@ Status TxnManager::CheckActive(const Txn* txn) const {
 Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
   SM_TRY(CheckActive(txn));
   SM_TRY(health());
+  return Append(txn, record, lsn, page_lsn);
+}
+
+// LogRecord once its caller has checked the transaction and the database's health.
+Status TxnManager::Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
   std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
   record->txn = txn->id_;
   record->prev_lsn = txn->last_lsn_;
@@ -174,7 +179,7 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   log::LogRecord record;
   record.type = log::RecordType::kTxnCommit;
   Lsn lsn, end;
-  Status s = LogRecord(txn, &record, &lsn, &end);
+  Status s = Append(txn, &record, &lsn, &end);  // checked above
   if (s.ok()) {
     if (mode == log::CommitMode::kDurable) {
       s = log_->AwaitCommit(end, mode);  // strict: locks held until the commit is durable
