@@ -333,27 +333,26 @@ void LockManager::Retire(LockOwner* owner) {
 }
 
 void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
-  OwnerRequestList kept;  // in acquisition order: parents first
-  while (!owner->held_.empty()) {  // newest first: keys before their table and database
-    LockRequest* req = &owner->held_.back();
-    owner->held_.pop_back();
+  // Newest first: keys before their table and database. Kept requests stay on held_.
+  auto it = owner->held_.end();
+  while (it != owner->held_.begin()) {
+    LockRequest* req = &*--it;
     if (req->inherited) {  // not used by this transaction: not kept any longer
       req->inherited = false;
       --owner->inherited_count_;
       DropInherited(req);
+    } else if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
+               Bequeath(req)) {
+      owner->KeepForNext(req);
+      continue;
     } else {
       --owner->held_count_;
-      if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
-          Bequeath(req)) {
-        kept.push_front(*req);
-        continue;
-      }
       ReleaseRequest(req);
     }
+    it = owner->held_.erase(it);
     owner->FreeRequest(req);
   }
-  owner->ClearCache();
-  owner->AdoptInherited(&kept);
+  owner->RebuildCache();
 }
 
 void LockManager::ReleaseRequest(LockRequest* req) {

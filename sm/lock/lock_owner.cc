@@ -123,25 +123,26 @@ void LockOwner::EndInheritance(LockRequest* req, bool granted) {
   FreeRequest(req);
 }
 
-void LockOwner::AdoptInherited(OwnerRequestList* kept) {
-  SM_ASSERT(held_.empty());
-  while (!kept->empty()) {
-    LockRequest* req = &kept->front();
-    kept->pop_front();
-    Link(req);
-    req->inherited = true;
-    ++inherited_count_;
-  }
+void LockOwner::KeepForNext(LockRequest* req) {
+  SM_DASSERT(!req->inherited);
+  req->inherited = true;
+  --held_count_;
+  ++inherited_count_;
 }
 
-void LockOwner::ClearCache() {
+void LockOwner::RebuildCache() {
   std::fill(cache_.get(), cache_.get() + cache_mask_ + 1, nullptr);
+  HashAll();
 }
 
 void LockOwner::GrowCache() {
   size_t slots = (cache_mask_ + 1) * 2;
   cache_.reset(new LockRequest*[slots]());
   cache_mask_ = slots - 1;
+  HashAll();
+}
+
+void LockOwner::HashAll() {
   for (LockRequest& r : held_) {
     LockRequest** slot = &cache_[CacheSlot(r.mix)];
     r.cache_next = *slot;

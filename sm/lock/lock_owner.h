@@ -145,11 +145,14 @@ class LockOwner {
   // Ends the inheritance of `req`: the current transaction's lock if it is still granted,
   // else unlinked and freed.
   void EndInheritance(LockRequest* req, bool granted);
-  // After ReleaseAll emptied held_: links the requests kept for the next transaction.
-  void AdoptInherited(OwnerRequestList* kept);
+  // Turns a request of the current transaction into one kept for the next (still on held_).
+  void KeepForNext(LockRequest* req);
   void FreeRequest(LockRequest* req);
-  void ClearCache();  // empties the hash (ReleaseAll, after unlinking every request)
+  // Re-hashes what is left on held_ (ReleaseAll, after unlinking the released requests,
+  // whose hash links the pool's free list has overwritten).
+  void RebuildCache();
   void GrowCache();
+  void HashAll();  // links every request on held_ into an empty hash
   size_t CacheSlot(uint64_t mix) const { return (mix >> 32) & cache_mask_; }
 
   LockManager* const manager_;
