@@ -338,9 +338,9 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
   while (it != owner->held_.begin()) {
     LockRequest* req = &*--it;
     if (req->inherited) {  // not used by this transaction: not kept any longer
+      ReleaseRequest(req);
       req->inherited = false;
       --owner->inherited_count_;
-      DropInherited(req);
     } else if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
                Bequeath(req)) {
       owner->KeepForNext(req);
@@ -359,8 +359,9 @@ void LockManager::ReleaseRequest(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   WakeList wakes;
   bucket.latch.lock();
-  SM_DASSERT(req->state == RequestState::kGranted);
-  Unlink(bucket, req, &wakes);
+  SM_DASSERT(req->state == RequestState::kGranted || req->inherited);
+  // An inherited request that was revoked is out of the table already.
+  if (req->state != RequestState::kRevoked) Unlink(bucket, req, &wakes);
   bucket.latch.unlock();
   wakes.PostAll();
 }
@@ -399,17 +400,6 @@ bool LockManager::Bequeath(LockRequest* req) {
   if (!req->head->waiting.empty() || !req->head->converting.empty()) return false;
   req->state = RequestState::kInherited;
   return true;
-}
-
-// Releases an inherited request its owner no longer wants, unless it was revoked (and is
-// therefore out of the table already).
-void LockManager::DropInherited(LockRequest* req) {
-  Bucket& bucket = BucketFor(req->mix);
-  WakeList wakes;
-  bucket.latch.lock();
-  if (req->state == RequestState::kInherited) Unlink(bucket, req, &wakes);
-  bucket.latch.unlock();
-  wakes.PostAll();
 }
 
 // --- Under the bucket latch -----------------------------------------------------------------

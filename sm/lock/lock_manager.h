@@ -250,7 +250,6 @@ class LockManager {
   LockRequest* FindOwn(LockOwner* owner, const LockId& id, uint64_t mix);
   LockRequest* Claim(LockOwner* owner, LockRequest* req);
   bool Bequeath(LockRequest* req);
-  void DropInherited(LockRequest* req);
 
   // Under the bucket latch.
   static LockHead* FindHead(const Bucket& bucket, const LockId& id);

@@ -28,7 +28,7 @@
 //   kInherited  --LockManager::Claim (owner's next use)-->       kGranted
 //   kInherited  --LockManager::RevokeInherited (a conflict)-->   kRevoked   (out of the head;
 //                                                                the owner frees it)
-//   kInherited  --LockManager::DropInherited-->                  kFree      (unused by the
+//   kInherited  --LockManager::ReleaseRequest-->                 kFree      (unused by the
 //                                                                owner's next transaction)
 //
 // Head invariants (checked by LockManager::CheckInvariants):
