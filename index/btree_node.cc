@@ -54,25 +54,21 @@ PageId Node::ChildAt(uint16_t i) const {
 }
 
 uint16_t Node::LowerBound(std::string_view key) const {
-  uint16_t lo = 0;
-  uint16_t hi = count();
-  while (lo < hi) {
-    uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
-    if (CompareKeys(KeyAt(mid), key) < 0) {
-      lo = static_cast<uint16_t>(mid + 1);
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return is_leaf() ? Search<true, false>(key) : Search<false, false>(key);
 }
 
 uint16_t Node::UpperBound(std::string_view key) const {
+  return is_leaf() ? Search<true, true>(key) : Search<false, true>(key);
+}
+
+template <bool kLeaf, bool kUpper>
+uint16_t Node::Search(std::string_view key) const {
   uint16_t lo = 0;
   uint16_t hi = count();
   while (lo < hi) {
     uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
-    if (CompareKeys(KeyAt(mid), key) <= 0) {
+    int c = CompareKeys(KeyOfKind<kLeaf>(mid), key);
+    if (kUpper ? c <= 0 : c < 0) {
       lo = static_cast<uint16_t>(mid + 1);
     } else {
       hi = mid;

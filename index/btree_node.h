@@ -175,16 +175,23 @@ class Node {
 
   // Key of record i (< count()). Valid until the node changes.
   std::string_view KeyAt(uint16_t i) const {
+    return is_leaf() ? KeyOfKind<true>(i) : KeyOfKind<false>(i);
+  }
+  // KeyAt for a node known to be a leaf (kLeaf) or an inner node: searches test the kind once.
+  template <bool kLeaf>
+  std::string_view KeyOfKind(uint16_t i) const {
     SM_DASSERT(i < count());
+    SM_DASSERT(is_leaf() == kLeaf);
     std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
-    if (is_leaf()) {
+    if constexpr (kLeaf) {
       uint16_t key_bytes;
       std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
       SM_DASSERT(size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size());
-      return rec.substr(kLeafRecordOverheadBytes, key_bytes);
+      // Not substr: its always-on bounds check would run at every probe of a search.
+      return {rec.data() + kLeafRecordOverheadBytes, key_bytes};
     }
     SM_DASSERT(rec.size() >= kInnerRecordOverheadBytes);
-    return rec.substr(0, rec.size() - kInnerRecordOverheadBytes);
+    return {rec.data(), rec.size() - kInnerRecordOverheadBytes};
   }
   // Leaf: value of record i.
   std::string_view ValueAt(uint16_t i) const;
@@ -254,6 +261,10 @@ class Node {
 
  private:
   static std::string_view View(std::span<const char> bytes) { return {bytes.data(), bytes.size()}; }
+
+  // First record index whose key is >= key (kUpper: > key), count() if none.
+  template <bool kLeaf, bool kUpper>
+  uint16_t Search(std::string_view key) const;
 
   char* page_;
   SlottedPage slots_;

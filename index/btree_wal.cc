@@ -50,15 +50,14 @@ uint8_t SubtypeOf(OpKind kind, bool compensation) {
   SM_UNREACHABLE();
 }
 
-std::string EncodeOp(OpKind kind, const RecordOp& op) {
-  std::string payload;
-  payload.reserve(8 + 2 + 3 * 4 + op.key.size() + op.old_value.size() + op.new_value.size());
-  PutFixed64(&payload, op.root.value());
-  PutFixed16(&payload, op.record_index);
-  PutLengthPrefixed(&payload, op.key);
-  if (kind != OpKind::kInsert) PutLengthPrefixed(&payload, op.old_value);
-  if (kind != OpKind::kDelete) PutLengthPrefixed(&payload, op.new_value);
-  return payload;
+void EncodeOp(OpKind kind, const RecordOp& op, std::string* payload) {
+  payload->clear();
+  payload->reserve(8 + 2 + 3 * 4 + op.key.size() + op.old_value.size() + op.new_value.size());
+  PutFixed64(payload, op.root.value());
+  PutFixed16(payload, op.record_index);
+  PutLengthPrefixed(payload, op.key);
+  if (kind != OpKind::kInsert) PutLengthPrefixed(payload, op.old_value);
+  if (kind != OpKind::kDelete) PutLengthPrefixed(payload, op.new_value);
 }
 
 std::string RecordName(const log::LogRecordView& record) {
@@ -269,14 +268,15 @@ Status LogRecordOp(txn::TxnManager* txns, OpKind kind, void* txn_ptr, const BTre
   payload_op.key = key;
   payload_op.old_value = old_value;
   payload_op.new_value = new_value;
-  std::string payload = EncodeOp(kind, payload_op);
+  std::string* payload = txn->payload_buffer();
+  EncodeOp(kind, payload_op, payload);
   bool compensation = txn->compensating();
   log::LogRecord record;
   record.type = compensation ? log::RecordType::kCompensation : log::RecordType::kPageUndoRedo;
   record.subtype = SubtypeOf(kind, compensation);
   record.page = leaf.page_id();
   if (compensation) record.undo_next = txn->compensation_undo_next();
-  record.payload = payload;
+  record.payload = *payload;
   Lsn start;
   SM_TRY(txns->LogRecord(txn, &record, &start, lsn));
   // The leaf's first change since the last checkpoint also logs the leaf's full image (after

@@ -6,15 +6,12 @@
 #include "sm/lock/lock_manager.h"
 
 #include <bit>
-#include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "sm/common/assert.h"
 #include "threads/ctx_point.h"
 #include "threads/fiber.h"
-#include "threads/worker.h"
 
 namespace sm::lock {
 namespace {
@@ -38,13 +35,18 @@ std::string WaitMessage(const char* what, const LockOwner* owner, const LockId& 
          LockModeName(wanted) + " on " + id.ToString();
 }
 
+// Inheritance keeps the intention locks of the upper levels only (see "Inheritance").
+bool IsInheritable(const LockId& id, LockMode mode) {
+  return (id.kind() == LockId::Kind::kDatabase || id.kind() == LockId::Kind::kTable) &&
+         (mode == LockMode::kIS || mode == LockMode::kIX);
+}
+
 }  // namespace
 
 LockManager::LockManager(const LockManagerOptions& options)
     : options_(options),
       bucket_mask_(BucketCount(options.bucket_count) - 1),
-      buckets_(new Bucket[bucket_mask_ + 1]),
-      stat_shards_(new StatShard[kStatShards]) {}
+      buckets_(new Bucket[bucket_mask_ + 1]) {}
 
 LockManager::~LockManager() {
   {
@@ -72,7 +74,7 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
   SM_CTX(kCtxLockAcquire);
   ++owner->stats_.requests;
   uint64_t mix = id.Mix();
-  if (LockRequest* req = owner->Find(id, mix)) {
+  if (LockRequest* req = FindOwn(owner, id, mix)) {
     if (Covers(req->mode, mode)) {
       ++owner->stats_.covered;
       return Status::OK();
@@ -95,7 +97,7 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
     const LockId& ancestor = ancestors[i];
     uint64_t mix = ancestor.Mix();
     ++owner->stats_.requests;
-    LockRequest* req = owner->Find(ancestor, mix);
+    LockRequest* req = FindOwn(owner, ancestor, mix);
     LockMode held = req != nullptr ? req->mode : LockMode::kNone;
     if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
       ++owner->stats_.covered;
@@ -132,9 +134,13 @@ Status LockManager::Acquire(LockOwner* owner, const LockId& id, uint64_t mix, Lo
   LockRequest* req = owner->NewRequest(id, mix);  // from the owner's pool: no latch needed
   bucket.latch.lock();
   LockHead* head = FindHead(bucket, id);
+  if (head != nullptr && !head->CanGrantNew(mode)) {
+    owner->stats_.revocations += RevokeInherited(head, mode);
+  }
   if (head == nullptr || head->CanGrantNew(mode)) {
     ++owner->stats_.immediate_grants;
     if (duration == LockDuration::kInstant) {  // grantable now, so nothing to hold
+      if (head != nullptr) FreeHeadIfEmpty(bucket, head);  // its holders may have been revoked
       bucket.latch.unlock();
       owner->FreeRequest(req);
       return Status::OK();
@@ -181,6 +187,9 @@ Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
   LockHead* head = req->head;
   SM_DASSERT(req->state == RequestState::kGranted);
   SM_DASSERT(Covers(target, req->mode));
+  if (!head->CanConvert(req->mode, target)) {
+    owner->stats_.revocations += RevokeInherited(head, target);
+  }
   if (head->CanConvert(req->mode, target)) {
     head->RemoveGranted(req->mode);
     head->AddGranted(target);
@@ -301,7 +310,7 @@ void WakeList::PostAll() {
 
 bool LockManager::Release(LockOwner* owner, const LockId& id) {
   SM_DASSERT(owner->waiting_ == nullptr);
-  LockRequest* req = owner->Find(id, id.Mix());
+  LockRequest* req = FindOwn(owner, id, id.Mix());
   if (req == nullptr) return false;
   owner->RemoveHeld(req);
   ReleaseRequest(req);
@@ -309,33 +318,88 @@ bool LockManager::Release(LockOwner* owner, const LockId& id) {
   return true;
 }
 
-void LockManager::ReleaseAll(LockOwner* owner) {
+void LockManager::ReleaseAll(LockOwner* owner, Inherit inherit) {
   SM_ASSERT(owner->manager_ == this);
   SM_ASSERT(owner->waiting_ == nullptr);
   SM_CTX(kCtxLockReleaseAll);
-  while (!owner->held_.empty()) {  // newest first: keys before their table and database
-    LockRequest* req = &owner->held_.back();
-    owner->held_.pop_back();
-    --owner->held_count_;
-    ReleaseRequest(req);
+  ReleaseHeld(owner, inherit);
+}
+
+void LockManager::Retire(LockOwner* owner) {
+  ReleaseHeld(owner, Inherit::kNothing);
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  retired_stats_.Add(owner->stats());  // in the same hold: stats() counts it exactly once
+  owners_.erase(owners_.iterator_to(*owner));
+}
+
+void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
+  // Newest first: keys before their table and database. Kept requests stay on held_.
+  auto it = owner->held_.end();
+  while (it != owner->held_.begin()) {
+    LockRequest* req = &*--it;
+    if (req->inherited) {  // not used by this transaction: not kept any longer
+      ReleaseRequest(req);
+      req->inherited = false;
+      --owner->inherited_count_;
+    } else if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
+               Bequeath(req)) {
+      owner->KeepForNext(req);
+      continue;
+    } else {
+      --owner->held_count_;
+      ReleaseRequest(req);
+    }
+    it = owner->held_.erase(it);
     owner->FreeRequest(req);
   }
-  owner->ClearCache();
-  FoldStats(owner);
+  owner->RebuildCache();
 }
 
 void LockManager::ReleaseRequest(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   WakeList wakes;
   bucket.latch.lock();
-  LockHead* head = req->head;
-  SM_DASSERT(req->state == RequestState::kGranted);
-  head->granted.erase(head->granted.iterator_to(*req));
-  head->RemoveGranted(req->mode);
-  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, &wakes);
-  FreeHeadIfEmpty(bucket, head);
+  SM_DASSERT(req->state == RequestState::kGranted || req->inherited);
+  // An inherited request that was revoked is out of the table already.
+  if (req->state != RequestState::kRevoked) Unlink(bucket, req, &wakes);
   bucket.latch.unlock();
   wakes.PostAll();
+}
+
+// --- Inheritance ------------------------------------------------------------------------------
+
+// The owner's request on `id` if its current transaction holds it (claiming an inherited one),
+// else nullptr.
+LockRequest* LockManager::FindOwn(LockOwner* owner, const LockId& id, uint64_t mix) {
+  LockRequest* req = owner->Find(id, mix);
+  if (req != nullptr && req->inherited) return Claim(owner, req);
+  return req;
+}
+
+// An inherited request becomes the current transaction's, unless a conflicting request
+// revoked it (then it is freed: nullptr).
+LockRequest* LockManager::Claim(LockOwner* owner, LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  bucket.latch.lock();
+  const bool granted = req->state == RequestState::kInherited;
+  if (granted) req->state = RequestState::kGranted;
+  // Also orders the revoker's unlinking (under this latch) before the request's reuse.
+  bucket.latch.unlock();
+  owner->EndInheritance(req, granted);
+  if (!granted) return nullptr;
+  ++owner->stats_.inherited;
+  return req;
+}
+
+// Keeps a granted request for the owner's next transaction, unless someone waits on its head
+// (whom keeping it could block: the lock is released then).
+bool LockManager::Bequeath(LockRequest* req) {
+  Bucket& bucket = BucketFor(req->mix);
+  std::lock_guard<threads::SpinLock> guard(bucket.latch);
+  SM_DASSERT(req->state == RequestState::kGranted);
+  if (!req->head->waiting.empty() || !req->head->converting.empty()) return false;
+  req->state = RequestState::kInherited;
+  return true;
 }
 
 // --- Under the bucket latch -----------------------------------------------------------------
@@ -360,6 +424,34 @@ LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id) {
   head->next = bucket.chain;
   bucket.chain = head;
   return head;
+}
+
+// Takes a holder (granted or inherited) off its head and grants whom that unblocks.
+void LockManager::Unlink(Bucket& bucket, LockRequest* req, WakeList* wakes) {
+  LockHead* head = req->head;
+  head->granted.erase(head->granted.iterator_to(*req));
+  head->RemoveGranted(req->mode);
+  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, wakes);
+  FreeHeadIfEmpty(bucket, head);
+}
+
+// Takes back the inherited requests on `head` that conflict with `wanted`; their idle owners
+// find them kRevoked (see "Inheritance"). Returns how many. The head may be left empty.
+uint64_t LockManager::RevokeInherited(LockHead* head, LockMode wanted) {
+  uint64_t revoked = 0;
+  for (auto it = head->granted.begin(); it != head->granted.end();) {
+    LockRequest& r = *it;
+    if (r.state != RequestState::kInherited || Compatible(r.mode, wanted)) {
+      ++it;
+      continue;
+    }
+    it = head->granted.erase(it);
+    head->RemoveGranted(r.mode);
+    r.state = RequestState::kRevoked;
+    r.head = nullptr;
+    ++revoked;
+  }
+  return revoked;
 }
 
 void LockManager::FreeHeadIfEmpty(Bucket& bucket, LockHead* head) {
@@ -434,30 +526,10 @@ void LockManager::RemoveWaiter(Bucket& bucket, LockRequest* req, WakeList* wakes
 
 // --- Statistics and owners ----------------------------------------------------------------
 
-void LockManager::FoldStats(LockOwner* owner) {
-  LockStats delta = owner->TakeUnfoldedStats();
-  size_t shard;
-  if (threads::Worker* worker = threads::Worker::Current()) {
-    shard = static_cast<size_t>(worker->index()) % kStatShards;
-  } else {
-    shard = std::hash<std::thread::id>{}(std::this_thread::get_id()) % kStatShards;
-  }
-  StatShard& s = stat_shards_[shard];
-  for (size_t i = 0; i < kLockStatFieldCount; ++i) {
-    uint64_t v = delta.*kLockStatFields[i];
-    // relaxed: independent counters; stats() is a statistic, not a synchronization point.
-    if (v != 0) s.values[i].fetch_add(v, std::memory_order_relaxed);
-  }
-}
-
 LockStats LockManager::stats() const {
-  LockStats total;
-  for (size_t shard = 0; shard < kStatShards; ++shard) {
-    for (size_t i = 0; i < kLockStatFieldCount; ++i) {
-      total.*kLockStatFields[i] +=
-          stat_shards_[shard].values[i].load(std::memory_order_relaxed);  // see FoldStats
-    }
-  }
+  std::lock_guard<threads::SpinLock> guard(owners_latch_);
+  LockStats total = retired_stats_;
+  for (const LockOwner& owner : owners_) total.Add(owner.stats());
   return total;
 }
 
@@ -466,9 +538,5 @@ void LockManager::RegisterOwner(LockOwner* owner) {
   owners_.push_back(*owner);
 }
 
-void LockManager::UnregisterOwner(LockOwner* owner) {
-  std::lock_guard<threads::SpinLock> guard(owners_latch_);
-  owners_.erase(owners_.iterator_to(*owner));
-}
 
 }  // namespace sm::lock

@@ -91,6 +91,26 @@
 // just as the timer fired, the grant wins: the call waits for the pending wake-up and returns
 // OK (or Deadlock), so the table and the outcome always agree.
 //
+// ---- Inheritance (speculative lock inheritance, Johnson et al., VLDB 2009) -------------------
+// Every transaction takes IS or IX on the database and on each table it touches, and in an
+// OLTP mix nearly all of them are compatible, yet acquiring and releasing them costs as much as
+// the key lock itself. ReleaseAll(owner, Inherit::kIntentions) therefore keeps the owner's
+// granted IS/IX locks on the database and tables (state kInherited) for the owner's next
+// transaction, unless a request waits on the lock. Such a lock stays in the head's granted list
+// and counts in its granted modes, so nothing compatible notices it:
+//   * The owner's next transaction claims it on first use (Claim, under the bucket latch) and
+//     then holds it like a lock it acquired. A lock it does not use is released at its end.
+//   * A request that conflicts with an inherited lock revokes it (RevokeInherited, under the
+//     bucket latch, before deciding whether to wait): the idle owner is no transaction and
+//     must not make anyone wait or appear in the waits-for graph. The owner notices the
+//     kRevoked state when it next looks and simply acquires the lock again.
+// Why it is safe: a kInherited lock protects nothing (its owner runs no transaction until it
+// claims it), so revoking it breaks no promise, and claiming happens under the same latch, so a
+// lock is either claimed (a normal holder the requester waits for) or revoked, never both. No
+// waiter ever conflicts with a kInherited lock: revocation precedes every wait, and a lock with
+// a waiter is released rather than kept. An owner that is destroyed gives its locks up
+// (Retire).
+//
 // ---- STEPS -----------------------------------------------------------------------------------
 // Lock() passes the CTX site "lock.acquire" before it touches the table (no latch held), and a
 // lock wait is tagged WaitReason::kLock, so a team member that blocks on a lock is reported
@@ -137,6 +157,8 @@ enum class LockWait : uint8_t {
   kBlock,   // wait until granted, a deadlock, or the timeout
   kNoWait,  // return Status::Busy at once (leaving no trace) if the request would wait
 };
+// What ReleaseAll keeps for the owner's next transaction, see "Inheritance" above.
+enum class Inherit : uint8_t { kNothing, kIntentions };
 // Key-range lock on the next key, see "Key-range locking" above.
 enum class RangeOp : uint8_t {
   kScan,    // S, commit: serializable scan end / not-found fetch
@@ -179,10 +201,11 @@ class LockManager {
   // Returns false if the owner did not hold it. The owner must not be waiting.
   bool Release(LockOwner* owner, const LockId& id);
   // Releases every lock of the owner, children before parents (reverse acquisition order),
-  // and adds its statistics to the manager's. End of transaction (commit or abort).
-  void ReleaseAll(LockOwner* owner);
+  // except what `inherit` keeps, and adds its statistics to the manager's. End of transaction
+  // (commit or abort).
+  void ReleaseAll(LockOwner* owner, Inherit inherit = Inherit::kNothing);
 
-  // Totals over all owners that have called ReleaseAll or been destroyed.
+  // Totals over all owners, live (their counters as they stand) and destroyed.
   LockStats stats() const;
   const LockManagerOptions& options() const { return options_; }
 
@@ -218,12 +241,22 @@ class LockManager {
   void HandleTimeout(LockOwner* owner, LockRequest* req);
   Status FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted);
   void ReleaseRequest(LockRequest* req);
-  void FoldStats(LockOwner* owner);
+  // Gives up whatever a dying owner keeps, adds its statistics to retired_stats_, and
+  // unregisters it.
+  void Retire(LockOwner* owner);
+  void ReleaseHeld(LockOwner* owner, Inherit inherit);
+
+  // Inheritance (see above).
+  LockRequest* FindOwn(LockOwner* owner, const LockId& id, uint64_t mix);
+  LockRequest* Claim(LockOwner* owner, LockRequest* req);
+  bool Bequeath(LockRequest* req);
 
   // Under the bucket latch.
   static LockHead* FindHead(const Bucket& bucket, const LockId& id);
   static LockHead* CreateHead(Bucket& bucket, const LockId& id);
   static void FreeHeadIfEmpty(Bucket& bucket, LockHead* head);
+  static void Unlink(Bucket& bucket, LockRequest* req, WakeList* wakes);
+  static uint64_t RevokeInherited(LockHead* head, LockMode wanted);
   static void GrantWaiters(LockHead* head, WakeList* wakes);
   static void GrantQueued(LockHead* head, LockRequest& r, WakeList* wakes);
   static void RemoveWaiter(Bucket& bucket, LockRequest* req, WakeList* wakes);
@@ -243,7 +276,6 @@ class LockManager {
   void QueueLengths(const LockId& id, size_t* granted, size_t* waiting) const;
 
   void RegisterOwner(LockOwner* owner);
-  void UnregisterOwner(LockOwner* owner);
 
   const LockManagerOptions options_;
   const size_t bucket_mask_;
@@ -254,15 +286,8 @@ class LockManager {
   std::vector<DetectorEdge> dd_edges_;       // guarded by detector_mutex_ (reused)
   std::vector<DetectorFrame> dd_stack_;      // guarded by detector_mutex_ (reused)
 
-  // Statistics, folded from owners. Sharded by worker so that folding does not bounce one
-  // cache line between workers; relaxed atomics: counters, read only by stats().
-  struct alignas(64) StatShard {
-    std::atomic<uint64_t> values[kLockStatFieldCount] = {};
-  };
-  static constexpr size_t kStatShards = 16;
-  std::unique_ptr<StatShard[]> stat_shards_;
-
-  mutable threads::SpinLock owners_latch_;  // guards owners_
+  mutable threads::SpinLock owners_latch_;  // guards owners_ and retired_stats_
+  LockStats retired_stats_;                  // of the owners destroyed so far
   using OwnerList = boost::intrusive::list<
       LockOwner,
       boost::intrusive::member_hook<LockOwner, boost::intrusive::list_member_hook<>,

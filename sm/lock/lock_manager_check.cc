@@ -39,7 +39,10 @@ bool LockManager::CheckHead(const LockHead& head, size_t* request_count) const {
       if (r.mode == LockMode::kNone) return Fail(head, "holder without a mode");
       ++counts[static_cast<int>(r.mode)];
       const bool converting = list == &head.converting;
-      if (r.state != (converting ? RequestState::kConverting : RequestState::kGranted)) {
+      const bool state_fits = converting ? r.state == RequestState::kConverting
+                                         : (r.state == RequestState::kGranted ||
+                                            r.state == RequestState::kInherited);
+      if (!state_fits) {
         return Fail(head, "request state does not match its list");
       }
       if (converting != (r.wait_mode != LockMode::kNone)) {
@@ -95,10 +98,20 @@ bool LockManager::CheckOwner(const LockOwner& owner, size_t* request_count) cons
     if (r.state == RequestState::kDetached && owner.waiting_ == &r) continue;  // being freed
     Bucket& bucket = BucketFor(r.mix);
     std::lock_guard<threads::SpinLock> guard(bucket.latch);
+    const bool inherited =
+        r.state == RequestState::kInherited || r.state == RequestState::kRevoked;
+    if (r.inherited != inherited) {
+      std::fprintf(stderr, "lock owner %llu: %s is inherited in one place only\n",
+                   static_cast<unsigned long long>(owner.txn_id().value()),
+                   r.id.ToString().c_str());
+      return false;
+    }
+    if (r.state == RequestState::kRevoked) continue;  // out of the table, freed when next seen
     const LockHead* head = FindHead(bucket, r.id);
     const RequestList* list = nullptr;
     if (head == r.head && head != nullptr) {
-      list = r.state == RequestState::kGranted      ? &head->granted
+      list = r.state == RequestState::kGranted || r.state == RequestState::kInherited
+                 ? &head->granted
              : r.state == RequestState::kConverting ? &head->converting
              : r.state == RequestState::kWaiting    ? &head->waiting
                                                     : nullptr;
@@ -111,10 +124,10 @@ bool LockManager::CheckOwner(const LockOwner& owner, size_t* request_count) cons
     }
     ++*request_count;
   }
-  if (listed != owner.held_count_) {
-    std::fprintf(stderr, "lock owner %llu: lock count %zu, list length %zu\n",
+  if (listed != owner.held_count_ + owner.inherited_count_) {
+    std::fprintf(stderr, "lock owner %llu: lock count %zu + %zu inherited, list length %zu\n",
                  static_cast<unsigned long long>(owner.txn_id().value()), owner.held_count_,
-                 listed);
+                 owner.inherited_count_, listed);
     return false;
   }
   return true;

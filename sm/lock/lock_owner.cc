@@ -17,12 +17,6 @@ void LockStats::Add(const LockStats& other) {
   for (auto field : kLockStatFields) this->*field += other.*field;
 }
 
-LockStats LockStats::Minus(const LockStats& other) const {
-  LockStats out;
-  for (auto field : kLockStatFields) out.*field = this->*field - other.*field;
-  return out;
-}
-
 LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
     : manager_(manager),
       txn_id_(txn_id),
@@ -33,23 +27,22 @@ LockOwner::LockOwner(LockManager* manager, TxnId txn_id)
 }
 
 LockOwner::~LockOwner() {
-  SM_ASSERT(held_.empty());  // invariant 4: ReleaseAll before destruction
+  SM_ASSERT(held_count_ == 0);  // invariant 4: ReleaseAll before destruction
   SM_ASSERT(waiting_ == nullptr);
   SM_ASSERT(!dd_registered_);
-  manager_->FoldStats(this);
-  manager_->UnregisterOwner(this);
-  held_.clear();  // no-op (empty); keeps the list's destructor assertion-free
+  manager_->Retire(this);  // gives up inherited locks, keeps the statistics, unregisters
+  SM_ASSERT(held_.empty());
 }
 
 void LockOwner::Reset(TxnId txn_id) {
-  SM_ASSERT(held_.empty());
+  SM_ASSERT(held_count_ == 0);
   SM_ASSERT(waiting_ == nullptr);
   txn_id_ = txn_id;
 }
 
 LockMode LockOwner::HeldMode(const LockId& id) const {
   const LockRequest* req = Find(id, id.Mix());
-  if (req == nullptr) return LockMode::kNone;
+  if (req == nullptr || req->inherited) return LockMode::kNone;
   return req->mode;  // kNone for a new request that is still waiting
 }
 
@@ -89,17 +82,26 @@ void LockOwner::FreeRequest(LockRequest* req) {
 
 void LockOwner::AddHeld(LockRequest* req) {
   SM_DASSERT(Find(req->id, req->mix) == nullptr);  // invariant 5 of lock_table.h
-  held_.push_back(*req);
+  Link(req);
   ++held_count_;
-  LockRequest** slot = &cache_[CacheSlot(req->mix)];
-  req->cache_next = *slot;
-  *slot = req;
-  if (held_count_ > cache_mask_ + 1) GrowCache();  // keep chains about one long
 }
 
 void LockOwner::RemoveHeld(LockRequest* req) {
-  held_.erase(held_.iterator_to(*req));
+  SM_DASSERT(!req->inherited);
+  Unlink(req);
   --held_count_;
+}
+
+void LockOwner::Link(LockRequest* req) {
+  held_.push_back(*req);
+  LockRequest** slot = &cache_[CacheSlot(req->mix)];
+  req->cache_next = *slot;
+  *slot = req;
+  if (held_count_ + inherited_count_ >= cache_mask_ + 1) GrowCache();  // chains about one long
+}
+
+void LockOwner::Unlink(LockRequest* req) {
+  held_.erase(held_.iterator_to(*req));
   LockRequest** link = &cache_[CacheSlot(req->mix)];
   while (*link != req) {
     SM_DASSERT(*link != nullptr);
@@ -109,14 +111,38 @@ void LockOwner::RemoveHeld(LockRequest* req) {
   req->cache_next = nullptr;
 }
 
-void LockOwner::ClearCache() {
+void LockOwner::EndInheritance(LockRequest* req, bool granted) {
+  SM_DASSERT(req->inherited);
+  req->inherited = false;
+  --inherited_count_;
+  if (granted) {
+    ++held_count_;
+    return;
+  }
+  Unlink(req);
+  FreeRequest(req);
+}
+
+void LockOwner::KeepForNext(LockRequest* req) {
+  SM_DASSERT(!req->inherited);
+  req->inherited = true;
+  --held_count_;
+  ++inherited_count_;
+}
+
+void LockOwner::RebuildCache() {
   std::fill(cache_.get(), cache_.get() + cache_mask_ + 1, nullptr);
+  HashAll();
 }
 
 void LockOwner::GrowCache() {
   size_t slots = (cache_mask_ + 1) * 2;
   cache_.reset(new LockRequest*[slots]());
   cache_mask_ = slots - 1;
+  HashAll();
+}
+
+void LockOwner::HashAll() {
   for (LockRequest& r : held_) {
     LockRequest** slot = &cache_[CacheSlot(r.mix)];
     r.cache_next = *slot;
@@ -124,10 +150,12 @@ void LockOwner::GrowCache() {
   }
 }
 
-LockStats LockOwner::TakeUnfoldedStats() {
-  LockStats delta = stats_.Minus(folded_);
-  folded_ = stats_;
-  return delta;
+LockStats LockOwner::stats() const {
+  LockStats out;
+  for (size_t i = 0; i < kLockStatFieldCount; ++i) {
+    out.*kLockStatFields[i] = (stats_.*kLockStatFieldsOf<OwnerCounter>[i]).load();
+  }
+  return out;
 }
 
 }  // namespace sm::lock

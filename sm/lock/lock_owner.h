@@ -9,15 +9,21 @@
 //   idle     --Lock/Convert that must wait-->  waiting (waiting_ set; registered with the
 //                                              deadlock detector while waiting)
 //   waiting  --granted / victim / timeout-->   idle
-//   idle     --ReleaseAll-->                   idle, holding nothing; Reset(TxnId) may follow
+//   idle     --ReleaseAll-->                   idle, holding nothing for a transaction (perhaps
+//                                              keeping inherited intention locks, see
+//                                              LockManager "Inheritance"); Reset(TxnId) may
+//                                              follow
 //
 // Invariants:
 //   1. held_ lists exactly the owner's requests that are linked in the lock table (states
-//      kGranted, kConverting, kWaiting), plus, transiently while the owner is inside a lock
-//      call, one kDetached request it is about to free.
+//      kGranted, kConverting, kWaiting, kInherited), plus its inherited requests that were
+//      revoked (kRevoked, freed when next looked at), plus, transiently while the owner is
+//      inside a lock call, one kDetached request it is about to free.
 //   2. The hash (cache_) indexes exactly the requests on held_.
 //   3. At most one request is waiting (waiting_), and only while a lock call is in progress.
-//   4. A destroyed or Reset owner holds nothing.
+//   4. A Reset owner holds nothing but inherited requests; a destroyed owner holds nothing.
+//   5. held_count_ + inherited_count_ = length of held_; inherited_count_ counts the requests
+//      with LockRequest::inherited set.
 //
 // Identity and age: txn_id() orders transactions by age (smaller = older). The deadlock
 // detector picks the youngest transaction of a cycle as its victim, so a transaction that
@@ -29,6 +35,7 @@
 // (under bucket latches), through its Baton, and, while it waits, through the detector.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -47,32 +54,58 @@ namespace sm::lock {
 
 class LockManager;
 
-// Lock statistics: of one owner (LockOwner::stats) or of a whole manager (LockManager::stats,
-// which includes an owner's figures once it has called ReleaseAll or been destroyed).
-struct LockStats {
-  uint64_t requests = 0;          // lock calls, parent intention locks included
-  uint64_t covered = 0;           // re-requests already covered by a held mode: no-ops
-  uint64_t immediate_grants = 0;  // granted without waiting (new locks and conversions)
-  uint64_t conversions = 0;       // requests that strengthened a held lock (granted or not)
-  uint64_t waits = 0;             // requests that had to wait
-  uint64_t deadlocks = 0;         // requests failed with Status::Deadlock (victims)
-  uint64_t timeouts = 0;          // requests failed with Status::LockTimeout
-  uint64_t refusals = 0;          // LockWait::kNoWait requests that would have waited
-  uint64_t wait_ns = 0;           // total time spent waiting
+// Lock statistics, as plain numbers (LockStats) or as an owner's live counters.
+template <typename Counter>
+struct BasicLockStats {
+  Counter requests{};          // lock calls, parent intention locks included
+  Counter covered{};           // re-requests already covered by a held mode: no-ops
+  Counter immediate_grants{};  // granted without waiting (new locks and conversions)
+  Counter conversions{};       // requests that strengthened a held lock (granted or not)
+  Counter waits{};             // requests that had to wait
+  Counter deadlocks{};         // requests failed with Status::Deadlock (victims)
+  Counter timeouts{};          // requests failed with Status::LockTimeout
+  Counter refusals{};          // LockWait::kNoWait requests that would have waited
+  Counter wait_ns{};           // total time spent waiting
+  Counter inherited{};         // intention locks claimed from the previous transaction
+  Counter revocations{};       // inherited locks of idle owners taken back by a request
+};
 
+// Every counter, for field-wise arithmetic.
+template <typename Counter>
+inline constexpr Counter BasicLockStats<Counter>::*kLockStatFieldsOf[] = {
+    &BasicLockStats<Counter>::requests,    &BasicLockStats<Counter>::covered,
+    &BasicLockStats<Counter>::immediate_grants, &BasicLockStats<Counter>::conversions,
+    &BasicLockStats<Counter>::waits,       &BasicLockStats<Counter>::deadlocks,
+    &BasicLockStats<Counter>::timeouts,    &BasicLockStats<Counter>::refusals,
+    &BasicLockStats<Counter>::wait_ns,     &BasicLockStats<Counter>::inherited,
+    &BasicLockStats<Counter>::revocations,
+};
+
+// Of one owner (LockOwner::stats) or of a whole manager (LockManager::stats: every owner, live
+// or destroyed).
+struct LockStats : BasicLockStats<uint64_t> {
   double average_wait_us() const { return waits == 0 ? 0.0 : wait_ns / 1e3 / double(waits); }
   void Add(const LockStats& other);
-  LockStats Minus(const LockStats& other) const;
 };
-
-// Every counter of LockStats, for field-wise arithmetic.
-inline constexpr uint64_t LockStats::*kLockStatFields[] = {
-    &LockStats::requests, &LockStats::covered,  &LockStats::immediate_grants,
-    &LockStats::conversions, &LockStats::waits, &LockStats::deadlocks,
-    &LockStats::timeouts, &LockStats::refusals, &LockStats::wait_ns,
-};
+inline constexpr auto& kLockStatFields = kLockStatFieldsOf<uint64_t>;
 inline constexpr size_t kLockStatFieldCount = std::size(kLockStatFields);
 static_assert(kLockStatFieldCount * sizeof(uint64_t) == sizeof(LockStats));
+
+// A counter that only its owner writes and statistics read from any thread: a relaxed load and
+// store (no increment is lost with one writer) cost what a plain counter does, where a fold
+// into shared totals at every transaction's end cost more than a hundred instructions.
+class OwnerCounter {
+ public:
+  OwnerCounter& operator++() { return *this += 1; }
+  OwnerCounter& operator+=(uint64_t n) {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return *this;
+  }
+  uint64_t load() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
 
 class LockOwner {
  public:
@@ -88,12 +121,15 @@ class LockOwner {
 
   TxnId txn_id() const { return txn_id_; }
   LockManager* manager() const { return manager_; }
-  // Locks held, whatever their mode (while a lock call waits, including the request it
-  // waits for).
+  // Locks held by the current transaction, whatever their mode (while a lock call waits,
+  // including the request it waits for); inherited locks it has not used are not counted.
   size_t lock_count() const { return held_count_; }
-  // The mode this owner holds on `id`, kNone if none. Owner's own fiber only.
+  // Inherited locks not (yet) used by the current transaction; some may have been revoked.
+  size_t inherited_count() const { return inherited_count_; }
+  // The mode the current transaction holds on `id`, kNone if none. Owner's own fiber only.
   LockMode HeldMode(const LockId& id) const;
-  const LockStats& stats() const { return stats_; }
+  // Since construction. Any thread.
+  LockStats stats() const;
 
  private:
   friend class LockManager;
@@ -104,17 +140,27 @@ class LockOwner {
   LockRequest* NewRequest(const LockId& id, uint64_t mix);
   void AddHeld(LockRequest* req);     // links into held_ and the hash
   void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
+  void Link(LockRequest* req);        // AddHeld and RemoveHeld without the count
+  void Unlink(LockRequest* req);
+  // Ends the inheritance of `req`: the current transaction's lock if it is still granted,
+  // else unlinked and freed.
+  void EndInheritance(LockRequest* req, bool granted);
+  // Turns a request of the current transaction into one kept for the next (still on held_).
+  void KeepForNext(LockRequest* req);
   void FreeRequest(LockRequest* req);
-  void ClearCache();  // empties the hash (ReleaseAll, after unlinking every request)
+  // Re-hashes what is left on held_ (ReleaseAll, after unlinking the released requests,
+  // whose hash links the pool's free list has overwritten).
+  void RebuildCache();
   void GrowCache();
+  void HashAll();  // links every request on held_ into an empty hash
   size_t CacheSlot(uint64_t mix) const { return (mix >> 32) & cache_mask_; }
-  LockStats TakeUnfoldedStats();
 
   LockManager* const manager_;
   TxnId txn_id_;
 
   OwnerRequestList held_;             // acquisition order; ReleaseAll goes backwards
-  size_t held_count_ = 0;             // requests on held_
+  size_t held_count_ = 0;             // requests on held_ of the current transaction
+  size_t inherited_count_ = 0;        // requests on held_ inherited and not yet claimed
   std::unique_ptr<LockRequest*[]> cache_;  // chained hash over held_, by (mix >> 32)
   size_t cache_mask_ = 0;
   LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)
@@ -129,8 +175,7 @@ class LockOwner {
   bool dd_registered_ = false;  // in the waits-for graph: alive until it unregisters
   uint64_t dd_epoch_ = 0;       // visit mark of the current search
 
-  LockStats stats_;
-  LockStats folded_;  // the part of stats_ already added to the manager's totals
+  BasicLockStats<OwnerCounter> stats_;  // written by the owner only
 
   boost::intrusive::list_member_hook<> registry_hook_;  // LockManager::owners_
 };

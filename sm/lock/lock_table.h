@@ -6,7 +6,7 @@
 //   LockManager::buckets_[Mix(id) & mask]   one cache line: SpinLock, chain of LockHeads,
 //                                           a small free list of recycled heads
 //   LockHead                                one per locked resource with a non-empty queue:
-//     granted     granted requests, in grant order
+//     granted     granted requests, in grant order (with the inherited ones)
 //     converting  granted requests with a pending conversion (upgrade), FIFO; they still hold
 //                 their old mode, so they count in the granted group
 //     waiting     new requests not yet granted, FIFO
@@ -23,11 +23,19 @@
 //   kConverting --LockManager::GrantWaiters-->                   kGranted   (stronger mode)
 //   kConverting --RemoveWaiter (victim or timeout)-->            kGranted   (old mode kept)
 //   kGranted    --LockManager::ReleaseRequest-->                 kFree      (back to the pool)
+//   kGranted    --LockManager::Bequeath (owner's ReleaseAll)-->  kInherited (kept for the
+//                                                                owner's next transaction)
+//   kInherited  --LockManager::Claim (owner's next use)-->       kGranted
+//   kInherited  --LockManager::RevokeInherited (a conflict)-->   kRevoked   (out of the head;
+//                                                                the owner frees it)
+//   kInherited  --LockManager::ReleaseRequest-->                 kFree      (unused by the
+//                                                                owner's next transaction)
 //
 // Head invariants (checked by LockManager::CheckInvariants):
 //   1. A head in a bucket chain has at least one request; an emptied head leaves the chain
 //      under the same latch hold that emptied it.
-//   2. granted_count[m] = number of requests in granted + converting holding mode m;
+//   2. granted_count[m] = number of requests in granted + converting holding mode m
+//      (inherited requests, on `granted`, included);
 //      granted_mask has bit m iff granted_count[m] > 0.
 //   3. The modes held by granted + converting are pairwise compatible.
 //   4. No conversion in `converting` is compatible with the modes of all other holders, and
@@ -54,7 +62,15 @@ namespace sm::lock {
 class LockOwner;
 struct LockHead;
 
-enum class RequestState : uint8_t { kFree, kGranted, kWaiting, kConverting, kDetached };
+enum class RequestState : uint8_t {
+  kFree,
+  kGranted,
+  kWaiting,
+  kConverting,
+  kDetached,
+  kInherited,  // granted to an owner between transactions (lock_manager.h, "Inheritance")
+  kRevoked,
+};
 
 using ListHook =
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>>;
@@ -70,6 +86,9 @@ struct LockRequest {
   LockMode mode = LockMode::kNone;      // granted mode; kNone while a new request waits
   LockMode wait_mode = LockMode::kNone; // wanted mode while kWaiting / kConverting
   RequestState state = RequestState::kFree;
+  // Owner only: kept from the owner's previous transaction and not yet claimed by the current
+  // one, so its state must be read under the bucket latch (it may be kRevoked).
+  bool inherited = false;
 };
 
 using RequestList = boost::intrusive::list<

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <boost/intrusive/list_hook.hpp>
 
@@ -66,6 +67,10 @@ class Txn {
   bool compensating() const { return compensating_; }
   Lsn compensation_undo_next() const { return compensation_undo_next_; }
 
+  // Where record loggers encode this transaction's payloads: it keeps its capacity across
+  // Restart, so that logging a change allocates nothing once the Txn is warm.
+  std::string* payload_buffer() { return &payload_buffer_; }
+
  private:
   friend class TxnManager;
   Txn(TxnManager* manager, TxnId id, Isolation isolation);
@@ -88,6 +93,7 @@ class Txn {
   uint64_t records_logged_ = 0;
   bool compensating_ = false;
   Lsn compensation_undo_next_;
+  std::string payload_buffer_;
   lock::LockOwner lock_owner_;
   // TxnManager's table of active transactions (guarded by its mutex).
   boost::intrusive::list_member_hook<> active_hook_;

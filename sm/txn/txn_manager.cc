@@ -121,6 +121,11 @@ Status TxnManager::CheckActive(const Txn* txn) const {
 Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
   SM_TRY(CheckActive(txn));
   SM_TRY(health());
+  return Append(txn, record, lsn, page_lsn);
+}
+
+// LogRecord once its caller has checked the transaction and the database's health.
+Status TxnManager::Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
   std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
   record->txn = txn->id_;
   record->prev_lsn = txn->last_lsn_;
@@ -161,12 +166,12 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   // In the failed state nothing is acknowledged: not even a read-only transaction, which may
   // have read changes of a transaction whose rollback failed.
   if (Status failed = health(); !failed.ok()) {
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
     Finish(txn, TxnState::kFailed);
     return failed;
   }
   if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
     counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
     Finish(txn, TxnState::kCommitted);
     return Status::OK();
@@ -174,17 +179,17 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   log::LogRecord record;
   record.type = log::RecordType::kTxnCommit;
   Lsn lsn, end;
-  Status s = LogRecord(txn, &record, &lsn, &end);
+  Status s = Append(txn, &record, &lsn, &end);  // checked above
   if (s.ok()) {
     if (mode == log::CommitMode::kDurable) {
       s = log_->AwaitCommit(end, mode);  // strict: locks held until the commit is durable
-      locks_->ReleaseAll(&txn->lock_owner_);
+      ReleaseLocks(txn);
     } else {
-      locks_->ReleaseAll(&txn->lock_owner_);  // early release, see the file comment
+      ReleaseLocks(txn);  // early release, see the file comment
       s = log_->AwaitCommit(end, mode);
     }
   } else {
-    locks_->ReleaseAll(&txn->lock_owner_);
+    ReleaseLocks(txn);
   }
   // A failure here means the log is in its sticky fatal state: whether the commit record
   // survives is for the next recovery to find out.
@@ -198,7 +203,7 @@ Status TxnManager::Abort(Txn* txn) {
   // A rollback that stopped half way leaves changes of a transaction that is not committed in
   // the pages; only restart recovery can undo them (see the file comment).
   if (!s.ok()) LatchFailure(s);
-  locks_->ReleaseAll(&txn->lock_owner_);
+  ReleaseLocks(txn);
   Finish(txn, s.ok() ? TxnState::kAborted : TxnState::kFailed);
   return s;
 }
@@ -257,6 +262,12 @@ Status TxnManager::UndoOne(Txn* txn, const log::LogRecordView& record) {
   txn->compensating_ = false;
   txn->compensation_undo_next_ = Lsn::Invalid();
   return s;
+}
+
+// A recycled Txn keeps its database and table intention locks for the next transaction it
+// runs (lock_manager.h, "Inheritance"): most transactions take the same ones again.
+void TxnManager::ReleaseLocks(Txn* txn) {
+  locks_->ReleaseAll(&txn->lock_owner_, lock::Inherit::kIntentions);
 }
 
 void TxnManager::Finish(Txn* txn, TxnState state) {

@@ -170,8 +170,10 @@ class TxnManager final : public log::RecoveryTarget {
       boost::intrusive::constant_time_size<true>>;
 
   Status CheckActive(const Txn* txn) const;
+  Status Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn);
   Status Rollback(Txn* txn);
   Status UndoOne(Txn* txn, const log::LogRecordView& record);
+  void ReleaseLocks(Txn* txn);
   void Finish(Txn* txn, TxnState state);
   void LatchFailure(const Status& cause);
   void CheckpointerMain();

@@ -94,7 +94,7 @@ TEST_CASE("a three-transaction cycle has exactly one victim, the youngest", "[un
   CHECK(int{sa.ok()} + int{sb.ok()} + int{sc.ok()} == 2);
   CHECK(lm.TEST_LockHeadCount() == 0);
   CHECK(lm.CheckInvariants());
-  CHECK(lm.stats().deadlocks == 1);  // folded by the victim's ReleaseAll
+  CHECK(lm.stats().deadlocks == 1);
 }
 
 TEST_CASE("a lock-wait timeout returns LockTimeout and leaves no trace", "[unit][lock]") {
