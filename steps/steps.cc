@@ -22,6 +22,8 @@ namespace {
 
 // A picked team may pass over the oldest waiting team at most this many times.
 constexpr uint32_t kMaxPassOvers = 2;
+// A begin team waits for at most this many picks of teams in flight (see PickTeam).
+constexpr uint32_t kMaxAdmissionPassOvers = 256;
 
 // Counters written only by their worker; a relaxed load + store compiles to a plain
 // increment (no locked instruction on the CTX path) and keeps cross-thread reads defined.
@@ -235,10 +237,11 @@ void Activate(WorkerTeams& wt, Team* team) {
   }
 }
 
-// The oldest waiting team that is not an admission team, or null.
+// The oldest waiting team that is not an admission team, or an admission team that has
+// waited kMaxAdmissionPassOvers picks; null if there is none.
 Team* OldestInFlight(WorkerTeams& wt) {
   for (Team* t = wt.wait_first; t != nullptr; t = t->wait_next) {
-    if (!t->list->admission) return t;
+    if (!t->list->admission || t->passed_over >= kMaxAdmissionPassOvers) return t;
   }
   return nullptr;
 }
@@ -251,8 +254,9 @@ Team* OldestInFlight(WorkerTeams& wt) {
 // impossible: its waiters are woken one at a time, each runs to its commit and straight into
 // its next transaction alone, and so every transaction runs alone. With it, the woken fibers
 // finish their transactions one after another (the same code, back to back) and gather at
-// begin, and the next transactions start as one team. It cannot starve begin: the
-// transactions in flight each finish or block.
+// begin, and the next transactions start as one team. A begin team that has been passed over
+// kMaxAdmissionPassOvers times runs like any other, so a long transaction in flight (a big
+// scan) delays new ones only so long.
 Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   if (wt.wait_first == nullptr) return nullptr;
   // Teams of one list run in the order they formed: a full team's overflow runs after it.
@@ -267,6 +271,9 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
   if (preferred_waits && oldest->passed_over < kMaxPassOvers) pick = preferred;
   if (pick != oldest) ++oldest->passed_over;
+  for (Team* t = wt.wait_first; t != nullptr; t = t->wait_next) {
+    if (t != pick && t != oldest && t->list->admission) ++t->passed_over;
+  }
   Activate(wt, pick);
   return pick;
 }

@@ -156,6 +156,38 @@ TEST_CASE("new transactions gather at begin while others are in flight", "[unit]
   CHECK(begin->AverageTeamSize() == 2.0);
 }
 
+// The wait at begin is bounded: a transaction with many operations in flight does not hold
+// new ones back until it ends.
+TEST_CASE("a long transaction in flight holds begin back only so long", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  constexpr int kLongOps = 2000;
+  RunFibers(
+      rt.get(), 0, 2,
+      [&](int i) {
+        if (i == 0) {
+          steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+          steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+          trace.push_back(-1);
+        } else {
+          for (int k = 0; k < kLongOps; ++k) {
+            steps::BeginOp(steps::KeyFor(k % 2 == 0 ? Op::kIndexFetch : Op::kUpdate, 1));
+            trace.push_back(k);
+          }
+        }
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  const auto begin_at = std::find(trace.begin(), trace.end(), -1) - trace.begin();
+  INFO("begin ran after " << begin_at << " of " << kLongOps << " operations");
+  CHECK(begin_at > 0);
+  CHECK(begin_at < kLongOps / 2);
+}
+
 TEST_CASE("a member that waits for a lock or sleeps goes stray and rejoins later",
           "[unit][steps]") {
   StepsScope scope(32);
