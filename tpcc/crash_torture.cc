@@ -1024,7 +1024,7 @@ json CrashTorture::ResultJson(double seconds) const {
           {"scale", o_.scale},
           {"full_check", o_.full_check},
           {"db", db_},
-          {"git_revision", kGitRevision},
+          {"git_revision", GitRevision()},
           {"passed", !n.failed()}};
 }
 

@@ -281,7 +281,7 @@ int LoadCommand(const CommonOptions& o) {
   }
   DatabaseInfo info;
   Status s = ReadDatabaseInfo(engine.get(), &info);
-  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", kGitRevision}};
+  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", GitRevision()}};
   bool reused = s.ok();
   double load_s = 0;
   uint64_t rows = 0;
@@ -371,7 +371,7 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   if (Json(o)) {
     json out = {{"command", "check"},       {"db", o.db},
                 {"warehouses", info.warehouses}, {"consistency", ok ? "pass" : "fail"},
-                {"conditions", ConditionsJson(results)}, {"git_revision", kGitRevision}};
+                {"conditions", ConditionsJson(results)}, {"git_revision", GitRevision()}};
     std::printf("%s\n", out.dump().c_str());
   }
   return ok ? 0 : kExitFailed;
@@ -523,7 +523,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   ro.users = r.users != 0 ? r.users : 10 * info.warehouses;
 
   json out = {{"command", "run"},
-              {"git_revision", kGitRevision},
+              {"git_revision", GitRevision()},
               {"db", o.db},
               {"engine", engine->Describe()},
               {"warehouses", info.warehouses},
