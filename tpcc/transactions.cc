@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>

@@ -36,11 +36,6 @@ struct RunFigures {
   std::string teams;
 };
 
-bool RunOne(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
-            RunFigures* out) {
-  return RunTpccOnce(o, w, steps, g, &out->c, &out->teams);
-}
-
 void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
                    const RunFigures& serial, const RunFigures& steps) {
   const double t = double(o.transactions);
@@ -119,7 +114,10 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
     RunFigures serial, steps;
     std::printf("running TPC-C %s under callgrind (STEPS off, then on) ...\n", w.name.c_str());
     std::fflush(stdout);
-    if (!RunOne(o, w, false, g, &serial) || !RunOne(o, w, true, g, &steps)) return false;
+    if (!RunTpccOnce(o, w, false, g, &serial.c, &serial.teams) ||
+        !RunTpccOnce(o, w, true, g, &steps.c, &steps.teams)) {
+      return false;
+    }
     PrintWorkload(o, w, g, serial, steps);
     const double t = double(o.transactions);
     const std::string k = w.name + "_";
