@@ -59,7 +59,8 @@ struct Team {
   ListStats* stats = nullptr;
   Member* head = nullptr;  // the member that runs first when the team becomes active
   uint32_t size = 0;
-  uint32_t passed_over = 0;
+  uint32_t passed_over = 0;     // picks that passed it over as the oldest (not admission)
+  uint64_t waiting_since = 0;   // WorkerTeams::picks when it last started waiting
   bool measured = false;  // its size was counted at its first activation
   // Links in its list's teams (formation order) and in the worker's waiting queue.
   Team* list_prev = nullptr;
@@ -111,6 +112,7 @@ struct WorkerTeams {
   Team* active = nullptr;
   Team* wait_first = nullptr;  // non-empty teams, not active, oldest first
   Team* wait_last = nullptr;
+  uint64_t picks = 0;  // PickTeam calls that activated a team
   // The lists by operation and index: directly for small indexes, else by key.
   static constexpr uint32_t kDirectIndexes = 256;
   std::unique_ptr<TeamList> direct[kOpCount][kDirectIndexes];
@@ -125,23 +127,28 @@ struct Global {
   StepsOptions options;                               // guarded by mu for writes
   std::vector<std::unique_ptr<WorkerTeams>> workers;  // guarded by mu
   std::map<uint32_t, std::string> index_names;        // guarded by mu
-  std::atomic<bool> installed{false};
-  std::atomic<uint32_t> max_team_size{32};
 };
+
+// Read at every join; a constant-initialized global, so reading it needs no guard check.
+constinit std::atomic<uint32_t> g_max_team_size{32};
 
 Global& G() {
   static Global* g = new Global();  // outlives every worker
   return *g;
 }
 
-WorkerTeams& TeamsOf(Worker* worker) {
-  if (worker->team_state == nullptr) {
-    auto wt = std::make_unique<WorkerTeams>();
-    wt->worker = worker;
-    worker->team_state = wt.get();
-    std::lock_guard<std::mutex> guard(G().mu);
-    G().workers.push_back(std::move(wt));
-  }
+// A worker's first team operation makes its state; out of line, so that the common path of
+// TeamsOf (on every operation) is two loads.
+[[gnu::noinline]] void MakeTeamsOf(Worker* worker) {
+  auto wt = std::make_unique<WorkerTeams>();
+  wt->worker = worker;
+  worker->team_state = wt.get();
+  std::lock_guard<std::mutex> guard(G().mu);
+  G().workers.push_back(std::move(wt));
+}
+
+inline WorkerTeams& TeamsOf(Worker* worker) {
+  if (worker->team_state == nullptr) [[unlikely]] MakeTeamsOf(worker);
   return *static_cast<WorkerTeams*>(worker->team_state);
 }
 
@@ -173,6 +180,7 @@ TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
 void PushWaiting(WorkerTeams& wt, Team* team, bool front) {
   SM_DASSERT(!team->waiting);
   team->waiting = true;
+  team->waiting_since = wt.picks;
   if (wt.wait_first == nullptr) {
     team->wait_prev = team->wait_next = nullptr;
     wt.wait_first = wt.wait_last = team;
@@ -237,11 +245,17 @@ void Activate(WorkerTeams& wt, Team* team) {
   }
 }
 
+// How often a waiting team has been passed over: for an admission team every pick while it
+// waits counts (kept as a stamp, so a pick need not walk the waiting teams to count).
+uint64_t PassedOver(const WorkerTeams& wt, const Team* t) {
+  return t->list->admission ? wt.picks - t->waiting_since : t->passed_over;
+}
+
 // The oldest waiting team that is not an admission team, or an admission team that has
 // waited kMaxAdmissionPassOvers picks; null if there is none.
 Team* OldestInFlight(WorkerTeams& wt) {
   for (Team* t = wt.wait_first; t != nullptr; t = t->wait_next) {
-    if (!t->list->admission || t->passed_over >= kMaxAdmissionPassOvers) return t;
+    if (!t->list->admission || PassedOver(wt, t) >= kMaxAdmissionPassOvers) return t;
   }
   return nullptr;
 }
@@ -269,18 +283,16 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   }
   Team* pick = oldest;
   bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
-  if (preferred_waits && oldest->passed_over < kMaxPassOvers) pick = preferred;
-  if (pick != oldest) ++oldest->passed_over;
-  for (Team* t = wt.wait_first; t != nullptr; t = t->wait_next) {
-    if (t != pick && t != oldest && t->list->admission) ++t->passed_over;
-  }
+  if (preferred_waits && PassedOver(wt, oldest) < kMaxPassOvers) pick = preferred;
+  if (pick != oldest && !oldest->list->admission) ++oldest->passed_over;
   Activate(wt, pick);
+  ++wt.picks;
   return pick;
 }
 
 Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
   TeamList* list = ListFor(wt, key);
-  uint32_t cap = G().max_team_size.load(std::memory_order_relaxed);
+  uint32_t cap = g_max_team_size.load(std::memory_order_relaxed);
   Team* team = list->last;
   if (team == nullptr || team->size >= cap) {
     team = NewTeam(wt, list);
@@ -366,28 +378,24 @@ const char* OpName(Op op) {
   return "?";
 }
 
-TeamKey KeyFor(Op op, uint32_t index) {
-  bool per_index = op == Op::kIndexFetch || op == Op::kInsert || op == Op::kDelete;
-  return TeamKey{op, per_index ? index : 0};
-}
-
 void Install(const StepsOptions& options) {
-  G().max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
+  g_max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
   Worker::SetTeamHooks(&OnLeave, &OnIdle);
   threads::SetCtxHandler(&OnCtx);
-  G().installed.store(true, std::memory_order_release);
+  detail::g_installed.store(true, std::memory_order_release);
 }
 
 void Uninstall() {
-  G().installed.store(false, std::memory_order_release);
+  detail::g_installed.store(false, std::memory_order_release);
   threads::SetCtxHandler(nullptr);
   Worker::SetTeamHooks(nullptr, nullptr);
 }
 
-bool Installed() { return G().installed.load(std::memory_order_acquire); }
+namespace detail {
 
-void BeginOp(TeamKey key) {
-  if (!Installed()) return;
+std::atomic<bool> g_installed{false};
+
+void BeginOpInTeams(TeamKey key) {
   Fiber* self = Worker::CurrentFiber();
   if (self == nullptr) return;  // plain threads have no teams
   Worker* worker = self->worker();
@@ -426,6 +434,8 @@ void BeginOp(TeamKey key) {
   }
   if (wt.active != joined) worker->DirectSwitch(wt.active->head->fiber);  // wait our turn
 }
+
+}  // namespace detail
 
 void Detach() {
   Fiber* self = Worker::CurrentFiber();

@@ -44,6 +44,7 @@
 // read racily but each is a single word written by one worker).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,7 +64,11 @@ struct TeamKey {
   uint32_t index = 0;
   uint64_t packed() const { return (uint64_t(op) << 32) | index; }
 };
-TeamKey KeyFor(Op op, uint32_t index);  // drops `index` for begin, commit, scan and update
+// Drops `index` for begin, commit, scan and update.
+inline TeamKey KeyFor(Op op, uint32_t index) {
+  bool per_index = op == Op::kIndexFetch || op == Op::kInsert || op == Op::kDelete;
+  return TeamKey{op, per_index ? index : 0};
+}
 
 struct StepsOptions {
   uint32_t max_team_size = 32;  // a full team makes the next joiner start a new one
@@ -73,10 +78,17 @@ struct StepsOptions {
 // BeginOp/Detach return at once: the same fibers run under the same scheduler.
 void Install(const StepsOptions& options);
 void Uninstall();
-bool Installed();
+namespace detail {
+extern std::atomic<bool> g_installed;
+void BeginOpInTeams(TeamKey key);
+}  // namespace detail
+inline bool Installed() { return detail::g_installed.load(std::memory_order_acquire); }
 
-// The STEPS wrapper: call at the start of each storage operation on a fiber.
-void BeginOp(TeamKey key);
+// The STEPS wrapper: call at the start of each storage operation on a fiber. With STEPS off
+// it costs a load and a predictable branch, inline.
+inline void BeginOp(TeamKey key) {
+  if (Installed()) detail::BeginOpInTeams(key);
+}
 // Leave the current team (if any) and stop being tracked. Required before a fiber that
 // called BeginOp finishes.
 void Detach();

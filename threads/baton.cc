@@ -26,6 +26,18 @@ struct Baton::Waiter {
   Fiber* fiber = nullptr;             // null for an OS-thread waiter
   std::atomic<uint32_t> futex_word{0};  // thread waiter: 1 once posted
   bool timed_out = false;             // fiber waiter: set by the timer that won the race
+  Baton* baton = nullptr;             // fiber waiter with a deadline: for the timer
+
+  // The timer of a timed fiber wait: it wins only if it takes the waiter out of the baton
+  // before a Post does.
+  static void Expire(void* arg) {
+    auto* waiter = static_cast<Waiter*>(arg);
+    uintptr_t mine = reinterpret_cast<uintptr_t>(waiter);
+    if (waiter->baton->state_.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) {
+      waiter->timed_out = true;
+      waiter->fiber->worker()->Wake(waiter->fiber);
+    }
+  }
 };
 
 void Baton::Post() {
@@ -78,13 +90,9 @@ bool Baton::WaitOnFiber(Clock::time_point deadline, bool timed) {
   Worker* worker = waiter.fiber->worker();
   Worker::Timer timer;
   if (timed) {
-    timer.fire = [this, &waiter, worker] {
-      uintptr_t mine = reinterpret_cast<uintptr_t>(&waiter);
-      if (state_.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) {
-        waiter.timed_out = true;
-        worker->Wake(waiter.fiber);
-      }
-    };
+    waiter.baton = this;
+    timer.fire = &Waiter::Expire;
+    timer.arg = &waiter;
     worker->ArmTimer(&timer, deadline);
   }
   // Block at least once even if the post already landed: the poster reads the waiter record

@@ -399,7 +399,7 @@ void Worker::PollEvents(bool may_sleep) {
 
 int Worker::SleepTimeoutMs(Clock::time_point now) const {
   if (timers_.empty()) return -1;
-  auto wait = timers_.begin()->first - now;
+  auto wait = timers_.begin()->deadline - now;
   if (wait <= Clock::duration::zero()) return 0;
   // Round up so that we do not wake a hair before the deadline and spin.
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
@@ -409,23 +409,24 @@ int Worker::SleepTimeoutMs(Clock::time_point now) const {
 void Worker::ArmTimer(Timer* timer, Clock::time_point deadline) {
   SM_DASSERT(Current() == this);
   SM_ASSERT(!timer->armed);
-  timer->it = timers_.emplace(deadline, timer);
+  timer->deadline = deadline;
+  timers_.insert(*timer);
   timer->armed = true;
 }
 
 void Worker::CancelTimer(Timer* timer) {
   SM_DASSERT(Current() == this);
   if (!timer->armed) return;
-  timers_.erase(timer->it);
+  timers_.erase(timers_.iterator_to(*timer));
   timer->armed = false;
 }
 
 void Worker::FireTimers(Clock::time_point now) {
-  while (!timers_.empty() && timers_.begin()->first <= now) {
-    Timer* timer = timers_.begin()->second;
+  while (!timers_.empty() && timers_.begin()->deadline <= now) {
+    Timer& timer = *timers_.begin();
     timers_.erase(timers_.begin());
-    timer->armed = false;
-    timer->fire();
+    timer.armed = false;
+    timer.fire(timer.arg);
   }
 }
 

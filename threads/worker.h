@@ -31,12 +31,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include <boost/intrusive/list.hpp>
+#include <boost/intrusive/set.hpp>
 
 #include "threads/fiber.h"
 
@@ -121,10 +121,15 @@ class Worker {
   void Join();
 
   // --- Timers (from this worker's thread) ------------------------------------------------
-  struct Timer {
-    std::function<void()> fire;  // runs in the scheduler path; must not switch
-    std::multimap<Clock::time_point, Timer*>::iterator it;
+  // A timer lives in its owner's frame (a timed wait) and is linked into the worker's
+  // deadline-ordered set while armed, so arming one allocates nothing.
+  struct Timer : boost::intrusive::set_base_hook<boost::intrusive::link_mode<
+                     boost::intrusive::normal_link>> {
+    void (*fire)(void* arg) = nullptr;  // runs in the scheduler path; must not switch
+    void* arg = nullptr;
+    Clock::time_point deadline;
     bool armed = false;
+    friend bool operator<(const Timer& a, const Timer& b) { return a.deadline < b.deadline; }
   };
   void ArmTimer(Timer* timer, Clock::time_point deadline);
   void CancelTimer(Timer* timer);
@@ -169,7 +174,7 @@ class Worker {
   Fiber* zombie_ = nullptr;
   Fiber* next_hint_ = nullptr;
   RunQueue run_queue_;
-  std::multimap<Clock::time_point, Timer*> timers_;
+  boost::intrusive::multiset<Timer> timers_;
   uint32_t switches_since_poll_ = 0;
   WorkerStats stats_;
 
