@@ -158,21 +158,6 @@ void Worker::FreeZombie() {
   zombie_ = nullptr;
 }
 
-void Worker::SwitchTo(Fiber* from, Fiber* to) {
-  SM_DASSERT(from == current_);
-  SM_DASSERT(to != from);
-  current_ = to;
-  to->state_ = FiberState::kRunning;
-  void* fake_stack = nullptr;
-  BeforeSwitch(to, &fake_stack, /*from_dies=*/false);
-  // Whoever resumes us later passes its own control block as data; we store the context it
-  // left behind, so every switch is one jump with no callback.
-  boost::context::detail::transfer_t back = SwitchContext(to->context_, from);
-  static_cast<Fiber*>(back.data)->context_ = back.fctx;
-  AfterSwitch(fake_stack);
-  ReapZombie();
-}
-
 #if defined(SM_ASAN) || defined(SM_TSAN)
 void Worker::BeforeSwitch(Fiber* to, void** fake_stack, bool from_dies) {
 #ifdef SM_ASAN
@@ -265,17 +250,6 @@ void Worker::Block() {
   LeaveTeam(self, self->wait_reason);
   self->state_ = FiberState::kBlocked;
   ScheduleNext();
-}
-
-void Worker::DirectSwitch(Fiber* to) {
-  Fiber* self = current_;
-  SM_DASSERT(self != &main_);
-  SM_DASSERT(to->worker_ == this);
-  SM_DASSERT(to->state_ == FiberState::kParked || to->state_ == FiberState::kReady);
-  SM_DASSERT(!to->is_linked());
-  ++stats_.direct_switches;
-  self->state_ = FiberState::kParked;
-  SwitchTo(self, to);
 }
 
 void Worker::MakeReady(Fiber* fiber, bool front) {

@@ -38,7 +38,9 @@
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
 
+#include "sm/common/assert.h"
 #include "threads/fiber.h"
+#include "threads/fiber_switch.h"
 
 namespace sm::threads {
 
@@ -197,6 +199,34 @@ extern constinit thread_local Worker* tls_worker;
 }  // namespace detail
 
 inline Worker* Worker::Current() { return detail::tls_worker; }
+
+// Inline, with DirectSwitch: a STEPS CTX is the handler's checks, these stores and the
+// switch itself, with no further call.
+inline void Worker::SwitchTo(Fiber* from, Fiber* to) {
+  SM_DASSERT(from == current_);
+  SM_DASSERT(to != from);
+  current_ = to;
+  to->state_ = FiberState::kRunning;
+  void* fake_stack = nullptr;
+  BeforeSwitch(to, &fake_stack, /*from_dies=*/false);
+  // Whoever resumes us later passes its own control block as data; we store the context it
+  // left behind, so every switch is one jump with no callback.
+  boost::context::detail::transfer_t back = SwitchContext(to->context_, from);
+  static_cast<Fiber*>(back.data)->context_ = back.fctx;
+  AfterSwitch(fake_stack);
+  ReapZombie();
+}
+
+inline void Worker::DirectSwitch(Fiber* to) {
+  Fiber* self = current_;
+  SM_DASSERT(self != &main_);
+  SM_DASSERT(to->worker_ == this);
+  SM_DASSERT(to->state_ == FiberState::kParked || to->state_ == FiberState::kReady);
+  SM_DASSERT(!to->is_linked());
+  ++stats_.direct_switches;
+  self->state_ = FiberState::kParked;
+  SwitchTo(self, to);
+}
 inline Fiber* Worker::CurrentFiber() {
   Worker* worker = detail::tls_worker;
   return worker == nullptr ? nullptr : worker->current_fiber();
