@@ -162,18 +162,21 @@ ListStats* StatsFor(WorkerTeams& wt, uint64_t key) {
   return raw;
 }
 
-TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
+// A list's first use makes it; out of line, like MakeTeamsOf.
+[[gnu::noinline]] void MakeList(WorkerTeams& wt, TeamKey key, std::unique_ptr<TeamList>* slot) {
+  *slot = std::make_unique<TeamList>();
+  (*slot)->stats = StatsFor(wt, key.packed());
+  (*slot)->admission = key.op == Op::kBegin;
+}
+
+inline TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
   std::unique_ptr<TeamList>* slot;
-  if (key.index < WorkerTeams::kDirectIndexes) {
+  if (key.index < WorkerTeams::kDirectIndexes) [[likely]] {
     slot = &wt.direct[static_cast<int>(key.op)][key.index];
   } else {
     slot = &wt.other_lists[key.packed()];
   }
-  if (*slot == nullptr) {
-    *slot = std::make_unique<TeamList>();
-    (*slot)->stats = StatsFor(wt, key.packed());
-    (*slot)->admission = key.op == Op::kBegin;
-  }
+  if (*slot == nullptr) [[unlikely]] MakeList(wt, key, slot);
   return slot->get();
 }
 
@@ -290,7 +293,7 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   return pick;
 }
 
-Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
+[[gnu::always_inline]] inline Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
   TeamList* list = ListFor(wt, key);
   uint32_t cap = g_max_team_size.load(std::memory_order_relaxed);
   Team* team = list->last;
@@ -306,7 +309,7 @@ Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
 
 // Takes `m` out of its team; returns the member that should run next in its place (the
 // next member of the same team, or the head of the next team), or null.
-Fiber* Disconnect(WorkerTeams& wt, Member* m) {
+[[gnu::always_inline]] inline Fiber* Disconnect(WorkerTeams& wt, Member* m) {
   Team* team = m->team;
   if (team == nullptr) return nullptr;
   Member* successor = m->next != m ? m->next : nullptr;
