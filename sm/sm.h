@@ -81,6 +81,10 @@ struct Options {
   // it, and closing that database removes it.
   bool steps = false;
   uint32_t steps_team_size = 32;  // the team-size cap
+  // With steps: each worker probes, in short epochs, its transaction rate with teams and
+  // without, and runs the faster (STEPS pays only where the instruction misses it saves cost
+  // more than its switches; that depends on the machine and the workload).
+  bool steps_adaptive = false;
   std::string ctx_placement;      // a CTX placement file; empty: the built-in default
   std::chrono::milliseconds lock_wait_timeout{10000};
   // Every file goes through this (tests inject faults); null: the POSIX file system.

@@ -113,6 +113,19 @@ struct WorkerTeams {
   Team* wait_first = nullptr;  // non-empty teams, not active, oldest first
   Team* wait_last = nullptr;
   uint64_t picks = 0;  // PickTeam calls that activated a team
+  // Adaptive mode (steps.h): the probe/run cycle of this worker.
+  struct Adapt {
+    bool serial = false;  // teams dissolved: operations run without them
+    bool started = false;
+    uint32_t begins = 0;  // transactions begun in the current epoch
+    uint32_t epoch = 0;   // position in the cycle: 2 * probe_pairs probes, then run_epochs
+    bool chose_teams = true;
+    std::chrono::steady_clock::time_point epoch_start;
+    double txns[2] = {0, 0};  // probe totals by mode: [0] without teams, [1] with
+    double secs[2] = {0, 0};
+  } adapt;
+  Counter probes, chose_teams, chose_serial, epochs_teams, epochs_serial;
+  std::atomic<double> last_ratio{0};
   // The lists by operation and index: directly for small indexes, else by key.
   static constexpr uint32_t kDirectIndexes = 256;
   std::unique_ptr<TeamList> direct[kOpCount][kDirectIndexes];
@@ -131,6 +144,9 @@ struct Global {
 
 // Read at every join; a constant-initialized global, so reading it needs no guard check.
 constinit std::atomic<uint32_t> g_max_team_size{32};
+// Adaptive mode's options; written by Install before workers run operations.
+constinit std::atomic<bool> g_adaptive{false};
+StepsOptions g_adaptive_options;
 
 Global& G() {
   static Global* g = new Global();  // outlives every worker
@@ -359,6 +375,75 @@ Fiber* OnIdle(Worker* worker) {
   return team == nullptr ? nullptr : team->head->fiber;
 }
 
+
+// ---- Adaptive mode ----------------------------------------------------------------------
+
+// Ends every team of the worker: each member becomes a stray and the parked ones are made
+// ready, in team order (`self`, the caller, is running and stays so).
+void DissolveTeams(WorkerTeams& wt, Fiber* self) {
+  auto dissolve = [&](Team* team) {
+    while (team->head != nullptr) {
+      Member* m = team->head;
+      team->Remove(m);
+      if (m->fiber != self) wt.worker->MakeReady(m->fiber);
+    }
+    DestroyTeam(wt, team);
+  };
+  if (wt.active != nullptr) dissolve(wt.active);
+  while (wt.wait_first != nullptr) dissolve(wt.wait_first);
+}
+
+void SetTeamsEnabled(WorkerTeams& wt, Fiber* self, bool enabled) {
+  if (wt.adapt.serial != enabled) return;  // already so
+  wt.adapt.serial = !enabled;
+  if (!enabled) DissolveTeams(wt, self);
+}
+
+// An epoch ended: adds it to the probe, decides at the end of a probe, and sets the mode of
+// the next epoch.
+void EndEpoch(WorkerTeams& wt, Fiber* self, double seconds) {
+  WorkerTeams::Adapt& a = wt.adapt;
+  const StepsOptions& o = g_adaptive_options;
+  const uint32_t probe_epochs = 2 * o.probe_pairs;
+  const int mode = a.serial ? 0 : 1;
+  (mode ? wt.epochs_teams : wt.epochs_serial).Add();
+  if (a.epoch < probe_epochs) {
+    a.txns[mode] += a.begins;
+    a.secs[mode] += seconds;
+  }
+  if (a.epoch + 1 == probe_epochs) {  // the probe is complete: pick the faster mode
+    const double serial_rate = a.txns[0] / std::max(a.secs[0], 1e-9);
+    const double teams_rate = a.txns[1] / std::max(a.secs[1], 1e-9);
+    const double ratio = serial_rate > 0 ? teams_rate / serial_rate : 1.0;
+    a.chose_teams = ratio >= 1.0;
+    wt.probes.Add();
+    (a.chose_teams ? wt.chose_teams : wt.chose_serial).Add();
+    wt.last_ratio.store(ratio, std::memory_order_relaxed);
+    a.txns[0] = a.txns[1] = a.secs[0] = a.secs[1] = 0;
+  }
+  a.epoch = (a.epoch + 1) % (probe_epochs + o.run_epochs);
+  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.chose_teams;
+  SetTeamsEnabled(wt, self, teams);
+  a.begins = 0;
+}
+
+// Called as a transaction begins: counts it and reads the clock every 16 begins.
+void AdaptTick(WorkerTeams& wt, Fiber* self) {
+  WorkerTeams::Adapt& a = wt.adapt;
+  if ((++a.begins & 15) != 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!a.started) {  // the first probe starts with teams
+    a.started = true;
+    a.epoch_start = now;
+    a.begins = 0;
+    return;
+  }
+  const std::chrono::duration<double> elapsed = now - a.epoch_start;
+  if (elapsed.count() * 1000 < g_adaptive_options.epoch_ms) return;
+  a.epoch_start = now;
+  EndEpoch(wt, self, elapsed.count());
+}
+
 }  // namespace
 
 const char* OpName(Op op) {
@@ -383,6 +468,14 @@ const char* OpName(Op op) {
 
 void Install(const StepsOptions& options) {
   g_max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
+  g_adaptive_options = options;
+  g_adaptive_options.probe_pairs = std::max<uint32_t>(options.probe_pairs, 1);
+  g_adaptive_options.epoch_ms = std::max<uint32_t>(options.epoch_ms, 1);
+  g_adaptive.store(options.adaptive, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> guard(G().mu);  // no fiber uses teams now: start afresh
+    for (auto& wt : G().workers) wt->adapt = WorkerTeams::Adapt();
+  }
   Worker::SetTeamHooks(&OnLeave, &OnIdle);
   threads::SetCtxHandler(&OnCtx);
   detail::g_installed.store(true, std::memory_order_release);
@@ -403,6 +496,12 @@ void BeginOpInTeams(TeamKey key) {
   if (self == nullptr) return;  // plain threads have no teams
   Worker* worker = self->worker();
   WorkerTeams& wt = TeamsOf(worker);
+  if (key.op == Op::kBegin && g_adaptive.load(std::memory_order_relaxed)) AdaptTick(wt, self);
+  if (wt.adapt.serial) [[unlikely]] {
+    // Without teams fibers take turns at begin only, as with STEPS off.
+    if (key.op == Op::kBegin && worker->HasReadyFibers()) worker->Yield();
+    return;
+  }
   auto* m = static_cast<Member*>(self->team_slot);
   if (m == nullptr) {
     m = new Member();
@@ -517,7 +616,31 @@ void ResetStats() {
       }
       for (auto& c : ls->stray) c.Reset();
     }
+    for (Counter* c : {&wt->probes, &wt->chose_teams, &wt->chose_serial, &wt->epochs_teams,
+                       &wt->epochs_serial}) {
+      c->Reset();
+    }
   }
+}
+
+AdaptiveStats GetAdaptiveStats() {
+  std::lock_guard<std::mutex> guard(G().mu);
+  AdaptiveStats out;
+  for (auto& wt : G().workers) {
+    out.probes += wt->probes.Get();
+    out.chose_teams += wt->chose_teams.Get();
+    out.chose_serial += wt->chose_serial.Get();
+    out.epochs_teams += wt->epochs_teams.Get();
+    out.epochs_serial += wt->epochs_serial.Get();
+    if (wt->probes.Get() > 0) out.last_ratio.push_back(wt->last_ratio.load(std::memory_order_relaxed));
+  }
+  return out;
+}
+
+void SetTeamsEnabledForTest(bool enabled) {
+  Fiber* self = Worker::CurrentFiber();
+  SM_ASSERT(self != nullptr);
+  SetTeamsEnabled(TeamsOf(self->worker()), self, enabled);
 }
 
 }  // namespace sm::steps

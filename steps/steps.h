@@ -30,6 +30,13 @@
 //     to date, hint that the next member runs next (Worker::SetNextHint), switch through the
 //     regular path (the worker's Block/Yield). It rejoins at its next BeginOp.
 //   - Detach() ends a fiber's membership (end of a client's work, or before it exits).
+//   - Adaptive mode (StepsOptions::adaptive): STEPS pays only where the instruction misses it
+//     saves cost more than its switches and bookkeeping, which depends on the machine and the
+//     workload. Each worker counts the transactions it begins in short epochs, alternating
+//     epochs with teams and without (a probe), then runs the faster mode for run_epochs
+//     epochs and probes again. Turning teams off dissolves them: every member becomes a stray
+//     and the parked ones are made ready; turning them on lets fibers join at their next
+//     operation. Without teams BeginOp only takes turns at begin, as with STEPS off.
 //
 // Invariants (per worker):
 //   1. Every team member is kParked except the one running; no member is in a run queue, so
@@ -72,6 +79,10 @@ inline TeamKey KeyFor(Op op, uint32_t index) {
 
 struct StepsOptions {
   uint32_t max_team_size = 32;  // a full team makes the next joiner start a new one
+  bool adaptive = false;        // probe teams on and off per worker and run the faster
+  uint32_t epoch_ms = 100;      // adaptive: the length of one epoch
+  uint32_t probe_pairs = 3;     // adaptive: epochs with and without teams per probe, each
+  uint32_t run_epochs = 20;     // adaptive: epochs in the chosen mode between probes
 };
 
 // Installs the CTX handler and the worker hooks. With STEPS off, nothing is installed and
@@ -116,5 +127,19 @@ struct TeamStats {
 // Statistics summed over all workers, one row per team list that was used, sorted by name.
 std::vector<TeamStats> Stats();
 void ResetStats();
+
+// Adaptive mode, summed over workers: probes finished and what each chose, epochs run with
+// and without teams, and the last probe's rate ratio (teams / no teams) on each worker.
+struct AdaptiveStats {
+  uint64_t probes = 0;
+  uint64_t chose_teams = 0;
+  uint64_t chose_serial = 0;
+  uint64_t epochs_teams = 0;
+  uint64_t epochs_serial = 0;
+  std::vector<double> last_ratio;  // per worker that finished a probe
+};
+AdaptiveStats GetAdaptiveStats();
+// Tests: forces the calling fiber's worker into a mode now (as a probe's decision would).
+void SetTeamsEnabledForTest(bool enabled);
 
 }  // namespace sm::steps

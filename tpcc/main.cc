@@ -59,6 +59,7 @@ struct CommonOptions {
   std::string read_for_update = "lock";
   // STEPS (run only).
   bool steps = false;
+  bool steps_adaptive = false;  // --steps auto
   uint32_t team_size = 32;
   std::string ctx_placement;
 };
@@ -197,6 +198,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
                       o.read_for_update + "'");
   }
   options.db.steps = o.steps;
+  options.db.steps_adaptive = o.steps_adaptive;
   options.db.steps_team_size = o.team_size;
   options.db.ctx_placement = o.ctx_placement;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -458,6 +460,25 @@ json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::Tea
   return out;
 }
 
+// --steps auto: what the workers' probes found and chose.
+json PrintAdaptive(const CommonOptions& o) {
+  const steps::AdaptiveStats a = steps::GetAdaptiveStats();
+  std::string ratios;
+  for (double r : a.last_ratio) ratios += (ratios.empty() ? "" : ", ") + std::to_string(r).substr(0, 5);
+  Say(o, "STEPS auto:  %llu probes chose teams %llu times, no teams %llu times; epochs with "
+         "teams %llu, without %llu; last rate ratio (teams / none) per worker: %s\n",
+      static_cast<unsigned long long>(a.probes), static_cast<unsigned long long>(a.chose_teams),
+      static_cast<unsigned long long>(a.chose_serial),
+      static_cast<unsigned long long>(a.epochs_teams),
+      static_cast<unsigned long long>(a.epochs_serial), ratios.empty() ? "-" : ratios.c_str());
+  return {{"probes", a.probes},
+          {"chose_teams", a.chose_teams},
+          {"chose_no_teams", a.chose_serial},
+          {"epochs_teams", a.epochs_teams},
+          {"epochs_no_teams", a.epochs_serial},
+          {"last_rate_ratio", a.last_ratio}};
+}
+
 int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   Mix mix;
   if (Status s = Mix::Parse(r.mix, &mix); !s.ok()) return UsageError(std::string(s.message()));
@@ -501,15 +522,16 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   }
   if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
   if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
-  if (r.steps != "on" && r.steps != "off") {
-    return UsageError("--steps takes on or off, not '" + r.steps + "'");
+  if (r.steps != "on" && r.steps != "off" && r.steps != "auto") {
+    return UsageError("--steps takes on, off or auto, not '" + r.steps + "'");
   }
-  const bool steps = r.steps == "on";
+  const bool steps = r.steps != "off";
   if ((r.team_size != 0 || !r.ctx_placement.empty()) && !steps) {
-    return UsageError("--team-size and --ctx-placement need --steps on");
+    return UsageError("--team-size and --ctx-placement need --steps on or auto");
   }
   CommonOptions with_steps = o;
   with_steps.steps = steps;
+  with_steps.steps_adaptive = r.steps == "auto";
   if (r.team_size != 0) with_steps.team_size = r.team_size;
   with_steps.ctx_placement = r.ctx_placement;
 
@@ -531,7 +553,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"workers", engine->workers()},
               {"commit_mode", o.commit},
               {"buffer_pool", o.buffer_pool},
-              {"steps", steps ? "on" : "off"},
+              {"steps", r.steps},
               {"mix", mix.ToString()},
               {"read_for_update", o.read_for_update},
               {"interval_s", o.interval_s},
@@ -591,6 +613,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   const std::vector<steps::TeamStats> teams = steps::Stats();
   PrintSummary(o, r, mix, res, *engine, ro.users);
   out["steps_teams"] = PrintTeams(o, steps, teams);
+  if (r.steps == "auto") out["steps_adaptive"] = PrintAdaptive(o);
 
   if (o.checks == "on") {
     bool ok = RunChecks(o, engine.get(), info, before_after, "after the run", &after, &error);
@@ -711,7 +734,9 @@ int Main(int argc, char** argv) {
                       "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
                       "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
       ->capture_default_str();
-  run_cmd->add_option("--steps", run.steps, "on or off: run storage operations in STEPS teams")
+  run_cmd->add_option("--steps", run.steps,
+                      "on, off or auto: run storage operations in STEPS teams (auto: each worker "
+                      "probes with teams and without and runs the faster)")
       ->capture_default_str();
   run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
       ->check(CLI::Range(1u, 1000000u));

@@ -1,6 +1,7 @@
 // STEPS: team formation and round-robin CTX switching, the team-size cap, strays on lock
 // waits and sleeps rejoining at their next operation, CTX skipped under an exclusive latch,
-// disabled sites, teams on two workers at once, STEPS off.
+// disabled sites, teams on two workers at once, STEPS off, and the adaptive mode (teams
+// dissolved and formed again, probes that alternate the two).
 #include "steps/steps.h"
 
 #include <algorithm>
@@ -28,10 +29,11 @@ SM_DEFINE_CTX_SITE(kSiteOff, "test.steps.off");
 
 // Installs STEPS for one test and removes it after.
 struct StepsScope {
-  explicit StepsScope(uint32_t cap) {
+  explicit StepsScope(uint32_t cap) : StepsScope(steps::StepsOptions{cap}) {}
+  explicit StepsScope(const steps::StepsOptions& options) {
     kSiteOn.enabled = true;
     kSiteOff.enabled = false;
-    steps::Install(steps::StepsOptions{cap});
+    steps::Install(options);
     steps::ResetStats();
   }
   ~StepsScope() { steps::Uninstall(); }
@@ -320,4 +322,116 @@ TEST_CASE("teams run on two workers at once", "[unit][steps]") {
   uint64_t switches = 0;
   for (const auto& row : steps::Stats()) switches += row.ctx_switches;
   CHECK(switches > 2 * kFibers * kRounds);
+}
+
+TEST_CASE("turning teams off dissolves them and the members run on without switching",
+          "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 4,
+      [&](int i) {
+        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 7));
+        trace.push_back(i);
+        SM_CTX(kSiteOn);
+        if (i == 0) steps::SetTeamsEnabledForTest(false);
+        trace.push_back(10 + i);
+        SM_CTX(kSiteOn);
+        trace.push_back(20 + i);
+        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+        trace.push_back(100 + i);
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  // One round robin in the team; then each fiber runs to its end in team order.
+  REQUIRE(trace == std::vector<int>{0, 1, 2, 3, 10, 20, 100, 11, 21, 101, 12, 22, 102, 13, 23,
+                                    103});
+  const auto* fetch = Row(steps::Stats(), "index fetch (7)");
+  REQUIRE(fetch != nullptr);
+  CHECK(fetch->ctx_switches == 4);
+}
+
+TEST_CASE("teams form again once turned back on", "[unit][steps]") {
+  StepsScope scope(32);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  auto body = [&](int i) {
+    steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+    steps::BeginOp(steps::KeyFor(Op::kScan, 0));
+    for (int k = 0; k < 2; ++k) {
+      trace.push_back(i);
+      SM_CTX(kSiteOn);
+    }
+    steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+    steps::Detach();
+  };
+  wg.Add(1);
+  rt->Spawn(
+      [&] {
+        steps::SetTeamsEnabledForTest(false);
+        threads::WaitGroup serial;
+        RunFibers(rt.get(), 0, 3, body, &serial);
+        serial.Wait();  // without teams: each fiber's scan runs whole
+        steps::SetTeamsEnabledForTest(true);
+        threads::WaitGroup teams;
+        RunFibers(rt.get(), 0, 3, [&](int i) { body(10 + i); }, &teams);
+        teams.Wait();
+        wg.Done();
+      },
+      0);
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(trace == std::vector<int>{0, 0, 1, 1, 2, 2, 10, 11, 12, 10, 11, 12});
+}
+
+TEST_CASE("the adaptive mode alternates teams and no teams and picks one per probe",
+          "[unit][steps]") {
+  steps::StepsOptions options;
+  options.adaptive = true;
+  options.epoch_ms = 1;
+  options.probe_pairs = 1;
+  options.run_epochs = 2;
+  StepsScope scope(options);
+  auto rt = MakeRuntime(1);
+  constexpr int kFibers = 4;
+  // Epochs are wall-clock time: run until two probes have finished (or a generous deadline).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::atomic<bool> stop{false};
+  std::atomic<int> begun{0}, done{0};
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, kFibers,
+      [&](int) {
+        for (int t = 0; !stop.load(std::memory_order_relaxed); ++t) {
+          steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+          begun.fetch_add(1, std::memory_order_relaxed);
+          steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 3));
+          for (int p = 0; p < 4; ++p) SM_CTX(kSiteOn);
+          steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+          done.fetch_add(1, std::memory_order_relaxed);
+          if (t % 64 == 0 && (steps::GetAdaptiveStats().probes >= 2 ||
+                              std::chrono::steady_clock::now() > deadline)) {
+            stop.store(true, std::memory_order_relaxed);
+          }
+        }
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  CHECK(done.load() == begun.load());  // every transaction finished across the switches
+  steps::AdaptiveStats stats = steps::GetAdaptiveStats();
+  INFO("probes " << stats.probes << ", epochs with teams " << stats.epochs_teams
+                 << ", without " << stats.epochs_serial);
+  REQUIRE(stats.probes >= 1);
+  CHECK(stats.chose_teams + stats.chose_serial == stats.probes);
+  CHECK(stats.epochs_teams >= stats.probes);
+  CHECK(stats.epochs_serial >= stats.probes);
+  REQUIRE(stats.last_ratio.size() == 1);
+  CHECK(stats.last_ratio[0] > 0);
 }
