@@ -350,7 +350,8 @@ TEST_CASE("turning teams off dissolves them and the members run on without switc
   // One round robin in the team; then each fiber runs to its end in team order.
   REQUIRE(trace == std::vector<int>{0, 1, 2, 3, 10, 20, 100, 11, 21, 101, 12, 22, 102, 13, 23,
                                     103});
-  const auto* fetch = Row(steps::Stats(), "index fetch (7)");
+  const auto rows = steps::Stats();
+  const auto* fetch = Row(rows, "index fetch (7)");
   REQUIRE(fetch != nullptr);
   CHECK(fetch->ctx_switches == 4);
 }
