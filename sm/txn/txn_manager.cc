@@ -209,8 +209,8 @@ Status TxnManager::Abort(Txn* txn) {
 }
 
 // Undoes the transaction's records newest first (each undo logged as a compensation record),
-// then writes its end record. The records are read back from the log, so a rollback is not
-// limited by the log buffer.
+// then writes its end record. The records are read back from the log (its buffer, or its file
+// once the buffer has moved on), so a rollback is not limited by the log buffer.
 Status TxnManager::Rollback(Txn* txn) {
   if (txn->records_logged_ == 0) return Status::OK();
   log::LogRecord abort_record;

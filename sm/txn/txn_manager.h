@@ -16,8 +16,9 @@
 //
 // Abort: a kTxnAbort record, then the transaction's records are undone newest first through the
 // handler table (record_handlers.h), each undo logged as a compensation record; then kTxnEnd,
-// then the locks are released. Rollback of a transaction larger than the log buffer works: the
-// records are read back from the log (LogManager::ReadRecord).
+// then the locks are released. The records are read back with LogManager::ReadRecord: from the
+// log buffer while they are still in it (no log sync, no file read: the usual case), else from
+// the log file, so a rollback of a transaction larger than the log buffer works too.
 //
 // Checkpoint (fuzzy, ARIES): kCheckpointBegin; advance the buffer pool's full-page-image epoch
 // and write every dirty page (torn-write protection, BufferPool::AdvanceFpiEpoch: a page
