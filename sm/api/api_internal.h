@@ -18,8 +18,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "index/btree.h"
+#include "index/btree_locks.h"
 #include "index/btree_wal.h"
 #include "log/log_manager.h"
 #include "sm/buffer/buffer_pool.h"
@@ -71,9 +73,25 @@ class TransactionImpl final : public Transaction {
   txn::Txn* txn() { return txn_.get(); }
   DatabaseImpl* db() const { return db_; }
 
+  // Begins the next transaction on this finished one (DatabaseImpl::Begin): the Txn and the
+  // key-lock hooks are kept, so a warm transaction object begins without allocating.
+  Status Restart(Isolation isolation);
+  // The key-lock hook of table `table_id` (index/btree_locks.h: one per transaction and
+  // table). Kept from one operation, and one transaction, to the next, so that the table's
+  // intention lock is asked of the lock manager once per transaction, not once per operation.
+  index::TxnKeyLocks* KeyLocks(uint32_t table_id);
+
  private:
+  // Table ids below this index key_locks_ directly; larger ones (a database that has created
+  // many tables in one run) are searched in overflow_locks_.
+  static constexpr uint32_t kIndexedTableIds = 256;
+
+  index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
+
   DatabaseImpl* const db_;
   std::unique_ptr<txn::Txn> txn_;
+  std::vector<std::unique_ptr<index::TxnKeyLocks>> key_locks_;       // by table id
+  std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kIndexedTableIds
 };
 
 class TableImpl final : public Table {

@@ -202,6 +202,54 @@ TEST_CASE("commit and abort release every lock; a recycled transaction starts cl
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(16);
+  Options o = TestOptions(&fs);
+  o.lock_wait_timeout = std::chrono::milliseconds(200);
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = nullptr;
+  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Transaction> a;
+  REQUIRE(db->Begin(&a).ok());
+  for (int i = 0; i < 10; ++i) REQUIRE(t->Insert(a.get(), Key(i), "v").ok());
+  REQUIRE(a->Commit().ok());
+
+  Transaction* const object = a.get();
+  for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted,
+                              Isolation::kSerializable}) {
+    std::unique_ptr<Cursor> stale;
+    REQUIRE(db->Begin(&a, Isolation::kSerializable).ok());
+    REQUIRE(t->NewCursor(a.get(), ScanOptions{}, &stale).ok());
+    const uint64_t id = a->id();
+    REQUIRE(a->Commit().ok());
+
+    REQUIRE(db->Begin(&a, isolation).ok());
+    CHECK(a.get() == object);  // no new object
+    CHECK(a->id() > id);
+    CHECK(a->active());
+    CHECK(a->isolation() == isolation);
+    // A cursor of the transaction before refuses to go on under this one.
+    CHECK(stale->Next().code() == Status::Code::kInvalidArgument);
+    // The key-lock hooks start clean: the new transaction locks what it touches, and
+    // another transaction waits for (here: times out on) its write.
+    REQUIRE(t->Update(a.get(), Key(3), "w").ok());
+    std::unique_ptr<Transaction> other;
+    REQUIRE(db->Begin(&other).ok());
+    CHECK(t->Update(other.get(), Key(3), "x").IsRetryable());
+    REQUIRE(other->Abort().ok());
+    REQUIRE(a->Abort().ok());
+  }
+  // An active transaction in *txn is replaced, which aborts it.
+  REQUIRE(db->Begin(&a).ok());
+  REQUIRE(t->Update(a.get(), Key(4), "lost").ok());
+  REQUIRE(db->Begin(&a).ok());
+  std::string value;
+  REQUIRE(t->Get(a.get(), Key(4), &value).ok());
+  CHECK(value == "v");
+  REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
   Options o = TestOptions(&fs);
