@@ -27,6 +27,16 @@ std::unique_ptr<Database> MustOpen(const Options& o, OpenReport* report = nullpt
   return db;
 }
 
+// A database with one table, "t", whose lock waits time out after `lock_wait`.
+std::unique_ptr<Database> OpenWithTable(io::FileSystem* fs, std::chrono::milliseconds lock_wait,
+                                        Table** t) {
+  Options o = TestOptions(fs);
+  o.lock_wait_timeout = lock_wait;
+  std::unique_ptr<Database> db = MustOpen(o);
+  REQUIRE(db->CreateTable("t", t).ok());
+  return db;
+}
+
 std::string Key(int i) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "k%08d", i);
@@ -166,11 +176,8 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
 TEST_CASE("commit and abort release every lock; a recycled transaction starts clean",
           "[unit][api]") {
   io::FaultInjectionFileSystem fs(6);
-  Options o = TestOptions(&fs);
-  o.lock_wait_timeout = std::chrono::milliseconds(200);
-  std::unique_ptr<Database> db = MustOpen(o);
   Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
   auto txn_of = [](Transaction* txn) { return static_cast<api::TransactionImpl*>(txn)->txn(); };
   for (bool commit : {true, false}) {
     INFO((commit ? "commit" : "abort"));
@@ -204,11 +211,8 @@ TEST_CASE("commit and abort release every lock; a recycled transaction starts cl
 
 TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][api]") {
   io::FaultInjectionFileSystem fs(16);
-  Options o = TestOptions(&fs);
-  o.lock_wait_timeout = std::chrono::milliseconds(200);
-  std::unique_ptr<Database> db = MustOpen(o);
   Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
   std::unique_ptr<Transaction> a;
   REQUIRE(db->Begin(&a).ok());
   for (int i = 0; i < 10; ++i) REQUIRE(t->Insert(a.get(), Key(i), "v").ok());
@@ -252,11 +256,8 @@ TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][ap
 
 TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
-  Options o = TestOptions(&fs);
-  o.lock_wait_timeout = std::chrono::milliseconds(100);
-  std::unique_ptr<Database> db = MustOpen(o);
   Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
   {
     std::unique_ptr<Transaction> load;
     REQUIRE(db->Begin(&load).ok());
