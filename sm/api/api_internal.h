@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "index/btree.h"
@@ -116,7 +117,10 @@ class TableImpl final : public Table {
 
  private:
   enum class Op : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
-  Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  // Every operation asks: the usual answer is inline, the errors come from ResolveSlow (which
+  // checks in the documented order and also sets *impl when all is well).
+  inline Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  Status ResolveSlow(Transaction* txn, TransactionImpl** impl) const;
   Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
   steps::TeamKey StepsKey(Op op) const;
@@ -217,5 +221,19 @@ class DatabaseImpl final : public Database {
   std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
   uint32_t next_table_id_ = kFirstUserTableId;
 };
+
+// TableImpl::Resolve, here where DatabaseImpl is complete.
+inline Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
+  // TransactionImpl is final, so a type_info comparison decides what dynamic_cast would.
+  if (txn != nullptr && typeid(*txn) == typeid(TransactionImpl)) [[likely]] {
+    auto* t = static_cast<TransactionImpl*>(txn);
+    if (t->db() == db_ && t->active() && !dropped_.load(std::memory_order_acquire) &&
+        db_->CheckOpen().ok()) [[likely]] {
+      *impl = t;
+      return Status::OK();
+    }
+  }
+  return ResolveSlow(txn, impl);
+}
 
 }  // namespace sm::api

@@ -138,11 +138,9 @@ TableImpl::TableImpl(DatabaseImpl* db, std::string name, const CatalogEntry& ent
   steps::SetIndexName(id_, name_);  // team reports say "index fetch (name)"
 }
 
-Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
+Status TableImpl::ResolveSlow(Transaction* txn, TransactionImpl** impl) const {
   SM_TRY(db_->CheckOpen());
   if (txn == nullptr) return Status::InvalidArgument("no transaction");
-  // TransactionImpl is final, so a type_info comparison decides what dynamic_cast would, in a
-  // few instructions instead of a walk of the class hierarchy.
   if (typeid(*txn) != typeid(TransactionImpl)) {
     return Status::InvalidArgument("not a transaction of this library");
   }
