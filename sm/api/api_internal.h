@@ -17,6 +17,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -83,16 +84,20 @@ class TransactionImpl final : public Transaction {
   index::TxnKeyLocks* KeyLocks(uint32_t table_id);
 
  private:
-  // Table ids below this index key_locks_ directly; larger ones (a database that has created
-  // many tables in one run) are searched in overflow_locks_.
-  static constexpr uint32_t kIndexedTableIds = 256;
+  // The hooks of table ids below this live in the object itself (a transaction object used
+  // for one transaction only allocates none); larger ids (a database that has created many
+  // tables in one run) are searched in overflow_locks_.
+  static constexpr uint32_t kInlineTableIds = 16;
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
+  // Runs fn on every hook in use.
+  template <typename Fn>
+  void ForEachKeyLocks(Fn fn);
 
   DatabaseImpl* const db_;
   std::unique_ptr<txn::Txn> txn_;
-  std::vector<std::unique_ptr<index::TxnKeyLocks>> key_locks_;       // by table id
-  std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kIndexedTableIds
+  std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
+  std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
 };
 
 class TableImpl final : public Table {

@@ -26,36 +26,39 @@ Status TransactionImpl::Restart(Isolation isolation) {
   const txn::Txn* before = txn_.get();
   SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
   if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
-    key_locks_.clear();
+    for (auto& locks : key_locks_) locks.reset();
     overflow_locks_.clear();
     return Status::OK();
   }
-  for (auto& locks : key_locks_) {
-    if (locks != nullptr) locks->Reset(txn_->isolation());
-  }
-  for (auto& locks : overflow_locks_) locks->Reset(txn_->isolation());
+  ForEachKeyLocks([this](index::TxnKeyLocks& locks) { locks.Reset(txn_->isolation()); });
   return Status::OK();
 }
 
+template <typename Fn>
+void TransactionImpl::ForEachKeyLocks(Fn fn) {
+  for (auto& locks : key_locks_) {
+    if (locks.has_value()) fn(*locks);
+  }
+  for (auto& locks : overflow_locks_) fn(*locks);
+}
+
 index::TxnKeyLocks* TransactionImpl::KeyLocks(uint32_t table_id) {
-  if (table_id < key_locks_.size() && key_locks_[table_id] != nullptr) [[likely]] {
-    return key_locks_[table_id].get();
+  if (table_id < kInlineTableIds && key_locks_[table_id].has_value()) [[likely]] {
+    return &*key_locks_[table_id];
   }
   return NewKeyLocks(table_id);
 }
 
 index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
-  auto locks = std::make_unique<index::TxnKeyLocks>(db_->locks(), txn_->lock_owner(),
-                                                    txn_->isolation(), table_id);
-  if (table_id < kIndexedTableIds) {
-    if (table_id >= key_locks_.size()) key_locks_.resize(table_id + 1);
-    key_locks_[table_id] = std::move(locks);
-    return key_locks_[table_id].get();
+  if (table_id < kInlineTableIds) {
+    return &key_locks_[table_id].emplace(db_->locks(), txn_->lock_owner(), txn_->isolation(),
+                                         table_id);
   }
   for (auto& held : overflow_locks_) {
     if (held->table() == table_id) return held.get();
   }
-  overflow_locks_.push_back(std::move(locks));
+  overflow_locks_.push_back(std::make_unique<index::TxnKeyLocks>(
+      db_->locks(), txn_->lock_owner(), txn_->isolation(), table_id));
   return overflow_locks_.back().get();
 }
 

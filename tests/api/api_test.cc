@@ -7,6 +7,7 @@
 #include <random>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
@@ -250,6 +251,35 @@ TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][ap
   std::string value;
   REQUIRE(t->Get(a.get(), Key(4), &value).ok());
   CHECK(value == "v");
+  REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("a transaction object serves tables of any id, transaction after transaction",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(17);
+  Table* first = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &first);
+  std::vector<Table*> tables{first};
+  while (tables.back()->id() < 40) {  // ids past the hooks kept inline
+    Table* t = nullptr;
+    REQUIRE(db->CreateTable("t" + std::to_string(tables.size()), &t).ok());
+    tables.push_back(t);
+  }
+  std::unique_ptr<Transaction> a;
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(db->Begin(&a).ok());
+    for (Table* t : tables) REQUIRE(t->Upsert(a.get(), Key(round), "v").ok());
+    REQUIRE(a->Commit().ok());
+  }
+  REQUIRE(db->Begin(&a).ok());
+  for (Table* t : tables) REQUIRE(t->Update(a.get(), Key(1), "w").ok());
+  for (Table* t : {tables.front(), tables.back()}) {
+    std::unique_ptr<Transaction> other;
+    REQUIRE(db->Begin(&other).ok());
+    CHECK(t->Update(other.get(), Key(1), "x").IsRetryable());  // a's X lock holds
+    REQUIRE(other->Abort().ok());
+  }
   REQUIRE(a->Commit().ok());
   REQUIRE(db->Close().ok());
 }
