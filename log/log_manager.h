@@ -212,7 +212,9 @@ class LogManager {
   // Flush(end_lsn()).
   Status FlushAll() { return Flush(end_lsn()); }
 
-  // Reads one record (e.g. to undo it), flushing first if it is not yet durable.
+  // Reads one record whose Insert has returned (e.g. to undo it): from the log buffer if it
+  // is still there (a rollback of a recent transaction reads and syncs nothing), else from
+  // the log file, flushing first if it is not yet durable.
   Status ReadRecord(Lsn lsn, LogRecordBuf* record);
   // A reader bounded at the current durable LSN (recovery, log dumps).
   std::unique_ptr<LogReader> NewReader();
@@ -266,8 +268,12 @@ class LogManager {
 
   // --- Insert path (log_manager.cc) ---
   Status CopyIn(uint64_t start, const RecordHeader& header, std::string_view payload);
-  void CopyToRing(uint64_t lsn, const char* src, size_t n);
-  void Publish(uint64_t from, uint64_t to, bool continued);
+  uint64_t CopyToRing(uint64_t offset, const char* src, size_t n);
+  void CopyFromRing(uint64_t lsn, char* dst, size_t n) const;
+  // ReadRecord from the ring: false if the record may no longer be there.
+  bool ReadFromRing(uint64_t at, LogRecordBuf* record) const;
+  // from_offset: from % ring_bytes_, which the caller has at hand.
+  void Publish(uint64_t from, uint64_t from_offset, uint64_t to, bool continued);
   Status WaitForSpace(uint64_t pos);
   void RequestDurable(uint64_t lsn);
   void ArmAsyncDeadline();

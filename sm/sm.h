@@ -215,6 +215,9 @@ class Database {
   [[nodiscard]] virtual Status DropTable(std::string_view name) = 0;
   virtual std::vector<std::string> TableNames() = 0;
 
+  // Begins a transaction in *txn. If *txn holds a finished transaction of this database, that
+  // object begins again (the cheapest way to run one transaction after another: nothing is
+  // allocated); anything else in *txn is destroyed, which aborts it if it is still active.
   [[nodiscard]] virtual Status Begin(std::unique_ptr<Transaction>* txn,
                                      Isolation isolation = Isolation::kSerializable) = 0;
   [[nodiscard]] virtual Status Checkpoint() = 0;

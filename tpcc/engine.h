@@ -111,6 +111,14 @@ class EngineTxn {
   [[nodiscard]] virtual Status Scan(TableId table, std::string_view lower,
                                     std::string_view upper, bool reverse,
                                     ScanVisitor visitor) = 0;
+
+  // A buffer for the value of a point read that the caller decodes at once: it keeps its
+  // capacity from one read to the next, so reading a row allocates nothing. Its contents
+  // are the caller's until the next read into it.
+  std::string* value_buffer() { return &value_buffer_; }
+
+ private:
+  std::string value_buffer_;
 };
 
 // Engine-wide figures for the run summary; an adapter fills what it knows.

@@ -177,12 +177,18 @@ SM_TPCC_VARIABLE_TAIL(ItemRow, data);
 SM_TPCC_VARIABLE_TAIL(StockRow, data);
 #undef SM_TPCC_VARIABLE_TAIL
 
+// The stored value of `row`: a view of its own bytes (valid while the row is), so a write
+// needs no copy.
 template <typename Row>
-inline void EncodeRow(const Row& row, std::string* out) {
+inline std::string_view RowBytes(const Row& row) {
   static_assert(std::is_trivially_copyable_v<Row>);
   static_assert(std::has_unique_object_representations_v<Row>, "a row must have no padding");
-  out->assign(reinterpret_cast<const char*>(&row),
-              RowTail<Row>::kFixedBytes + RowTail<Row>::VariableBytes(row));
+  return std::string_view(reinterpret_cast<const char*>(&row),
+                          RowTail<Row>::kFixedBytes + RowTail<Row>::VariableBytes(row));
+}
+template <typename Row>
+inline void EncodeRow(const Row& row, std::string* out) {
+  out->assign(RowBytes(row));
 }
 template <typename Row>
 inline std::string EncodeRow(const Row& row) {

@@ -17,7 +17,7 @@ class SmTxn final : public EngineTxn {
     if (txn_ != nullptr && txn_->active()) {
       return Status::InvalidArgument("Begin on an active transaction");
     }
-    txn_.reset();
+    // The finished transaction in txn_ begins again (sm::Database::Begin).
     return engine_->database()->Begin(&txn_, isolation == TxnIsolation::kSerializable
                                                  ? sm::Isolation::kSerializable
                                                  : sm::Isolation::kReadCommitted);

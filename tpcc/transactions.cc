@@ -60,7 +60,7 @@ enum class Read : uint8_t { kShared, kForUpdate };
 template <typename Row>
 Status GetRow(EngineTxn* txn, TableId table, std::string_view key, Row* row,
               Read mode = Read::kShared) {
-  std::string value;
+  std::string& value = *txn->value_buffer();
   Status s = mode == Read::kForUpdate ? txn->GetForUpdate(table, key, &value)
                                       : txn->Get(table, key, &value);
   if (s.IsNotFound()) {
@@ -75,9 +75,7 @@ Status GetRow(EngineTxn* txn, TableId table, std::string_view key, Row* row,
 
 template <typename Row>
 Status PutRow(EngineTxn* txn, TableId table, std::string_view key, const Row& row) {
-  std::string value;
-  EncodeRow(row, &value);
-  return txn->Update(table, key, value);
+  return txn->Update(table, key, RowBytes(row));
 }
 
 // Runs body in a transaction: commit if it succeeds, abort (and return its status) if not.
@@ -131,7 +129,7 @@ std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct va
 Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRow* ol,
                      NewOrderOutput::Line* result, bool* rolled_back) {
   const NewOrderInput::Line& line = in.lines[i];
-  std::string value;
+  std::string& value = *txn->value_buffer();
   Status s = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
   if (s.IsNotFound()) {
     // The unused item id, which only the last line may carry: the order is rolled back
@@ -175,7 +173,7 @@ Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRo
 Status InsertOrderLine(EngineTxn* txn, const NewOrderInput& in, uint32_t o_id, int i,
                        const OrderLineRow& ol) {
   return txn->Insert(TableId::kOrderLine,
-                     OrderLineKey(in.w, in.d, o_id, static_cast<uint8_t>(i + 1)), EncodeRow(ol));
+                     OrderLineKey(in.w, in.d, o_id, static_cast<uint8_t>(i + 1)), RowBytes(ol));
 }
 
 Status ReadWarehouseTax(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out) {
@@ -214,7 +212,7 @@ Status InsertOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out)
   order.all_local = 1;
   for (int i = 0; i < in.ol_cnt; ++i) order.all_local &= in.lines[i].supply_w_id == in.w;
   out->all_local = order.all_local != 0;
-  SM_TRY(txn->Insert(TableId::kOrder, OrderKey(in.w, in.d, out->o_id), EncodeRow(order)));
+  SM_TRY(txn->Insert(TableId::kOrder, OrderKey(in.w, in.d, out->o_id), RowBytes(order)));
   SM_TRY(txn->Insert(TableId::kOrderByCustomer, OrderByCustomerKey(in.w, in.d, in.c, out->o_id), {}));
   return txn->Insert(TableId::kNewOrder, NewOrderKey(in.w, in.d, out->o_id), {});
 }
@@ -333,7 +331,7 @@ Status InsertHistory(EngineTxn* txn, const PaymentInput& in, const WarehouseRow&
   h_data += "    ";
   h_data += View(d.name);
   Set(h.data, h_data);
-  const std::string value = EncodeRow(h);
+  const std::string_view value = RowBytes(h);
   for (;;) {  // the history key only has to be unique
     uint32_t seq = history_seq.fetch_add(1, std::memory_order_relaxed);
     Status s = txn->Insert(TableId::kHistory, HistoryKey(in.w, in.d, in.date_us, seq), value);

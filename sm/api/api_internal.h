@@ -17,9 +17,13 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <typeinfo>
+#include <vector>
 
 #include "index/btree.h"
+#include "index/btree_locks.h"
 #include "index/btree_wal.h"
 #include "log/log_manager.h"
 #include "sm/buffer/buffer_pool.h"
@@ -71,9 +75,29 @@ class TransactionImpl final : public Transaction {
   txn::Txn* txn() { return txn_.get(); }
   DatabaseImpl* db() const { return db_; }
 
+  // Begins the next transaction on this finished one (DatabaseImpl::Begin): the Txn and the
+  // key-lock hooks are kept, so a warm transaction object begins without allocating.
+  Status Restart(Isolation isolation);
+  // The key-lock hook of table `table_id` (index/btree_locks.h: one per transaction and
+  // table). Kept from one operation, and one transaction, to the next, so that the table's
+  // intention lock is asked of the lock manager once per transaction, not once per operation.
+  index::TxnKeyLocks* KeyLocks(uint32_t table_id);
+
  private:
+  // The hooks of table ids below this live in the object itself (a transaction object used
+  // for one transaction only allocates none); larger ids (a database that has created many
+  // tables in one run) are searched in overflow_locks_.
+  static constexpr uint32_t kInlineTableIds = 16;
+
+  index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
+  // Runs fn on every hook in use.
+  template <typename Fn>
+  void ForEachKeyLocks(Fn fn);
+
   DatabaseImpl* const db_;
   std::unique_ptr<txn::Txn> txn_;
+  std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
+  std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
 };
 
 class TableImpl final : public Table {
@@ -98,7 +122,10 @@ class TableImpl final : public Table {
 
  private:
   enum class Op : uint8_t { kInsert, kUpdate, kUpsert, kDelete };
-  Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  // Every operation asks: the usual answer is inline, the errors come from ResolveSlow (which
+  // checks in the documented order and also sets *impl when all is well).
+  inline Status Resolve(Transaction* txn, TransactionImpl** impl) const;
+  Status ResolveSlow(Transaction* txn, TransactionImpl** impl) const;
   Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
   steps::TeamKey StepsKey(Op op) const;
@@ -199,5 +226,19 @@ class DatabaseImpl final : public Database {
   std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
   uint32_t next_table_id_ = kFirstUserTableId;
 };
+
+// TableImpl::Resolve, here where DatabaseImpl is complete.
+inline Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
+  // TransactionImpl is final, so a type_info comparison decides what dynamic_cast would.
+  if (txn != nullptr && typeid(*txn) == typeid(TransactionImpl)) [[likely]] {
+    auto* t = static_cast<TransactionImpl*>(txn);
+    if (t->db() == db_ && t->active() && !dropped_.load(std::memory_order_acquire) &&
+        db_->CheckOpen().ok()) [[likely]] {
+      *impl = t;
+      return Status::OK();
+    }
+  }
+  return ResolveSlow(txn, impl);
+}
 
 }  // namespace sm::api

@@ -1,6 +1,7 @@
 // DatabaseImpl: open (create or recover), the catalog and DDL, transactions, close.
 #include <algorithm>
 #include <string>
+#include <typeinfo>
 
 #include "sm/api/api_internal.h"
 #include "index/btree_locks.h"
@@ -356,6 +357,13 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
     steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));
   } else {
     YieldToReadyFibers();
+  }
+  // A finished transaction of ours in *txn begins again in place (no allocation, and its
+  // per-table key-lock hooks stay warm); anything else in *txn is replaced (and so destroyed,
+  // which aborts it if it is still active) as before.
+  if (*txn != nullptr && typeid(**txn) == typeid(TransactionImpl)) {
+    auto* t = static_cast<TransactionImpl*>(txn->get());
+    if (t->db() == this && !t->active()) return t->Restart(isolation);
   }
   std::unique_ptr<txn::Txn> inner;
   SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));

@@ -21,6 +21,47 @@ TransactionImpl::~TransactionImpl() {
   db_->txns()->Recycle(std::move(txn_));
 }
 
+Status TransactionImpl::Restart(Isolation isolation) {
+  SM_ASSERT(!txn_->active());
+  const txn::Txn* before = txn_.get();
+  SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
+  if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
+    for (auto& locks : key_locks_) locks.reset();
+    overflow_locks_.clear();
+    return Status::OK();
+  }
+  ForEachKeyLocks([this](index::TxnKeyLocks& locks) { locks.Reset(txn_->isolation()); });
+  return Status::OK();
+}
+
+template <typename Fn>
+void TransactionImpl::ForEachKeyLocks(Fn fn) {
+  for (auto& locks : key_locks_) {
+    if (locks.has_value()) fn(*locks);
+  }
+  for (auto& locks : overflow_locks_) fn(*locks);
+}
+
+index::TxnKeyLocks* TransactionImpl::KeyLocks(uint32_t table_id) {
+  if (table_id < kInlineTableIds && key_locks_[table_id].has_value()) [[likely]] {
+    return &*key_locks_[table_id];
+  }
+  return NewKeyLocks(table_id);
+}
+
+index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
+  if (table_id < kInlineTableIds) {
+    return &key_locks_[table_id].emplace(db_->locks(), txn_->lock_owner(), txn_->isolation(),
+                                         table_id);
+  }
+  for (auto& held : overflow_locks_) {
+    if (held->table() == table_id) return held.get();
+  }
+  overflow_locks_.push_back(std::make_unique<index::TxnKeyLocks>(
+      db_->locks(), txn_->lock_owner(), txn_->isolation(), table_id));
+  return overflow_locks_.back().get();
+}
+
 Isolation TransactionImpl::isolation() const {
   return static_cast<Isolation>(txn_->isolation());
 }
@@ -60,12 +101,14 @@ index::ScanRange RangeOf(const ScanOptions& o) {
 
 class CursorImpl final : public Cursor {
  public:
+  // The cursor locks through the transaction's hook for the table, like every other operation
+  // on it: a hook's pin (index/btree_locks.h) is then never released under another hook's
+  // lock on the same key.
   CursorImpl(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
              const ScanOptions& options)
       : txn_(txn),
-        locks_(txn->db()->locks(), txn->txn()->lock_owner(), txn->txn()->isolation(),
-               table_id),
-        cursor_(tree, RangeOf(options), index::OpContext{txn->txn(), &locks_}),
+        txn_id_(txn->id()),
+        cursor_(tree, RangeOf(options), index::OpContext{txn->txn(), txn->KeyLocks(table_id)}),
         reverse_(options.reverse) {}
 
   Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
@@ -73,14 +116,17 @@ class CursorImpl final : public Cursor {
   std::string_view key() const override { return cursor_.key(); }
   std::string_view value() const override { return cursor_.value(); }
   Status Next() override {
-    if (!txn_->active()) return Status::InvalidArgument("the cursor's transaction has finished");
+    // The transaction object may have begun another transaction since (Database::Begin).
+    if (!txn_->active() || txn_->id() != txn_id_) {
+      return Status::InvalidArgument("the cursor's transaction has finished");
+    }
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
     return reverse_ ? cursor_.Prev() : cursor_.Next();
   }
 
  private:
   TransactionImpl* const txn_;
-  index::TxnKeyLocks locks_;  // before cursor_: the cursor's context points at it
+  const uint64_t txn_id_;
   index::Cursor cursor_;
   const bool reverse_;
 };
@@ -95,11 +141,9 @@ TableImpl::TableImpl(DatabaseImpl* db, std::string name, const CatalogEntry& ent
   steps::SetIndexName(id_, name_);  // team reports say "index fetch (name)"
 }
 
-Status TableImpl::Resolve(Transaction* txn, TransactionImpl** impl) const {
+Status TableImpl::ResolveSlow(Transaction* txn, TransactionImpl** impl) const {
   SM_TRY(db_->CheckOpen());
   if (txn == nullptr) return Status::InvalidArgument("no transaction");
-  // TransactionImpl is final, so a type_info comparison decides what dynamic_cast would, in a
-  // few instructions instead of a walk of the class hierarchy.
   if (typeid(*txn) != typeid(TransactionImpl)) {
     return Status::InvalidArgument("not a transaction of this library");
   }
@@ -131,18 +175,14 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
-  index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
-                           id_);
-  return tree_->Lookup(key, value, index::OpContext{t->txn(), &locks}, for_update);
+  return tree_->Lookup(key, value, index::OpContext{t->txn(), t->KeyLocks(id_)}, for_update);
 }
 
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(op));
-  index::TxnKeyLocks locks(db_->locks(), t->txn()->lock_owner(), t->txn()->isolation(),
-                           id_);
-  index::OpContext ctx{t->txn(), &locks};
+  index::OpContext ctx{t->txn(), t->KeyLocks(id_)};
   switch (op) {
     case Op::kInsert:
       return tree_->Insert(key, value, ctx);

@@ -52,14 +52,11 @@ TxnManager::~TxnManager() {
   recycled_.clear();  // their LockOwners leave the lock manager, which outlives us
 }
 
-Status TxnManager::health() const {
+Status TxnManager::FailedHealth() const {
   SM_TRY(log_->health());
   SM_TRY(volume_->health());
-  if (failed_.load(std::memory_order_acquire)) [[unlikely]] {
-    std::lock_guard<threads::SpinLock> guard(failure_lock_);
-    return failure_;
-  }
-  return Status::OK();
+  std::lock_guard<threads::SpinLock> guard(failure_lock_);
+  return failure_;
 }
 
 void TxnManager::LatchFailure(const Status& cause) {
@@ -75,7 +72,10 @@ Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
   SM_TRY(health());
   TxnId id(next_txn_id_.fetch_add(1, std::memory_order_relaxed));
   std::unique_ptr<Txn> fresh;
-  {
+  if (*txn != nullptr && Reusable(**txn)) {
+    fresh = std::move(*txn);
+  } else {
+    Recycle(std::move(*txn));
     std::lock_guard<threads::SpinLock> guard(recycled_mu_);
     if (!recycled_.empty()) {
       fresh = std::move(recycled_.back());
@@ -96,16 +96,17 @@ Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
   return Status::OK();
 }
 
+bool TxnManager::Reusable(const Txn& txn) const {
+  return txn.manager_ == this && !txn.active() && txn.lock_owner_.lock_count() == 0;
+}
+
 void TxnManager::Recycle(std::unique_ptr<Txn> txn) {
-  if (txn == nullptr || txn->manager_ != this || txn->active() ||
-      txn->lock_owner_.lock_count() != 0) {
-    return;  // destroyed here (an active one rolls back in ~Txn)
-  }
+  if (txn == nullptr || !Reusable(*txn)) return;  // destroyed here (an active one rolls back)
   std::lock_guard<threads::SpinLock> guard(recycled_mu_);
   if (recycled_.size() < kRecycledTxns) recycled_.push_back(std::move(txn));
 }
 
-Status TxnManager::CheckActive(const Txn* txn) const {
+Status TxnManager::NotActive(const Txn* txn) const {
   if (txn == nullptr) return Status::InvalidArgument("no transaction");
   if (txn->manager_ != this) {
     return Status::InvalidArgument("transaction " + std::to_string(txn->id_.value()) +
@@ -209,8 +210,8 @@ Status TxnManager::Abort(Txn* txn) {
 }
 
 // Undoes the transaction's records newest first (each undo logged as a compensation record),
-// then writes its end record. The records are read back from the log, so a rollback is not
-// limited by the log buffer.
+// then writes its end record. The records are read back from the log (its buffer, or its file
+// once the buffer has moved on), so a rollback is not limited by the log buffer.
 Status TxnManager::Rollback(Txn* txn) {
   if (txn->records_logged_ == 0) return Status::OK();
   log::LogRecord abort_record;

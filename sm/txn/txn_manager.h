@@ -16,8 +16,9 @@
 //
 // Abort: a kTxnAbort record, then the transaction's records are undone newest first through the
 // handler table (record_handlers.h), each undo logged as a compensation record; then kTxnEnd,
-// then the locks are released. Rollback of a transaction larger than the log buffer works: the
-// records are read back from the log (LogManager::ReadRecord).
+// then the locks are released. The records are read back with LogManager::ReadRecord: from the
+// log buffer while they are still in it (no log sync, no file read: the usual case), else from
+// the log file, so a rollback of a transaction larger than the log buffer works too.
 //
 // Checkpoint (fuzzy, ARIES): kCheckpointBegin; advance the buffer pool's full-page-image epoch
 // and write every dirty page (torn-write protection, BufferPool::AdvanceFpiEpoch: a page
@@ -67,6 +68,7 @@
 #include "log/recovery.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
+#include "sm/space/volume.h"
 #include "sm/txn/record_handlers.h"
 #include "sm/txn/txn.h"
 #include "threads/baton.h"
@@ -77,9 +79,6 @@ class LockManager;
 }
 namespace sm::buffer {
 class BufferPool;
-}
-namespace sm::space {
-class Volume;
 }
 
 namespace sm::txn {
@@ -124,6 +123,9 @@ class TxnManager final : public log::RecoveryTarget {
   void StartCheckpointer();
   void StopCheckpointer();
 
+  // A Txn already in *txn that Recycle would keep is restarted in place (its owner keeps the
+  // same object, and what it built around it, from one transaction to the next); any other
+  // Txn in *txn goes to Recycle, and *txn gets a recycled or new one.
   [[nodiscard]] Status Begin(Isolation isolation, std::unique_ptr<Txn>* txn);
   // Takes back a Txn its owner is done with: a finished one that holds no locks is kept (up to
   // kRecycledTxns) for a later Begin; anything else is destroyed (an active one rolls back).
@@ -146,8 +148,15 @@ class TxnManager final : public log::RecoveryTarget {
 
   [[nodiscard]] Status Checkpoint(CheckpointReport* report = nullptr);
 
-  // OK, or the sticky failed state's Status::Fatal (see the file comment).
-  [[nodiscard]] Status health() const;
+  // OK, or the sticky failed state's Status::Fatal (see the file comment). Inline for the
+  // usual answer: every logged record asks.
+  [[nodiscard]] Status health() const {
+    if (!failed_.load(std::memory_order_acquire)) [[likely]] {
+      SM_TRY(log_->health());
+      return volume_->health();
+    }
+    return FailedHealth();
+  }
 
   TxnStats stats() const;
   log::LogManager* log() const { return log_; }
@@ -169,7 +178,14 @@ class TxnManager final : public log::RecoveryTarget {
                                          &Txn::active_hook_>,
       boost::intrusive::constant_time_size<true>>;
 
-  Status CheckActive(const Txn* txn) const;
+  // Inline for the usual answer (every logged record asks); the errors are built out of line.
+  Status CheckActive(const Txn* txn) const {
+    if (txn != nullptr && txn->manager_ == this && txn->active()) [[likely]] return Status::OK();
+    return NotActive(txn);
+  }
+  Status NotActive(const Txn* txn) const;
+  Status FailedHealth() const;
+  bool Reusable(const Txn& txn) const;
   Status Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn);
   Status Rollback(Txn* txn);
   Status UndoOne(Txn* txn, const log::LogRecordView& record);

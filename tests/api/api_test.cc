@@ -7,6 +7,7 @@
 #include <random>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "sm/api/api_internal.h"
 #include "sm/io/fault_file.h"
@@ -24,6 +25,16 @@ std::unique_ptr<Database> MustOpen(const Options& o, OpenReport* report = nullpt
   Status s = Database::Open(o, &db, report);
   INFO(s.ToString());
   REQUIRE(s.ok());
+  return db;
+}
+
+// A database with one table, "t", whose lock waits time out after `lock_wait`.
+std::unique_ptr<Database> OpenWithTable(io::FileSystem* fs, std::chrono::milliseconds lock_wait,
+                                        Table** t) {
+  Options o = TestOptions(fs);
+  o.lock_wait_timeout = lock_wait;
+  std::unique_ptr<Database> db = MustOpen(o);
+  REQUIRE(db->CreateTable("t", t).ok());
   return db;
 }
 
@@ -166,11 +177,8 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
 TEST_CASE("commit and abort release every lock; a recycled transaction starts clean",
           "[unit][api]") {
   io::FaultInjectionFileSystem fs(6);
-  Options o = TestOptions(&fs);
-  o.lock_wait_timeout = std::chrono::milliseconds(200);
-  std::unique_ptr<Database> db = MustOpen(o);
   Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
   auto txn_of = [](Transaction* txn) { return static_cast<api::TransactionImpl*>(txn)->txn(); };
   for (bool commit : {true, false}) {
     INFO((commit ? "commit" : "abort"));
@@ -202,13 +210,84 @@ TEST_CASE("commit and abort release every lock; a recycled transaction starts cl
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(16);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
+  std::unique_ptr<Transaction> a;
+  REQUIRE(db->Begin(&a).ok());
+  for (int i = 0; i < 10; ++i) REQUIRE(t->Insert(a.get(), Key(i), "v").ok());
+  REQUIRE(a->Commit().ok());
+
+  Transaction* const object = a.get();
+  for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted,
+                              Isolation::kSerializable}) {
+    std::unique_ptr<Cursor> stale;
+    REQUIRE(db->Begin(&a, Isolation::kSerializable).ok());
+    REQUIRE(t->NewCursor(a.get(), ScanOptions{}, &stale).ok());
+    const uint64_t id = a->id();
+    REQUIRE(a->Commit().ok());
+
+    REQUIRE(db->Begin(&a, isolation).ok());
+    CHECK(a.get() == object);  // no new object
+    CHECK(a->id() > id);
+    CHECK(a->active());
+    CHECK(a->isolation() == isolation);
+    // A cursor of the transaction before refuses to go on under this one.
+    CHECK(stale->Next().code() == Status::Code::kInvalidArgument);
+    // The key-lock hooks start clean: the new transaction locks what it touches, and
+    // another transaction waits for (here: times out on) its write.
+    REQUIRE(t->Update(a.get(), Key(3), "w").ok());
+    std::unique_ptr<Transaction> other;
+    REQUIRE(db->Begin(&other).ok());
+    CHECK(t->Update(other.get(), Key(3), "x").IsRetryable());
+    REQUIRE(other->Abort().ok());
+    REQUIRE(a->Abort().ok());
+  }
+  // An active transaction in *txn is replaced, which aborts it.
+  REQUIRE(db->Begin(&a).ok());
+  REQUIRE(t->Update(a.get(), Key(4), "lost").ok());
+  REQUIRE(db->Begin(&a).ok());
+  std::string value;
+  REQUIRE(t->Get(a.get(), Key(4), &value).ok());
+  CHECK(value == "v");
+  REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("a transaction object serves tables of any id, transaction after transaction",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(17);
+  Table* first = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &first);
+  std::vector<Table*> tables{first};
+  while (tables.back()->id() < 40) {  // ids past the hooks kept inline
+    Table* t = nullptr;
+    REQUIRE(db->CreateTable("t" + std::to_string(tables.size()), &t).ok());
+    tables.push_back(t);
+  }
+  std::unique_ptr<Transaction> a;
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(db->Begin(&a).ok());
+    for (Table* t : tables) REQUIRE(t->Upsert(a.get(), Key(round), "v").ok());
+    REQUIRE(a->Commit().ok());
+  }
+  REQUIRE(db->Begin(&a).ok());
+  for (Table* t : tables) REQUIRE(t->Update(a.get(), Key(1), "w").ok());
+  for (Table* t : {tables.front(), tables.back()}) {
+    std::unique_ptr<Transaction> other;
+    REQUIRE(db->Begin(&other).ok());
+    CHECK(t->Update(other.get(), Key(1), "x").IsRetryable());  // a's X lock holds
+    REQUIRE(other->Abort().ok());
+  }
+  REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
-  Options o = TestOptions(&fs);
-  o.lock_wait_timeout = std::chrono::milliseconds(100);
-  std::unique_ptr<Database> db = MustOpen(o);
   Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
   {
     std::unique_ptr<Transaction> load;
     REQUIRE(db->Begin(&load).ok());

@@ -619,6 +619,20 @@ TEST_CASE("a rollback that fails leaves the database refusing changes until reco
   for (int i = 0; i < 50; ++i) {
     REQUIRE(table->Update(doomed.get(), test::KeyOf(i), "doomed").ok());
   }
+  // A rollback reads its records from the log buffer while they are there: another
+  // transaction logs more than the buffer holds, so that this one must read the log file.
+  std::unique_ptr<Transaction> filler;
+  REQUIRE(db->Begin(&filler).ok());
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 100; i < 200; ++i) {
+      std::string key = test::KeyOf(i);
+      std::string value = "filler-" + std::to_string(round) + std::string(200, 'f');
+      REQUIRE(table->Update(filler.get(), key, value).ok());
+      acked[key] = value;
+    }
+  }
+  REQUIRE(filler->Commit().ok());
+  filler.reset();
   fs.SetFaultFilter("/log/log.0");
   fs.FailNth(io::FaultOp::kRead, 1);  // the rollback reads the records back from the log
   Status aborted = doomed->Abort();
