@@ -132,6 +132,14 @@ Status LogReader::Classify(uint64_t pos, bool bounded, LogRecordView* record) {
     *record = probe.view;
     return Status::OK();
   }
+  // A live log becomes durable in pieces (a large record is published piece by piece), so a
+  // bounded reader's end can fall inside a record: its bytes past the end are not written
+  // yet, and it is the end of the log, not corruption.
+  const uint64_t claimed = probe.length != 0 ? probe.length : kRecordHeaderBytes;
+  if (bounded && pos + claimed > end_.value()) {
+    return Status::NotFound(where + " ends past the end of the log (" +
+                            std::to_string(end_.value()) + ")");
+  }
   if (bounded || probe.check == RecordCheck::kBadLinks) {
     return Status::Corruption(where + ": " + RecordCheckName(probe.check));
   }

@@ -435,7 +435,7 @@ TEST_CASE("undo chains are read back record by record, durable or not", "[unit][
   REQUIRE(mismatches.load() == 0);
   // A bounded reader of the live log stops at the durable LSN. (The rollbacks above read from
   // the log buffer where they could, so they need not have made anything durable: flush, so
-  // that there is something to read and the flusher is not rewriting the last block meanwhile.)
+  // that every record is there to read.)
   REQUIRE(log->FlushAll().ok());
   auto reader = log->NewReader();
   REQUIRE(reader->end() == log->durable_lsn());
