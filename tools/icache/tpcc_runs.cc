@@ -75,7 +75,7 @@ bool EnsureTpccLoaded(const TpccRunOptions& o) {
 bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
                  Counters* counters, std::string* teams) {
   const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
-  const std::string scratch = o.db + ".run";
+  const std::string scratch = o.db + ".run-" + tag;  // runs of different tags may overlap
   if (!FreshCopy(o.db, scratch)) return false;
   const std::string log = o.db + "." + tag + ".log";
   std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
