@@ -199,6 +199,29 @@ void RunOps(const std::string& op, Table* t, Transaction* txn, std::mt19937& rng
   }
 }
 
+// A round's transaction, begun on the calling fiber; for a delete round the keys it will delete
+// (the first `bo.fetches` of `seed`'s stream) are inserted first.
+std::unique_ptr<Transaction> BeginRound(Database* db, Table* t, const BenchOptions& bo,
+                                        const std::string& op, uint32_t seed) {
+  std::unique_ptr<Transaction> txn;
+  if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
+  if (op == "delete") {
+    std::mt19937 rng(seed);
+    RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
+  }
+  return txn;
+}
+
+// Ends it: an insert round's keys are deleted again, and the transaction commits.
+void EndRound(Table* t, const BenchOptions& bo, const std::string& op, uint32_t seed,
+              Transaction* txn) {
+  if (op == "insert") {
+    std::mt19937 again(seed);
+    RunOps("delete", t, txn, again, bo.rows, bo.fetches);
+  }
+  if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
+}
+
 // One round of N fibers (file comment) of operation `op`. A round leaves the table as it found
 // it: the keys an insert round adds are deleted after the measured region, and those a delete
 // round removes are inserted before it, in the same transactions. With `label`, the region is
@@ -212,13 +235,8 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
   for (unsigned f = 0; f < fibers; ++f) {
     db->Spawn(
         [&, f] {
-          std::unique_ptr<Transaction> txn;
-          if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
           const uint32_t seed = 1000 * fibers + f;
-          if (op == "delete") {  // the keys the region deletes
-            std::mt19937 rng(seed);
-            RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
-          }
+          std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
           if (++arrived == int(fibers)) {
             if (!label.empty()) CALLGRIND_TOGGLE_COLLECT;
             start.Set();
@@ -236,11 +254,7 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
           } else {
             end.Wait();
           }
-          if (op == "insert") {  // take the inserted keys out again
-            std::mt19937 again(seed);
-            RunOps("delete", t, txn.get(), again, bo.rows, bo.fetches);
-          }
-          if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
+          EndRound(t, bo, op, seed, txn.get());
           done.Done();
         },
         0);
@@ -342,30 +356,21 @@ void AroundFragmentOp(bool before) {
 }
 
 // One fiber runs --fetches operations `op` (measured under `pass_op` unless empty), leaving the
-// table as it found it (as Round does).
+// table as it found it (BeginRound, EndRound).
 void FragmentRound(Database* db, Table* t, const BenchOptions& bo, const std::string& op,
                    const std::string& pass_op) {
   threads::WaitGroup done;
   done.Add(1);
   db->Spawn(
       [&] {
-        std::unique_ptr<Transaction> txn;
-        if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
         const uint32_t seed = 4242;
-        if (op == "delete") {
-          std::mt19937 rng(seed);
-          RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
-        }
+        std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
         g_fragment = {pass_op, "start", std::this_thread::get_id()};
         std::mt19937 rng(seed);
         RunOps(op, t, txn.get(), rng, bo.rows, bo.fetches,
                pass_op.empty() ? nullptr : &AroundFragmentOp);
         g_fragment.pass_op.clear();
-        if (op == "insert") {
-          std::mt19937 again(seed);
-          RunOps("delete", t, txn.get(), again, bo.rows, bo.fetches);
-        }
-        if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
+        EndRound(t, bo, op, seed, txn.get());
         done.Done();
       },
       0);
