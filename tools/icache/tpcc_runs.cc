@@ -84,6 +84,7 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
                     std::to_string(o.warmup) +
                     " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
                     " --prewarm --buffer-pool " + o.buffer_pool + " --writer-interval-ms 0" +
+                    " --lock-timeout-ms 3600000" +
                     " --steps " + (steps ? "on" : "off");
   if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
   cmd += " > " + Quote(log) + " 2>&1";
