@@ -8,9 +8,9 @@
 // disables every other one. A name that no compiled-in site has is an error (InvalidArgument
 // naming the file, line and name): a stale placement must be regenerated, not half applied.
 //
-// The default placement, steps/ctx_placement.txt, is hand-made: a CTX point at each inner
-// level of a B-tree descent, at the leaf search, before each leaf change, at cursor seeks and
-// at lock acquisition - the operation boundaries themselves are team switches (BeginOp).
+// The default placement, steps/ctx_placement.txt, is the output of the placement tool
+// (tools/icache/ctx_place, `tools/run ctx-place`) for this code at 32 KiB 8-way; the operation
+// boundaries themselves are team switches (BeginOp).
 //
 // Thread/fiber safety: apply before workers run operations (sites are read with relaxed loads).
 #pragma once

@@ -51,6 +51,7 @@ struct CommonOptions {
   unsigned workers = 0;  // 0: all cores
   std::string buffer_pool = "1G";
   uint32_t writer_interval_ms = 100;
+  uint64_t lock_timeout_ms = 10000;  // the engine's default
   std::string commit = "durable";
   uint64_t seed = 1;
   std::string output = "plain";
@@ -180,6 +181,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   options.db.buffer_pool_bytes = pool;
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
+  options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
   if (o.commit == "durable") {
     options.db.commit_mode = CommitMode::kDurable;
   } else if (o.commit == "async") {
@@ -674,6 +676,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str();
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
+      ->capture_default_str();
+  app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
+                  "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "
+                  "their counts vary)")
       ->capture_default_str();
   app->add_option("--commit", o->commit, "commit mode: durable, async or none")
       ->capture_default_str();

@@ -1,6 +1,9 @@
 // Running a program under callgrind and reading its dumped parts.
 #include "tools/icache/callgrind_parts.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +34,20 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
+// The instruction address of a cost line's first subposition, given the previous one's.
+bool ReadAddress(const char* text, uint64_t last, uint64_t* addr) {
+  if (*text == '*') {
+    *addr = last;
+  } else if (*text == '+' || *text == '-') {
+    *addr = last + static_cast<uint64_t>(std::strtoll(text, nullptr, 10));
+  } else if (std::isdigit(static_cast<unsigned char>(*text))) {
+    *addr = std::strtoull(text, nullptr, 0);  // "0x..." hex, or decimal
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string Geometry::Name() const {
@@ -51,34 +68,63 @@ uint64_t Counters::Get(const std::string& name) const {
   return it == events.end() ? 0 : it->second;
 }
 
-bool ParseCallgrindFile(const std::string& path, std::string* label, Counters* counters) {
+bool ParseCallgrindFile(const std::string& path, uint32_t line_bytes, Part* part) {
   std::ifstream in(path);
   if (!in) return false;
   std::vector<std::string> names;
+  size_t subpositions = 1;  // "positions: line" by default; "instr line" with --dump-instr
+  bool instr = false;
+  uint64_t last = 0;  // the instruction address of the previous cost line
+  bool call_cost = false;  // the next cost line is a call's inclusive cost
+  std::vector<uint64_t> lines;
   std::string line;
   bool have_summary = false;
   while (std::getline(in, line)) {
-    if (StartsWith(line, "desc: Trigger: ")) {
-      *label = line.substr(std::string("desc: Trigger: ").size());
+    if (line.empty()) continue;
+    const char c = line[0];
+    if (c == '+' || c == '-' || c == '*' || std::isdigit(static_cast<unsigned char>(c))) {
+      if (call_cost) {  // relative to the previous cost line, and moves no position
+        call_cost = false;
+        continue;
+      }
+      if (!instr || line_bytes == 0) continue;
+      if (!ReadAddress(line.c_str(), last, &last)) return false;
+      std::istringstream words(line);
+      std::string word;
+      for (size_t i = 0; i < subpositions && words >> word;) ++i;
+      uint64_t ir = 0;
+      if (words >> ir && ir > 0) lines.push_back(last / line_bytes);
+    } else if (StartsWith(line, "calls=")) {
+      call_cost = true;  // "calls=<count> <target position>", which moves no position either
+    } else if (StartsWith(line, "desc: Trigger: ")) {
+      part->label = line.substr(std::string("desc: Trigger: ").size());
       const std::string kClient = "Client Request: ";
-      if (StartsWith(*label, kClient)) *label = label->substr(kClient.size());
+      if (StartsWith(part->label, kClient)) part->label = part->label.substr(kClient.size());
+    } else if (StartsWith(line, "positions: ")) {
+      std::vector<std::string> kinds = SplitWords(line.substr(11));
+      subpositions = kinds.size();
+      instr = !kinds.empty() && kinds[0] == "instr";
     } else if (StartsWith(line, "events: ")) {
       names = SplitWords(line.substr(8));
     } else if (StartsWith(line, "summary: ") || StartsWith(line, "totals: ")) {
       std::vector<uint64_t> values = SplitNumbers(line.substr(line.find(':') + 1));
-      counters->events.clear();
+      part->counters.events.clear();
       for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
-        counters->events[names[i]] = values[i];
+        part->counters.events[names[i]] = values[i];
       }
       have_summary = true;
     }
   }
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  part->lines = std::move(lines);
   return have_summary;
 }
 
-bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
-                       const std::string& out_prefix, bool keep,
-                       std::map<std::string, Counters>* parts, std::string* error) {
+bool RunUnderCallgrindParts(const std::string& command, const Geometry& geometry,
+                            const std::string& out_prefix, const std::string& extra_args,
+                            uint32_t line_bytes, bool keep, std::vector<Part>* parts,
+                            std::string* error) {
   namespace fs = std::filesystem;
   if (std::system("valgrind --version >/dev/null 2>&1") != 0) {
     *error = "valgrind is not installed (Debian package valgrind)";
@@ -87,22 +133,32 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
   // Explicit cache sizes always: valgrind's auto-detection reads this host's caches wrongly.
   std::string cmd = "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes"
                     " --collect-atstart=no --I1=" + geometry.i1 + " --D1=" + geometry.d1 +
-                    " --LL=" + geometry.ll + " --callgrind-out-file=" + out_prefix +
-                    " --log-file=" + out_prefix + ".log " + command;
+                    " --LL=" + geometry.ll + " " + extra_args + " --callgrind-out-file=" +
+                    out_prefix + " --log-file=" + out_prefix + ".log " + command;
   int rc = std::system(cmd.c_str());
   fs::path dir = fs::path(out_prefix).parent_path();
   std::string base = fs::path(out_prefix).filename().string();
-  std::vector<fs::path> files;
+  // Callgrind names the dumps <prefix>.1, <prefix>.2, ... in order, the last one <prefix>.
+  std::vector<std::pair<uint64_t, fs::path>> files;
   for (const auto& entry : fs::directory_iterator(dir.empty() ? fs::path(".") : dir)) {
     std::string name = entry.path().filename().string();
-    if (StartsWith(name, base)) files.push_back(entry.path());
+    if (!StartsWith(name, base)) continue;
+    std::string rest = name.substr(base.size());
+    uint64_t order = UINT64_MAX;  // <prefix> itself (the dump at exit), and <prefix>.log
+    if (rest.size() > 1 && rest[0] == '.' &&
+        rest.find_first_not_of("0123456789", 1) == std::string::npos) {
+      order = std::strtoull(rest.c_str() + 1, nullptr, 10);
+    } else if (!rest.empty() && rest != ".log") {
+      continue;
+    }
+    files.emplace_back(order, entry.path());
   }
-  for (const fs::path& file : files) {
+  std::sort(files.begin(), files.end());
+  for (const auto& [order, file] : files) {
     if (file.extension() == ".log") continue;
-    std::string label;
-    Counters counters;
-    if (ParseCallgrindFile(file.string(), &label, &counters) && !label.empty()) {
-      (*parts)[label] = counters;
+    Part part;
+    if (ParseCallgrindFile(file.string(), line_bytes, &part) && !part.label.empty()) {
+      parts->push_back(std::move(part));
     }
   }
   if (rc != 0) {
@@ -111,9 +167,18 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
     return false;
   }
   if (!keep) {
-    for (const fs::path& file : files) fs::remove(file);
+    for (const auto& [order, file] : files) fs::remove(file);
   }
   return true;
+}
+
+bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
+                       const std::string& out_prefix, bool keep,
+                       std::map<std::string, Counters>* parts, std::string* error) {
+  std::vector<Part> all;
+  bool ok = RunUnderCallgrindParts(command, geometry, out_prefix, "", 0, keep, &all, error);
+  for (Part& part : all) (*parts)[part.label] = std::move(part.counters);
+  return ok;
 }
 
 bool FreshCopy(const std::string& from, const std::string& to) {
@@ -127,6 +192,14 @@ bool FreshCopy(const std::string& from, const std::string& to) {
 
 double ReductionPct(double baseline, double measured) {
   return baseline == 0 ? 0 : 100.0 * (1.0 - measured / baseline);
+}
+
+uint32_t LineBytes(const std::string& geometry) {
+  unsigned long size = 0, ways = 0, line = 0;
+  if (std::sscanf(geometry.c_str(), "%lu,%lu,%lu", &size, &ways, &line) != 3 || line == 0) {
+    return 64;
+  }
+  return static_cast<uint32_t>(line);
 }
 
 }  // namespace sm::icache

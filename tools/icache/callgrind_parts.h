@@ -38,6 +38,15 @@ struct Counters {
   uint64_t CondMispredicts() const { return Get("Bcm"); }
 };
 
+// One dumped part read back: its trigger label, its summary counters and, when it was dumped
+// with --dump-instr=yes and read with a line size, the instruction-cache lines it executed
+// (address / line size, each with nonzero Ir; sorted, distinct): its code footprint.
+struct Part {
+  std::string label;
+  Counters counters;
+  std::vector<uint64_t> lines;
+};
+
 // Runs `command` (a program and its arguments, already quoted for the shell) under callgrind
 // with `geometry`, its output in `out_prefix`.* (removed afterwards unless keep), and returns
 // the dumped parts by label. False (with *error) if valgrind is missing or the run failed.
@@ -45,13 +54,28 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
                        const std::string& out_prefix, bool keep,
                        std::map<std::string, Counters>* parts, std::string* error);
 
-// Parses one callgrind output file: its trigger label and its summary counters.
-bool ParseCallgrindFile(const std::string& path, std::string* label, Counters* counters);
+// The same with more valgrind options (`extra_args`, e.g. "--dump-instr=yes"), returning every
+// dumped part in dump order, each with its footprint in lines of `line_bytes` (0: none read).
+bool RunUnderCallgrindParts(const std::string& command, const Geometry& geometry,
+                            const std::string& out_prefix, const std::string& extra_args,
+                            uint32_t line_bytes, bool keep, std::vector<Part>* parts,
+                            std::string* error);
+
+// Parses one callgrind output file: its trigger label, its summary counters and (line_bytes
+// > 0) its footprint. Cost lines carry an instruction address first, absolute ("0x4a1f0") or
+// relative to the previous cost line's ("+3", "-12", "*" for the same); the line after a
+// "calls=" line is the call's inclusive cost, not the call site's own, and neither it nor the
+// "calls=" line's target moves the position the next cost line is relative to (checked
+// against --compress-pos=no output).
+bool ParseCallgrindFile(const std::string& path, uint32_t line_bytes, Part* part);
 
 // Replaces the directory `to` with a copy of `from` (a database, so that every measured run
 // starts from the same state); false, with a message on stderr, on failure.
 bool FreshCopy(const std::string& from, const std::string& to);
 
 double ReductionPct(double baseline, double measured);  // 100 * (1 - measured / baseline)
+
+// The line size of a valgrind geometry "size,associativity,line" (64 if it does not parse).
+uint32_t LineBytes(const std::string& geometry);
 
 }  // namespace sm::icache

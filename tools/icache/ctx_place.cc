@@ -16,24 +16,37 @@
 // without CTX points, keeping the ones before it: where the curve of extra misses has its
 // knees. Sites that no operation reaches are reported, never enabled. Each measurement runs on
 // a fresh copy of the table. The counts still vary by about 1 % between runs (the log's
-// flusher thread runs on a timer), so a site must save clearly more than that.
+// flusher thread runs on a timer), so a site must save clearly more than that. They depend
+// much more on the binary's code layout: relinking steps_bench with 288 bytes more code ahead
+// of the engine's took one fiber's inserts from 35 to 82 L1-I misses each at 32 KiB 8-way,
+// with the same instructions. A placement is for one build; rerun the tool after a rebuild.
 //
 // Then, with --tpcc (tools/run ctx-place passes it), a TPC-C stage: the synthetic table has
 // one index and short rows, while TPC-C's transactions chain many operations on nine tables.
 // Starting from the synthetic placement, the tool toggles each candidate site in code-path
 // order and keeps a toggle that lowers the L1-I misses per transaction of Payment and of the
 // standard mix (1 warehouse, 10 users, STEPS on, tpcc run under callgrind: tpcc_runs.h),
-// averaged relative to the current placement, by more than --tpcc-min-gain (2 %) without
-// raising either by more than 1 %. --compare FILE (tools/run passes the checked-in placement)
-// is measured the same way and is the starting point instead where it measures better, so a
-// new build's placement refines the last one.
+// averaged relative to the current placement, by more than --tpcc-min-gain (1 %; repeated
+// runs agree within about 0.5 %) without raising either by more than 1 %. While a pass keeps a
+// toggle, another pass tries again the sites whose toggle measured better but not by enough,
+// at most --tpcc-passes (4) in all. --compare FILE
+// (the placement in use) is measured the same way and is the starting point instead where it
+// measures better, so a new build's placement refines the last one.
 //
-// Output: the placement file (--output; a header naming the build's geometry and the figures,
-// then one enabled site a line with the operations that reach it and the misses it saved), a
-// report per operation (extra misses per member, serial, with no CTX point and with the
-// placement), and as the last line a JSON object: sites_enabled, operations, output,
-// extra_misses_{serial,none,placed}, seconds. --fast measures fetch and insert only, with 2
-// fibers.
+// Finally the fragments: steps_bench --fragments runs each operation on one fiber under
+// callgrind with --dump-instr=yes, a part dumped at every enabled site, so each part is one
+// fragment (from one CTX point, or the operation's start, to the next, or its end). Its
+// footprint is the number of distinct instruction-cache lines it executed times the line size,
+// its misses the L1-I misses of the serial run; both are means over its occurrences, by
+// operation, and for each operation whole (no CTX point).
+//
+// Output: the placement file (--output; a header naming the build's geometry, the figures and
+// the fragment table, then one enabled site a line with, per operation, the footprint and
+// misses of the fragment that ends there, and why it was chosen), a report per operation
+// (extra misses per member: serial, with no CTX point, with the synthetic stage's sites and
+// with the placement; the fragment table), and as the last line a JSON object: sites_enabled,
+// operations, output, extra_misses_{serial,none,synthetic,placed}, fragments_{whole,placed},
+// seconds (and the TPC-C figures). --fast measures fetch and insert only, with 2 fibers.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +57,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -71,7 +85,8 @@ struct PlaceOptions {
   // The TPC-C stage (when `tpcc.tpcc` names the binary): Payment and the mix on the TPC-C
   // tables, STEPS on, 1 warehouse and 10 users.
   TpccRunOptions tpcc;
-  double tpcc_min_gain_pct = 2;
+  double tpcc_min_gain_pct = 1;
+  unsigned tpcc_passes = 4;  // toggle passes at most; they stop after one that keeps nothing
   std::string compare;  // a placement to measure next to the chosen one (the hand-made one)
 };
 
@@ -106,6 +121,28 @@ std::string Capture(const std::string& command, bool* ok) {
   return out;
 }
 
+bool WritePlacementFile(const std::string& path, const std::vector<std::string>& enabled) {
+  std::ofstream out(path);
+  out << "# candidate placement (ctx_place)\n";
+  for (const std::string& site : enabled) out << site << "\n";
+  return static_cast<bool>(out);
+}
+
+// The sites a placement file enables: the first word of each line that is not a comment.
+bool ReadSites(const std::string& path, std::vector<std::string>* sites) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "ctx_place: cannot read %s\n", path.c_str());
+    return false;
+  }
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string site;
+    if (words >> site && site[0] != '#') sites->push_back(site);
+  }
+  return true;
+}
+
 // The candidate sites in the order the operations first reach them, and which ops reach each.
 bool ListCandidates(const PlaceOptions& o, std::vector<std::string>* order,
                     std::map<std::string, std::vector<std::string>>* ops_of) {
@@ -132,11 +169,7 @@ bool Measure(const PlaceOptions& o, const std::string& mode, const std::vector<s
   const std::string work = FreshWorkCopy(o);
   if (work.empty()) return false;
   const std::string placement = work + "/ctx_place.candidate.txt";
-  {
-    std::ofstream out(placement);
-    out << "# candidate placement (ctx_place)\n";
-    for (const std::string& site : enabled) out << site << "\n";
-  }
+  if (!WritePlacementFile(placement, enabled)) return false;
   std::string cmd = Quote(o.steps_bench) + " --inner --dir " + Quote(work) + " --modes " + mode +
                     " --ops " + Join(o.ops, ",") + " --fibers 1," + std::to_string(o.fibers) +
                     " --fetches " + std::to_string(o.operations_per_fiber) + " --ctx-placement " +
@@ -167,17 +200,134 @@ double Sum(const std::map<std::string, double>& m) {
   return total;
 }
 
+// ---- Fragment footprints --------------------------------------------------------------------
+
+// A fragment of an operation: its code between two consecutive CTX points (or the operation's
+// start and end), as one fiber runs it serially: the distinct instruction-cache lines it
+// executes (its footprint) and its L1-I misses, summed over its occurrences.
+struct Fragment {
+  std::string from, to;
+  uint64_t occurrences = 0;
+  uint64_t lines = 0;
+  uint64_t misses = 0;
+};
+
+// By pass ("whole": no CTX point; "placed": the placement's) and operation, the fragments in
+// the order the operation first reaches them.
+using Fragments = std::map<std::string, std::map<std::string, std::vector<Fragment>>>;
+
+// Runs steps_bench --fragments under callgrind (--dump-instr=yes) with the sites `enabled`.
+bool MeasureFragments(const PlaceOptions& o, const std::vector<std::string>& enabled,
+                      Fragments* fragments) {
+  const std::string work = FreshWorkCopy(o);
+  if (work.empty()) return false;
+  const std::string placement = work + "/ctx_place.fragments.txt";
+  if (!WritePlacementFile(placement, enabled)) return false;
+  const std::string cmd = Quote(o.steps_bench) + " --fragments --dir " + Quote(work) +
+                          " --ops " + Join(o.ops, ",") + " --fetches " +
+                          std::to_string(o.operations_per_fiber) + " --ctx-placement " +
+                          Quote(placement) + " > " + Quote(work + "/ctx_place.fragments.log") +
+                          " 2>&1";
+  std::vector<Part> parts;
+  std::string error;
+  if (!RunUnderCallgrindParts(cmd, o.geometry, work + "/ctx_place.fragments.callgrind",
+                              "--dump-instr=yes", LineBytes(o.geometry.i1), false, &parts,
+                              &error)) {
+    std::fprintf(stderr, "ctx_place: %s\n", error.c_str());
+    return false;
+  }
+  for (const Part& part : parts) {
+    std::istringstream words(part.label);
+    std::string tag, pass, op, from, to;
+    if (!(words >> tag >> pass >> op >> from >> to) || tag != "frag") continue;
+    std::vector<Fragment>& list = (*fragments)[pass][op];
+    auto it = std::find_if(list.begin(), list.end(),
+                           [&](const Fragment& f) { return f.from == from && f.to == to; });
+    if (it == list.end()) it = list.insert(list.end(), Fragment{from, to});
+    it->occurrences += 1;
+    it->lines += part.lines.size();
+    it->misses += part.counters.L1iMisses();
+  }
+  return !fragments->empty();
+}
+
+// "<bytes> B <misses> misses" of a fragment per occurrence (a mean, bytes rounded).
+std::string Figures(const Fragment& f, uint32_t line_bytes) {
+  char buf[64];
+  const double n = double(std::max<uint64_t>(f.occurrences, 1));
+  std::snprintf(buf, sizeof buf, "%.0f B %.1f misses", double(f.lines) * line_bytes / n,
+                double(f.misses) / n);
+  return buf;
+}
+
+// The fragments ending at `site`, by operation, merged over where they start.
+std::string SiteFigures(const Fragments& fragments, const std::string& site, uint32_t line_bytes) {
+  auto placed = fragments.find("placed");
+  if (placed == fragments.end()) return "";
+  std::string out;
+  for (const auto& [op, list] : placed->second) {
+    Fragment merged{"", site};
+    for (const Fragment& f : list) {
+      if (f.to != site) continue;
+      merged.occurrences += f.occurrences;
+      merged.lines += f.lines;
+      merged.misses += f.misses;
+    }
+    if (merged.occurrences > 0) {
+      out += (out.empty() ? "" : " / ") + op + " " + Figures(merged, line_bytes);
+    }
+  }
+  return out;
+}
+
+// The per-operation fragment table, each line starting with `prefix`: each operation whole,
+// then its fragments with the placement, each with how often it runs per operation, its
+// footprint and its misses.
+std::string FragmentTable(const PlaceOptions& o, const Fragments& fragments, const char* prefix) {
+  const uint32_t line_bytes = LineBytes(o.geometry.i1);
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%sfragments, one fiber serially (bytes: distinct %u-byte "
+                "lines executed; misses: L1-I; per occurrence):\n", prefix, line_bytes);
+  out += line;
+  auto whole = fragments.find("whole");
+  auto placed = fragments.find("placed");
+  for (const std::string& op : o.ops) {
+    if (whole == fragments.end() || !whole->second.contains(op)) continue;
+    const std::vector<Fragment>& w = whole->second.at(op);
+    std::snprintf(line, sizeof line, "%s  %-7s whole operation %s\n", prefix, op.c_str(),
+                  w.empty() ? "-" : Figures(w.front(), line_bytes).c_str());
+    out += line;
+    if (placed == fragments.end() || !placed->second.contains(op)) continue;
+    for (const Fragment& f : placed->second.at(op)) {
+      std::snprintf(line, sizeof line, "%s    %-48s x%-4.1f %s\n", prefix,
+                    (f.from + " -> " + f.to).c_str(),
+                    double(f.occurrences) / o.operations_per_fiber, Figures(f, line_bytes).c_str());
+      out += line;
+    }
+  }
+  return out;
+}
+
+// The synthetic table's extra L1-I misses per additional member and per operation, by
+// operation: serially, STEPS with no CTX point, with the synthetic stage's sites and with the
+// final placement (after the TPC-C stage).
+struct SyntheticCost {
+  std::map<std::string, double> serial, none, synthetic, placed;
+};
+
 void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabled,
                     const std::map<std::string, std::vector<std::string>>& ops_of,
-                    const std::map<std::string, double>& gain, double none, double placed,
-                    double serial, const nlohmann::json& tpcc) {
+                    const std::map<std::string, double>& gain, const SyntheticCost& cost,
+                    const Fragments& fragments, const nlohmann::json& tpcc) {
   std::ofstream out(o.output);
   out << "# CTX placement chosen by ctx_place (tools/icache/ctx_place.cc) for L1-I "
       << o.geometry.Name() << " (--I1=" << o.geometry.i1 << " --D1=" << o.geometry.d1
       << " --LL=" << o.geometry.ll << "),\n# operations " << Join(o.ops, ", ") << ", teams of "
       << o.fibers << ". L1-I misses each additional member adds per operation, summed over the\n"
-      << "# operations: serial " << serial << ", STEPS without CTX points " << none
-      << ", with the synthetic stage's sites " << placed << ".\n";
+      << "# operations: serial " << Sum(cost.serial) << ", STEPS without CTX points "
+      << Sum(cost.none) << ", with the synthetic stage's sites " << Sum(cost.synthetic)
+      << ", with the sites below " << Sum(cost.placed) << ".\n";
   if (tpcc.contains("tpcc_l1i_per_txn_placed")) {
     auto figures = [](const nlohmann::json& m) {
       char buf[96];
@@ -194,17 +344,23 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
     }
     out << ";\n#   with the sites below " << figures(tpcc["tpcc_l1i_per_txn_placed"]) << ".\n";
   }
-  out << "# Regenerate with `tools/run ctx-place` (README).\n";
-  char line[512];
+  out << FragmentTable(o, fragments, "# ");
+  out << "# Regenerate with `tools/run ctx-place` (README). Each site: the fragments that end at\n"
+      << "# it, by operation (footprint, L1-I misses serially), and why it was chosen.\n";
+  const uint32_t line_bytes = LineBytes(o.geometry.i1);
   for (const std::string& site : enabled) {
     auto g = gain.find(site);
     std::string why = g != gain.end() ? "saves " + std::to_string(std::lround(g->second)) +
                                             " misses per member on the synthetic table"
                                       : "chosen on TPC-C";
-    auto ops = ops_of.find(site);
-    std::snprintf(line, sizeof line, "%-24s %s; %s\n", site.c_str(),
-                  ops != ops_of.end() ? Join(ops->second, " / ").c_str() : "-", why.c_str());
-    out << line;
+    std::string where = SiteFigures(fragments, site, line_bytes);
+    if (where.empty()) {
+      auto ops = ops_of.find(site);
+      where = ops != ops_of.end() ? Join(ops->second, " / ") : "-";
+    }
+    char name[64];
+    std::snprintf(name, sizeof name, "%-24s ", site.c_str());
+    out << name << where << "; " << why << "\n";
   }
 }
 
@@ -240,36 +396,24 @@ struct TpccCost {
   }
 };
 
-bool WritePlacementFile(const std::string& path, const std::vector<std::string>& enabled) {
-  std::ofstream out(path);
-  out << "# candidate placement (ctx_place)\n";
-  for (const std::string& site : enabled) out << site << "\n";
-  return static_cast<bool>(out);
-}
-
-// The sites a placement file enables: the first word of each line that is not a comment.
-bool ReadSites(const std::string& path, std::vector<std::string>* sites) {
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "ctx_place: cannot read %s\n", path.c_str());
-    return false;
-  }
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::string site;
-    if (words >> site && site[0] != '#') sites->push_back(site);
-  }
-  return true;
-}
-
+// The workloads run side by side (each under its own valgrind, on its own copy of the
+// database): the counts do not depend on it, the wall time halves on two idle cores.
 bool MeasureTpcc(const PlaceOptions& o, bool steps, const std::string& placement_file,
                  TpccCost* cost) {
   TpccRunOptions t = o.tpcc;
   t.ctx_placement = placement_file;
-  for (const TpccWorkload& w : kTpccWorkloads) {
-    Counters c;
-    if (!RunTpccOnce(t, w, steps, o.geometry, &c)) return false;
-    cost->misses[w.name] = c.L1iMisses() / double(t.transactions);
+  std::vector<Counters> counters(kTpccWorkloads.size());
+  std::vector<std::future<bool>> runs;
+  for (size_t i = 0; i < kTpccWorkloads.size(); ++i) {
+    runs.push_back(std::async(std::launch::async, [&, i] {
+      return RunTpccOnce(t, kTpccWorkloads[i], steps, o.geometry, &counters[i]);
+    }));
+  }
+  bool ok = true;
+  for (std::future<bool>& run : runs) ok = run.get() && ok;
+  if (!ok) return false;
+  for (size_t i = 0; i < kTpccWorkloads.size(); ++i) {
+    cost->misses[kTpccWorkloads[i].name] = counters[i].L1iMisses() / double(t.transactions);
   }
   return true;
 }
@@ -315,28 +459,47 @@ bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
       std::printf("starting from %s's sites\n", o.compare.c_str());
     }
   }
-  for (const std::string& site : order) {
-    std::vector<std::string> trial = *enabled;
-    auto it = std::find(trial.begin(), trial.end(), site);
-    const bool adding = it == trial.end();
-    if (adding) {
-      trial.push_back(site);
-    } else {
-      trial.erase(it);
+  // Toggle passes until one keeps nothing (a toggle kept late in a pass can make an earlier
+  // site's toggle pay), at most --tpcc-passes. The first pass tries every site; a later one
+  // only the sites whose toggle measured better than the placement of its time but not by
+  // enough, as those are the ones another kept toggle can tip over (a TPC-C measurement takes
+  // tens of seconds, so a pass over every site again would take minutes).
+  unsigned passes = 0;
+  std::vector<std::string> to_try = order;
+  while (!to_try.empty() && passes < o.tpcc_passes) {
+    ++passes;
+    std::printf("pass %u:\n", passes);
+    std::vector<std::string> again;
+    bool kept_any = false;
+    for (const std::string& site : to_try) {
+      std::vector<std::string> trial = *enabled;
+      auto it = std::find(trial.begin(), trial.end(), site);
+      const bool adding = it == trial.end();
+      if (adding) {
+        trial.push_back(site);
+      } else {
+        trial.erase(it);
+      }
+      TpccCost measured;
+      if (!MeasureTpccSites(o, trial, &measured)) return false;
+      const double relative = measured.Relative(current);
+      const bool keep =
+          relative < 1 - o.tpcc_min_gain_pct / 100 && measured.NoWorseThan(current, 0.01);
+      std::printf("  %s %-24s %s  (%+.1f %%)  %s\n", adding ? "+" : "-", site.c_str(),
+                  measured.ToString().c_str(), 100 * (relative - 1), keep ? "kept" : "not kept");
+      std::fflush(stdout);
+      if (keep) {
+        *enabled = trial;
+        current = measured;
+        kept_any = true;
+        if (!adding) gain->erase(site);
+      } else if (relative < 1) {
+        again.push_back(site);
+      }
     }
-    TpccCost measured;
-    if (!MeasureTpccSites(o, trial, &measured)) return false;
-    const double relative = measured.Relative(current);
-    const bool keep = relative < 1 - o.tpcc_min_gain_pct / 100 && measured.NoWorseThan(current, 0.01);
-    std::printf("  %s %-24s %s  (%+.1f %%)  %s\n", adding ? "+" : "-", site.c_str(),
-                measured.ToString().c_str(), 100 * (relative - 1), keep ? "kept" : "not kept");
-    std::fflush(stdout);
-    if (keep) {
-      *enabled = trial;
-      current = measured;
-      if (!adding) gain->erase(site);
-    }
+    to_try = kept_any ? again : std::vector<std::string>{};
   }
+  (*j)["tpcc_passes"] = passes;
   (*j)["tpcc_l1i_per_txn_serial"] = serial.misses;
   (*j)["tpcc_l1i_per_txn_synthetic_placement"] = synthetic.misses;
   (*j)["tpcc_l1i_per_txn_placed"] = current.misses;
@@ -389,6 +552,8 @@ int Run(PlaceOptions o) {
       gain[site] = saved;
     }
   }
+  SyntheticCost cost{serial, none, current, current};
+  const std::vector<std::string> synthetic_sites = enabled;
   nlohmann::json j;
   if (!o.fast && !o.tpcc.tpcc.empty()) {
     // TPC-C reaches more sites than the synthetic operations (the commit path): after those
@@ -408,22 +573,47 @@ int Run(PlaceOptions o) {
     }
     if (!TpccStage(o, tpcc_order, &enabled, &gain, &j)) return 1;
   }
-  WritePlacement(o, enabled, ops_of, gain, Sum(none), Sum(current), Sum(serial), j);
+  // The synthetic table again with the final placement, if the TPC-C stage changed it, and
+  // the fragments of each operation with it.
+  if (enabled != synthetic_sites) {
+    cost.placed.clear();
+    if (!Measure(o, "steps", enabled, &cost.placed)) return 1;
+  }
+  Fragments fragments;
+  if (!MeasureFragments(o, enabled, &fragments)) return 1;
+  WritePlacement(o, enabled, ops_of, gain, cost, fragments, j);
   std::error_code ec;
   fs::remove_all(o.dir + ".work", ec);
-  std::printf("\n%-8s %12s %12s %12s   (extra L1-I misses per additional member)\n", "operation",
-              "serial", "no CTX", "placed");
+  std::printf("\nper operation, the extra L1-I misses each additional member adds (teams of %u):"
+              "\n%-8s %10s %10s %12s %10s\n", o.fibers, "", "serial", "no CTX", "synthetic",
+              "placed");
   for (const std::string& op : o.ops) {
-    std::printf("%-8s %12.1f %12.1f %12.1f\n", op.c_str(), serial[op], none[op], current[op]);
+    std::printf("%-8s %10.1f %10.1f %12.1f %10.1f\n", op.c_str(), cost.serial[op],
+                cost.none[op], cost.synthetic[op], cost.placed[op]);
   }
+  std::printf("\n%s", FragmentTable(o, fragments, "").c_str());
   std::printf("placement written to %s: %zu sites\n", o.output.c_str(), enabled.size());
   j["sites_enabled"] = enabled;
   j["operations"] = o.ops;
   j["output"] = o.output;
   j["geometry_i1"] = o.geometry.i1;
-  j["extra_misses_serial"] = Sum(serial);
-  j["extra_misses_none"] = Sum(none);
-  j["extra_misses_placed"] = Sum(current);
+  j["extra_misses_serial"] = Sum(cost.serial);
+  j["extra_misses_none"] = Sum(cost.none);
+  j["extra_misses_synthetic"] = Sum(cost.synthetic);
+  j["extra_misses_placed"] = Sum(cost.placed);
+  const uint32_t line_bytes = LineBytes(o.geometry.i1);
+  for (const auto& [pass, by_op] : fragments) {
+    for (const auto& [op, list] : by_op) {
+      for (const Fragment& f : list) {
+        const double n = double(std::max<uint64_t>(f.occurrences, 1));
+        j["fragments_" + pass][op].push_back(
+            {{"from", f.from}, {"to", f.to},
+             {"per_operation", double(f.occurrences) / o.operations_per_fiber},
+             {"footprint_bytes", std::lround(double(f.lines) * line_bytes / n)},
+             {"l1i_misses", double(f.misses) / n}});
+      }
+    }
+  }
   j["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s\n", j.dump().c_str());
   return 0;
@@ -463,6 +653,10 @@ int main(int argc, char** argv) {
   app.add_option("--tpcc-min-gain", o.tpcc_min_gain_pct,
                  "percent of TPC-C's L1-I misses a toggled site must save to be kept")
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--tpcc-passes", o.tpcc_passes,
+                 "toggle passes over the sites at most (they stop after one that keeps nothing)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 20u));
   app.add_option("--compare", o.compare,
                  "another placement file to measure on TPC-C next to the chosen one");
   CLI11_PARSE(app, argc, argv);

@@ -38,9 +38,12 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "sm/sm.h"
+#include "steps/placement.h"
 #include "threads/ctx_point.h"
 #include "threads/sync.h"
 #include "tools/bench/bench_util.h"
@@ -78,6 +81,7 @@ struct BenchOptions {
   std::vector<std::string> ops = {"fetch"};
   bool list_sites = false;  // print the CTX sites each operation reaches, in order
   bool list_ctx_points = false;  // print every CTX site compiled into the engine
+  bool fragments = false;  // (under valgrind) dump each fragment between CTX points
   bool prepare_only = false;  // make the table and stop
 };
 
@@ -168,13 +172,15 @@ constexpr uint32_t kScanRows = 10;
 // next-key locks.
 std::string GapKey(uint32_t n) { return Key(n) + '\x01'; }
 
-// Runs `count` operations `op` in `txn`, rows drawn from `rng`.
+// Runs `count` operations `op` in `txn`, rows drawn from `rng`; `around`, if set, is called
+// with true just before each operation and with false just after it.
 void RunOps(const std::string& op, Table* t, Transaction* txn, std::mt19937& rng,
-            uint32_t rows, uint32_t count) {
+            uint32_t rows, uint32_t count, void (*around)(bool before) = nullptr) {
   std::string value;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t n = rng() % rows;
     Status s;
+    if (around != nullptr) around(true);
     if (op == "fetch") {
       s = t->Get(txn, Key(n), &value);
     } else if (op == "update") {
@@ -188,8 +194,32 @@ void RunOps(const std::string& op, Table* t, Transaction* txn, std::mt19937& rng
       s = t->NewCursor(txn, ScanOptions::Range(Key(n), Key(n + kScanRows)), &cursor);
       while (s.ok() && cursor->Valid()) s = cursor->Next();
     }
+    if (around != nullptr) around(false);
     if (!s.ok()) Die(op, s);
   }
+}
+
+// A round's transaction, begun on the calling fiber; for a delete round the keys it will delete
+// (the first `bo.fetches` of `seed`'s stream) are inserted first.
+std::unique_ptr<Transaction> BeginRound(Database* db, Table* t, const BenchOptions& bo,
+                                        const std::string& op, uint32_t seed) {
+  std::unique_ptr<Transaction> txn;
+  if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
+  if (op == "delete") {
+    std::mt19937 rng(seed);
+    RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
+  }
+  return txn;
+}
+
+// Ends it: an insert round's keys are deleted again, and the transaction commits.
+void EndRound(Table* t, const BenchOptions& bo, const std::string& op, uint32_t seed,
+              Transaction* txn) {
+  if (op == "insert") {
+    std::mt19937 again(seed);
+    RunOps("delete", t, txn, again, bo.rows, bo.fetches);
+  }
+  if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
 }
 
 // One round of N fibers (file comment) of operation `op`. A round leaves the table as it found
@@ -205,13 +235,8 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
   for (unsigned f = 0; f < fibers; ++f) {
     db->Spawn(
         [&, f] {
-          std::unique_ptr<Transaction> txn;
-          if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
           const uint32_t seed = 1000 * fibers + f;
-          if (op == "delete") {  // the keys the region deletes
-            std::mt19937 rng(seed);
-            RunOps("insert", t, txn.get(), rng, bo.rows, bo.fetches);
-          }
+          std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
           if (++arrived == int(fibers)) {
             if (!label.empty()) CALLGRIND_TOGGLE_COLLECT;
             start.Set();
@@ -229,11 +254,7 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
           } else {
             end.Wait();
           }
-          if (op == "insert") {  // take the inserted keys out again
-            std::mt19937 again(seed);
-            RunOps("delete", t, txn.get(), again, bo.rows, bo.fetches);
-          }
-          if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
+          EndRound(t, bo, op, seed, txn.get());
           done.Done();
         },
         0);
@@ -295,6 +316,88 @@ void ListSites(const BenchOptions& bo) {
   }
   threads::SetCtxHandler(nullptr);
   threads::SetAllCtxSitesEnabled(false);
+  if (Status s = db->Close(); !s.ok()) Die("close", s);
+}
+
+// Under valgrind (--fragments): the fragments of each operation between consecutive CTX points,
+// each a dumped part. One fiber runs --fetches operations of each kind serially (STEPS off), a
+// handler of its own installed at the enabled sites. Collection is on only during an operation;
+// at each site the handler dumps the fragment that ends there, and the operation's end dumps
+// the last one, labelled "frag <pass> <op> <from> <to>" (from "start", to "end"). Two passes:
+// "whole" with no site enabled (each operation one fragment) and "placed" with the sites of
+// --ctx-placement. Run with --dump-instr=yes, each part names the instruction-cache lines its
+// fragment executed (ctx_place counts them as the footprint) and its L1-I misses.
+struct FragmentTrace {
+  std::string pass_op;  // "<pass> <op>" while an operation is measured, else empty
+  std::string from;     // the site the current fragment started at
+  std::thread::id worker;
+};
+FragmentTrace g_fragment;
+
+void DumpFragment(const char* to) {
+  const std::string label = "frag " + g_fragment.pass_op + " " + g_fragment.from + " " + to;
+  CALLGRIND_DUMP_STATS_AT(label.c_str());
+}
+
+void OnFragmentCtx(threads::CtxSite& site) {
+  if (g_fragment.pass_op.empty() || std::this_thread::get_id() != g_fragment.worker) return;
+  DumpFragment(site.name);
+  g_fragment.from = site.name;
+}
+
+void AroundFragmentOp(bool before) {
+  if (before) {
+    g_fragment.from = "start";
+    CALLGRIND_TOGGLE_COLLECT;
+  } else {
+    DumpFragment("end");
+    CALLGRIND_TOGGLE_COLLECT;
+  }
+}
+
+// One fiber runs --fetches operations `op` (measured under `pass_op` unless empty), leaving the
+// table as it found it (BeginRound, EndRound).
+void FragmentRound(Database* db, Table* t, const BenchOptions& bo, const std::string& op,
+                   const std::string& pass_op) {
+  threads::WaitGroup done;
+  done.Add(1);
+  db->Spawn(
+      [&] {
+        const uint32_t seed = 4242;
+        std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
+        g_fragment = {pass_op, "start", std::this_thread::get_id()};
+        std::mt19937 rng(seed);
+        RunOps(op, t, txn.get(), rng, bo.rows, bo.fetches,
+               pass_op.empty() ? nullptr : &AroundFragmentOp);
+        g_fragment.pass_op.clear();
+        EndRound(t, bo, op, seed, txn.get());
+        done.Done();
+      },
+      0);
+  done.Wait();
+}
+
+void RunFragments(const BenchOptions& bo) {
+  std::unique_ptr<Database> db;
+  if (Status s = Database::Open(DbOptions(bo, false), &db); !s.ok()) Die("open", s);
+  Table* t = nullptr;
+  if (Status s = db->OpenTable(kTable, &t); !s.ok()) Die("open table", s);
+  WarmPool(db.get(), t);
+  steps::Placement placed;
+  if (!bo.ctx_placement.empty()) {
+    if (Status s = steps::ReadPlacement(bo.ctx_placement, &placed); !s.ok()) Die("placement", s);
+  }
+  threads::SetCtxHandler(&OnFragmentCtx);
+  for (const auto& [pass, placement] : {std::pair{"whole", steps::Placement{}},
+                                        std::pair{"placed", placed}}) {
+    if (Status s = steps::ApplyPlacement(placement); !s.ok()) Die("placement", s);
+    for (const std::string& op : bo.ops) {
+      FragmentRound(db.get(), t, bo, op, "");  // warm-up
+      FragmentRound(db.get(), t, bo, op, std::string(pass) + " " + op);
+    }
+  }
+  threads::SetCtxHandler(nullptr);
+  if (Status s = steps::ApplyPlacement(steps::Placement{}); !s.ok()) Die("placement", s);
   if (Status s = db->Close(); !s.ok()) Die("close", s);
 }
 
@@ -474,13 +577,17 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", bo.quick, "1 and 10 fibers, 32 KiB 8-way only");
   app.add_flag("--inner", bo.inner, "(internal) run the rounds; used under valgrind");
   app.add_option("--modes", bo.modes, "(with --inner) serial and/or steps")->delimiter(',');
-  app.add_option("--ops", bo.ops, "(with --inner or --list-sites) operations: fetch, insert, "
+  app.add_option("--ops", bo.ops,
+                 "(with --inner, --fragments or --list-sites) operations: fetch, insert, "
                  "update, delete, scan")->delimiter(',')->check(CLI::IsMember(sm::icache::kOps));
   app.add_flag("--prepare", bo.prepare_only, "make the table under --dir (if needed) and stop");
   app.add_flag("--list-sites", bo.list_sites,
                "print the CTX sites each operation reaches, in order (makes the table if needed)");
   app.add_flag("--list-ctx-points", bo.list_ctx_points,
                "print every CTX site compiled into the engine, one name a line, and stop");
+  app.add_flag("--fragments", bo.fragments,
+               "(internal, under valgrind --dump-instr=yes) dump every fragment between the "
+               "CTX sites of --ctx-placement, one fiber, --fetches operations of each --ops");
   app.add_flag("!--no-fetch", bo.fetch, "skip the index-fetch microbenchmark");
   app.add_option("--tpcc", bo.tpcc.tpcc, "the tpcc binary: also measure TPC-C Payment and the mix");
   app.add_option("--tpcc-db", bo.tpcc.db,
@@ -510,6 +617,10 @@ int main(int argc, char** argv) {
   if (bo.list_sites) {
     sm::icache::Prepare(bo);
     sm::icache::ListSites(bo);
+    return 0;
+  }
+  if (bo.fragments) {
+    sm::icache::RunFragments(bo);
     return 0;
   }
   if (bo.inner) {

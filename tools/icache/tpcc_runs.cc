@@ -75,7 +75,7 @@ bool EnsureTpccLoaded(const TpccRunOptions& o) {
 bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
                  Counters* counters, std::string* teams) {
   const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
-  const std::string scratch = o.db + ".run";
+  const std::string scratch = o.db + ".run-" + tag;  // runs of different tags may overlap
   if (!FreshCopy(o.db, scratch)) return false;
   const std::string log = o.db + "." + tag + ".log";
   std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
@@ -84,6 +84,7 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
                     std::to_string(o.warmup) +
                     " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
                     " --prewarm --buffer-pool " + o.buffer_pool + " --writer-interval-ms 0" +
+                    " --lock-timeout-ms 3600000" +
                     " --steps " + (steps ? "on" : "off");
   if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
   cmd += " > " + Quote(log) + " 2>&1";

@@ -6,7 +6,10 @@
 // only the T measured transactions are collected (all threads' events while the window is
 // open). The buffer pool's background writer runs only for eviction (--writer-interval-ms 0):
 // on a timer it would run about fifty times as often per transaction under valgrind as
-// natively, and more often in the slower mode, which would bias and blur the comparison.
+// natively, and more often in the slower mode, which would bias and blur the comparison. The
+// lock wait timeout is an hour (--lock-timeout-ms): under valgrind on a busy machine a
+// New-Order can wait more than the default 10 s of wall clock, and its retry made the mix's
+// counts vary by 7 % between runs of one configuration.
 // The figures are per measured transaction.
 #pragma once
 
