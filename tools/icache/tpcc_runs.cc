@@ -148,9 +148,10 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
   if (!FreshCopy(o.db, scratch)) return false;
   bool ok = true;
   for (const TpccWorkload& w : workloads) {
-    std::vector<double> rates[2];
+    static const char* const kModes[] = {"off", "on", "auto"};
+    std::vector<double> rates[3];
     for (int i = 0; i < repeat && ok; ++i) {
-      for (int steps = 0; steps < 2 && ok; ++steps) {
+      for (int steps = 0; steps < 3 && ok; ++steps) {
         char duration[32];
         std::snprintf(duration, sizeof duration, "%g", seconds);
         const std::string out = o.db + ".wall.json";
@@ -158,7 +159,7 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
                           " --workers 1 --users " + std::to_string(o.users) + " --mix " + w.mix +
                           " --duration " + duration + " --commit none --checks off --interval 0" +
                           " --prewarm --buffer-pool " + o.buffer_pool + " --output json --steps " +
-                          (steps ? "on" : "off") + " > " + Quote(out) + " 2>&1";
+                          kModes[steps] + " > " + Quote(out) + " 2>&1";
         double rate = -1;
         if (std::system(cmd.c_str()) == 0) {
           std::ifstream in(out);
@@ -179,13 +180,15 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
       std::sort(v.begin(), v.end());
       return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     };
-    double off = median(rates[0]), on = median(rates[1]);
+    double off = median(rates[0]), on = median(rates[1]), adaptive = median(rates[2]);
     std::printf("wall clock, TPC-C %s, %u warehouse(s), %u users, 1 worker: STEPS off %.0f tx/s, "
-                "on %.0f tx/s (medians of %d alternating %g s runs): %.3fx\n",
-                w.name.c_str(), o.warehouses, o.users, off, on, repeat, seconds,
-                off > 0 ? on / off : 0.0);
+                "on %.0f tx/s (%.3fx), auto %.0f tx/s (%.3fx) (medians of %d alternating %g s "
+                "runs)\n",
+                w.name.c_str(), o.warehouses, o.users, off, on, off > 0 ? on / off : 0.0,
+                adaptive, off > 0 ? adaptive / off : 0.0, repeat, seconds);
     std::fflush(stdout);
     (*json)[w.name + "_wall_speedup" + suffix] = off > 0 ? on / off : 0.0;
+    (*json)[w.name + "_wall_auto_ratio" + suffix] = off > 0 ? adaptive / off : 0.0;
   }
   std::error_code ec;
   fs::remove_all(scratch, ec);
