@@ -223,6 +223,9 @@ class Node {
   // separator i - 1.
   PageId ChildAt(uint16_t i) const;
 
+  // Whether record i exists and holds `key` (a key within the fences, as for LowerBound). A
+  // head that differs answers without reading the record.
+  bool HasKeyAt(uint16_t i, std::string_view key) const;
   // First record index with key >= key / key > key (count() if none). The key must lie within
   // the fences, low <= key <= high (so that it starts with the common prefix the heads leave
   // out): every descent and cursor search meets only such keys (btree.h, protocol 4). For
@@ -351,6 +354,10 @@ inline uint32_t KeyHead(std::string_view key, size_t prefix_bytes) {
     head = (head << 8) | (at < key.size() ? static_cast<uint8_t>(key[at]) : 0u);
   }
   return head;
+}
+
+inline bool Node::HasKeyAt(uint16_t i, std::string_view key) const {
+  return i < count() && HeadAt(i) == KeyHead(key, prefix_bytes()) && KeyAt(i) == key;
 }
 
 // Record sizes as stored in the slotted area.
