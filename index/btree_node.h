@@ -254,7 +254,7 @@ class Node {
     return View(slots_.Get(static_cast<uint16_t>(kFirstRecordSlot + i)));
   }
   // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
-  // out (A+8 + 4 * slot: u16 offset, u16 length): the inner loop of every search, which
+  // out (A+8 + 8 * slot: u16 offset, u16 length, u32 tag): the inner loop of every search, which
   // SlottedPage::Get would slow down with an always-on bounds check and a header reload per
   // probe. The caller knows slot < slot_count.
   std::string_view SlotBytes(uint16_t slot) const {
