@@ -247,7 +247,7 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());
       uint16_t index = node.LowerBound(key);
-      bool found = index < node.count() && node.KeyAt(index) == key;
+      bool found = node.HasKeyAt(index, key);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
       const KeyLockPurpose purpose = !found      ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
@@ -324,7 +324,7 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
                           LockWait* wait) {
   Node node(leaf->data());
   uint16_t index = node.LowerBound(key);
-  bool found = index < node.count() && node.KeyAt(index) == key;
+  bool found = node.HasKeyAt(index, key);
   // What `found` decides holds only once its locks are granted: a wait releases the latch, and
   // the restart searches the leaf again (the key may have come or gone meanwhile).
   SM_TRY(LockAtLeaf(op, key, ctx, *leaf, index, found, wait));

@@ -24,6 +24,8 @@ void Node::Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
   header->flags = flags;
   header->format_version = kBtreeNodeFormatVersion;
   header->tree_root = tree_root.value();
+  header->prefix_bytes =
+      FencePrefixBytes(low_fence, high_fence, (flags & kNodeHighInfinite) != 0);
   header->version = version + 1;
   SlottedPage slots(page, kNodeAreaOffset);
   slots.Init();
@@ -63,12 +65,30 @@ uint16_t Node::UpperBound(std::string_view key) const {
 
 template <bool kLeaf, bool kUpper>
 uint16_t Node::Search(std::string_view key) const {
+  SM_DASSERT(key.size() >= prefix_bytes());
+  SM_DASSERT(key.compare(0, prefix_bytes(), low_fence().substr(0, prefix_bytes())) == 0);
+  const uint32_t head = KeyHead(key, prefix_bytes());
   uint16_t lo = 0;
   uint16_t hi = count();
   while (lo < hi) {
     uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
-    int c = CompareKeys(KeyOfKind<kLeaf>(mid), key);
-    if (kUpper ? c <= 0 : c < 0) {
+    // The next probe is one of these two: their slots' cache lines load while mid's is
+    // compared, so a search through a node not in the cache waits for about half as many
+    // misses one after another. Once the range fits in a line these hit; testing for that
+    // costs more instructions than the two prefetches (callgrind).
+    __builtin_prefetch(SlotEntry(static_cast<uint16_t>(kFirstRecordSlot + (lo + mid) / 2)));
+    __builtin_prefetch(SlotEntry(static_cast<uint16_t>(kFirstRecordSlot + (mid + 1 + hi) / 2)));
+    // Whether record mid sorts before the key (kUpper: or equals it). Only a head tie reads
+    // the record.
+    uint32_t mid_head = HeadAt(mid);
+    bool before;
+    if (mid_head != head) {
+      before = mid_head < head;
+    } else {
+      int c = CompareKeys(KeyOfKind<kLeaf>(mid), key);
+      before = kUpper ? c <= 0 : c < 0;
+    }
+    if (before) {
       lo = static_cast<uint16_t>(mid + 1);
     } else {
       hi = mid;
@@ -152,8 +172,10 @@ Status Node::InsertInnerRecord(uint16_t i, std::string_view key, PageId child) {
 
 Status Node::InsertRaw(uint16_t i, std::string_view record) {
   SM_DASSERT(i <= count());
+  std::string_view key = is_leaf() ? KeyOfRecord<true>(record) : KeyOfRecord<false>(record);
   return slots_.Insert(static_cast<uint16_t>(kFirstRecordSlot + i),
-                       std::span<const char>(record.data(), record.size()));
+                       std::span<const char>(record.data(), record.size()),
+                       KeyHead(key, prefix_bytes()));
 }
 
 Status Node::SetHighFence(std::string_view high_fence) {
@@ -161,7 +183,31 @@ Status Node::SetHighFence(std::string_view high_fence) {
   SM_TRY(
       slots_.Update(kHighFenceSlot, std::span<const char>(high_fence.data(), high_fence.size())));
   mutable_header().flags = static_cast<uint16_t>(flags() & ~kNodeHighInfinite);
+  uint16_t prefix = FencePrefixBytes(low_fence(), high_fence, false);
+  if (prefix != prefix_bytes()) {
+    mutable_header().prefix_bytes = prefix;
+    RewriteHeads();
+  }
   return Status::OK();
+}
+
+size_t CommonPrefixBytes(std::string_view a, std::string_view b) {
+  size_t limit = std::min(a.size(), b.size());
+  size_t common = 0;
+  while (common < limit && a[common] == b[common]) ++common;
+  return common;
+}
+
+uint16_t Node::FencePrefixBytes(std::string_view low_fence, std::string_view high_fence,
+                                bool high_infinite) {
+  if (high_infinite) return 0;
+  return static_cast<uint16_t>(CommonPrefixBytes(low_fence, high_fence));
+}
+
+void Node::RewriteHeads() {
+  for (uint16_t i = 0; i < count(); ++i) {
+    slots_.SetTag(static_cast<uint16_t>(kFirstRecordSlot + i), KeyHead(KeyAt(i), prefix_bytes()));
+  }
 }
 
 void Node::FreeGap(uint16_t* offset, uint16_t* bytes) const {
@@ -202,8 +248,7 @@ bool Node::AreaBoundsIntact() const {
 bool Node::SlotIntact(uint16_t slot) const {
   RawAreaHeader header = LoadAreaHeader(page_);
   if (slot >= header.slot_count) return false;
-  const char* entry = page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
-                      size_t{slot} * SlottedPage::kSlotBytes;
+  const char* entry = SlotEntry(slot);
   uint16_t offset;
   uint16_t length;
   std::memcpy(&offset, entry, sizeof(offset));
@@ -226,9 +271,7 @@ bool Node::RecordIntact(uint16_t i) const {
 
 std::string ShortestSeparator(std::string_view left, std::string_view right) {
   SM_DASSERT(left < right);
-  size_t common = 0;
-  size_t limit = std::min(left.size(), right.size());
-  while (common < limit && left[common] == right[common]) ++common;
+  size_t common = CommonPrefixBytes(left, right);
   // right[0..common] is > left (it either extends left or differs upward at `common`) and is a
   // prefix of right, so <= right.
   SM_DASSERT(common < right.size());

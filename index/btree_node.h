@@ -13,7 +13,9 @@
 //   +48  u16 level            0 for leaves; a parent is one level above its children
 //   +50  u16 flags            kNodeHighInfinite | kNodeRoot | kNodeNonUnique (see NodeFlag)
 //   +52  u16 format_version   kBtreeNodeFormatVersion
-//   +54  u16 reserved         zero
+//   +54  u16 prefix_bytes     the length of the longest common prefix of the two fences
+//                             (0 when kNodeHighInfinite is set): every key of the node starts
+//                             with these bytes of the low fence, so searches skip them
 //   +56  u64 tree_root        page id of the root of the tree the node belongs to; lets a
 //                             cursor (and a verify tool) tell a node of this tree from a stale id
 //   +64  u64 right_sibling    the next node to the right on the same level (B-link), 0 for the
@@ -29,6 +31,13 @@
 //          slot 2 + i        record i, in strictly increasing key order:
 //            leaf:   u16 key_bytes | key | value          (value = the rest of the record)
 //            inner:  separator key | u64 child page id    (key = all but the last 8 bytes)
+//        Every slot carries a u32 tag (slotted_page.h). A record's tag is its key head,
+//        KeyHead(key, prefix_bytes): the 4 key bytes after the common prefix read as a
+//        big-endian integer, zero-padded. Heads are ordered as their keys, up to ties (a < b
+//        implies head(a) <= head(b)), so a search compares the contiguous heads of the slot
+//        directory and reads a record only when its head equals the target's (the key-head
+//        layout of LeanStore and Graefe's "Modern B-tree techniques", 3.5). The fence slots'
+//        tags are zero.
 //
 // Keys are byte strings compared with memcmp, a proper prefix sorting first. The empty key is a
 // valid key. The low fence "" means "no lower bound": since "" is the smallest key and a
@@ -39,8 +48,8 @@
 // s_0 = low fence and s_{n+1} = high fence, and its fences are exactly those two keys.
 //
 // Invariants (checked by BTree::Verify):
-//   1. Page type is kBtreeLeaf iff level == 0; format_version is current; reserved is zero;
-//      tree_root is the page id of the tree's root.
+//   1. Page type is kBtreeLeaf iff level == 0; format_version is current; tree_root is the
+//      page id of the tree's root; prefix_bytes is the fences' common prefix length.
 //   2. Slots 0 and 1 exist; every record parses; keys are strictly increasing; every key k
 //      satisfies low <= k < high (and for separators low < k).
 //   3. A child's level is its parent's minus one; its fences equal its separator interval.
@@ -48,6 +57,7 @@
 //      equals the low fence of the next; the last has no sibling and an infinite high fence.
 //   5. Only the root carries kNodeRoot (and kNodeNonUnique, the tree's kind).
 //   6. Keys are at most kMaxKeyBytes; a leaf record is at most SlottedPage::kMaxRecordBytes.
+//   7. Every record's tag is the head of its key; the fence slots' tags are zero.
 //
 // Thread/fiber safety: none of its own; see "Owns".
 #pragma once
@@ -66,7 +76,8 @@
 
 namespace sm::index {
 
-inline constexpr uint16_t kBtreeNodeFormatVersion = 1;
+// Version 2: key heads in the slot tags and prefix_bytes in the header.
+inline constexpr uint16_t kBtreeNodeFormatVersion = 2;
 
 // Keys longer than this are InvalidArgument. A quarter of a page would be the most a leaf could
 // hold, but separators of that size would leave inner nodes with too few entries to split; 1 KiB
@@ -90,7 +101,7 @@ struct BtreeNodeHeader {  // at offset kPageHeaderBytes
   uint16_t level;
   uint16_t flags;
   uint16_t format_version;
-  uint16_t reserved;
+  uint16_t prefix_bytes;
   uint64_t tree_root;
   uint64_t right_sibling;
   uint64_t leftmost_child;
@@ -100,7 +111,7 @@ static_assert(sizeof(BtreeNodeHeader) == 40);
 static_assert(offsetof(BtreeNodeHeader, level) == 0);
 static_assert(offsetof(BtreeNodeHeader, flags) == 2);
 static_assert(offsetof(BtreeNodeHeader, format_version) == 4);
-static_assert(offsetof(BtreeNodeHeader, reserved) == 6);
+static_assert(offsetof(BtreeNodeHeader, prefix_bytes) == 6);
 static_assert(offsetof(BtreeNodeHeader, tree_root) == 8);
 static_assert(offsetof(BtreeNodeHeader, right_sibling) == 16);
 static_assert(offsetof(BtreeNodeHeader, leftmost_child) == 24);
@@ -166,12 +177,21 @@ class Node {
   PageId right_sibling() const { return PageId(header().right_sibling); }
   PageId leftmost_child() const { return PageId(header().leftmost_child); }
   uint64_t version() const { return header().version; }
+  uint16_t prefix_bytes() const { return header().prefix_bytes; }
   void BumpVersion() { ++mutable_header().version; }
 
   // Records, not counting the two fence slots.
   uint16_t count() const { return static_cast<uint16_t>(slots_.slot_count() - kFirstRecordSlot); }
   std::string_view low_fence() const { return View(slots_.Get(kLowFenceSlot)); }
   std::string_view high_fence() const { return View(slots_.Get(kHighFenceSlot)); }
+
+  // The tag of record i (< count()): its key head, read from the slot directory.
+  uint32_t HeadAt(uint16_t i) const {
+    uint32_t head;
+    std::memcpy(&head, SlotEntry(static_cast<uint16_t>(kFirstRecordSlot + i)) + kSlotTagOffset,
+                sizeof(head));
+    return head;
+  }
 
   // Key of record i (< count()). Valid until the node changes.
   std::string_view KeyAt(uint16_t i) const {
@@ -182,7 +202,11 @@ class Node {
   std::string_view KeyOfKind(uint16_t i) const {
     SM_DASSERT(i < count());
     SM_DASSERT(is_leaf() == kLeaf);
-    std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
+    return KeyOfRecord<kLeaf>(SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i)));
+  }
+  // The key inside a record of a leaf (kLeaf) or an inner node, as the file comment lays it out.
+  template <bool kLeaf>
+  static std::string_view KeyOfRecord(std::string_view rec) {
     if constexpr (kLeaf) {
       uint16_t key_bytes;
       std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
@@ -199,7 +223,13 @@ class Node {
   // separator i - 1.
   PageId ChildAt(uint16_t i) const;
 
-  // First record index with key >= key / key > key (count() if none).
+  // Whether record i exists and holds `key` (a key within the fences, as for LowerBound). A
+  // head that differs answers without reading the record.
+  bool HasKeyAt(uint16_t i, std::string_view key) const;
+  // First record index with key >= key / key > key (count() if none). The key must lie within
+  // the fences, low <= key <= high (so that it starts with the common prefix the heads leave
+  // out): every descent and cursor search meets only such keys (btree.h, protocol 4). For
+  // another key the index is unspecified but in [0, count()].
   uint16_t LowerBound(std::string_view key) const;
   uint16_t UpperBound(std::string_view key) const;
   // Inner: the index i of the child c_i to follow for `target` in `mode`.
@@ -224,12 +254,11 @@ class Node {
     return View(slots_.Get(static_cast<uint16_t>(kFirstRecordSlot + i)));
   }
   // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
-  // out (A+8 + 4 * slot: u16 offset, u16 length): the inner loop of every search, which
+  // out (A+8 + 8 * slot: u16 offset, u16 length, u32 tag): the inner loop of every search, which
   // SlottedPage::Get would slow down with an always-on bounds check and a header reload per
   // probe. The caller knows slot < slot_count.
   std::string_view SlotBytes(uint16_t slot) const {
-    const char* entry = page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
-                        size_t{slot} * SlottedPage::kSlotBytes;
+    const char* entry = SlotEntry(slot);
     uint16_t offset;
     uint16_t length;
     std::memcpy(&offset, entry, sizeof(offset));
@@ -238,8 +267,13 @@ class Node {
     return {page_ + offset, length};
   }
   void EraseRecord(uint16_t i) { slots_.Erase(static_cast<uint16_t>(kFirstRecordSlot + i)); }
-  // Replaces the high fence (and clears kNodeHighInfinite). NoSpace if it does not fit.
+  // Replaces the high fence (and clears kNodeHighInfinite). NoSpace if it does not fit. The
+  // common prefix may grow: every record's head is computed again.
   [[nodiscard]] Status SetHighFence(std::string_view high_fence);
+
+  // The length of the prefix a node with these fences leaves out of its heads.
+  static uint16_t FencePrefixBytes(std::string_view low_fence, std::string_view high_fence,
+                                   bool high_infinite);
 
   // The free gap between the slot directory and the record heap, [*offset, *offset + *bytes):
   // bytes whose contents the format leaves unspecified, which a page image may leave out
@@ -261,6 +295,15 @@ class Node {
 
  private:
   static std::string_view View(std::span<const char> bytes) { return {bytes.data(), bytes.size()}; }
+
+  // The directory entry of `slot` (slotted_page.h: u16 offset, u16 length, u32 tag).
+  static constexpr size_t kSlotTagOffset = 4;
+  const char* SlotEntry(uint16_t slot) const {
+    return page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
+           size_t{slot} * SlottedPage::kSlotBytes;
+  }
+  // Stores the head of every record again (after the prefix changed).
+  void RewriteHeads();
 
   // First record index whose key is >= key (kUpper: > key), count() if none.
   template <bool kLeaf, bool kUpper>
@@ -296,6 +339,27 @@ inline int CompareKeys(std::string_view a, std::string_view b) {
   return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
 }
 
+// The head of `key` in a node whose keys share a prefix of prefix_bytes: key bytes
+// [prefix_bytes, prefix_bytes + 4) as a big-endian integer, missing bytes zero. Order-preserving
+// for keys that start with the prefix: head(a) < head(b) implies a < b (see the file comment).
+inline uint32_t KeyHead(std::string_view key, size_t prefix_bytes) {
+  if (key.size() >= prefix_bytes + 4) {
+    uint32_t word;
+    std::memcpy(&word, key.data() + prefix_bytes, sizeof(word));
+    return __builtin_bswap32(word);
+  }
+  uint32_t head = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    size_t at = prefix_bytes + i;
+    head = (head << 8) | (at < key.size() ? static_cast<uint8_t>(key[at]) : 0u);
+  }
+  return head;
+}
+
+inline bool Node::HasKeyAt(uint16_t i, std::string_view key) const {
+  return i < count() && HeadAt(i) == KeyHead(key, prefix_bytes()) && KeyAt(i) == key;
+}
+
 // Record sizes as stored in the slotted area.
 inline constexpr size_t LeafRecordBytes(size_t key_bytes, size_t value_bytes) {
   return kLeafRecordOverheadBytes + key_bytes + value_bytes;
@@ -303,6 +367,9 @@ inline constexpr size_t LeafRecordBytes(size_t key_bytes, size_t value_bytes) {
 inline constexpr size_t InnerRecordBytes(size_t key_bytes) {
   return key_bytes + kInnerRecordOverheadBytes;
 }
+
+// The number of leading bytes a and b have in common.
+size_t CommonPrefixBytes(std::string_view a, std::string_view b);
 
 // The shortest key s with left < s <= right (left < right): a prefix of right. Used as the
 // separator of a leaf split, so inner nodes hold short keys (suffix truncation).

@@ -1,4 +1,4 @@
-// BTree::Verify: the whole-tree invariant check (invariants 1-6 of btree_node.h) and Stats.
+// BTree::Verify: the whole-tree invariant check (invariants 1-7 of btree_node.h) and Stats.
 //
 // Owns: the walk and its bookkeeping. The walk is a depth-first descent from the root with
 // shared latches on the whole current path; the root stays latched throughout, and since every
@@ -107,7 +107,6 @@ Status BTree::VerifyNode(VerifyState& state, PageHandle& handle, uint32_t expect
     return Fail(id, "level " + std::to_string(header.level) + ", expected " +
                         std::to_string(expected_level));
   }
-  if (header.reserved != 0) return Fail(id, "reserved header field is not zero");
   if ((header.flags & ~kNodeKnownFlags) != 0) return Fail(id, "unknown flags");
   if (node.is_root() != (id == root_id_)) return Fail(id, "root flag on a non-root or missing");
   bool non_unique = (header.flags & kNodeNonUnique) != 0;
@@ -127,6 +126,15 @@ Status BTree::VerifyNode(VerifyState& state, PageHandle& handle, uint32_t expect
     }
   } else if (node.high_infinite() || node.high_fence() != *high) {
     return Fail(id, "high fence differs from the parent's separator");
+  }
+  uint16_t prefix = Node::FencePrefixBytes(node.low_fence(), node.high_fence(),
+                                           node.high_infinite());
+  if (header.prefix_bytes != prefix) {
+    return Fail(id, "prefix_bytes " + std::to_string(header.prefix_bytes) +
+                        " is not the fences' common prefix length " + std::to_string(prefix));
+  }
+  if (node.slots().Tag(kLowFenceSlot) != 0 || node.slots().Tag(kHighFenceSlot) != 0) {
+    return Fail(id, "a fence slot has a non-zero tag");
   }
   btree_internal::LevelLink& link = state.levels[expected_level];
   if (link.seen) {
@@ -161,6 +169,9 @@ Status BTree::VerifyRecords(VerifyState& state, const PageHandle& handle, std::s
     // A separator equal to the low fence would give its left child an empty range.
     if (node.is_leaf() ? key < low : key <= low) return Fail(id, where + ": below the low fence");
     if (high != nullptr && key >= *high) return Fail(id, where + ": at or above the high fence");
+    if (node.HeadAt(i) != KeyHead(key, node.prefix_bytes())) {
+      return Fail(id, where + ": head does not match the key");
+    }
     previous = key;
     if (node.is_leaf()) {
       state.stats.key_bytes += key.size();

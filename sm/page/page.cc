@@ -53,16 +53,16 @@ Status VerifyPage(const void* page, PageId expected_id) {
                               Hex(header->checksum) + ", computed " + Hex(computed) + ")");
   }
   // The checksum matches, so these fields are what some writer sealed: a wrong one means the
-  // page was written to the wrong place or by a newer build, not that bits flipped.
+  // page was written to the wrong place or by another build, not that bits flipped.
   if (header->page_id != expected_id.value()) {
     return Status::Corruption(PagePrefix(expected_id) + "header names page " +
                               std::to_string(header->page_id) + " (misdirected write)");
   }
-  if (header->format_version > kPageFormatVersion || header->format_version == 0) {
+  if (header->format_version != kPageFormatVersion) {
     return Status::Corruption(PagePrefix(expected_id) + "page format version " +
                               std::to_string(header->format_version) +
-                              " is not supported (this build writes " +
-                              std::to_string(kPageFormatVersion) + ")");
+                              " is not supported (this build reads and writes only " +
+                              std::to_string(kPageFormatVersion) + "; recreate the database)");
   }
   if (header->type > kMaxPageType) {
     return Status::Corruption(PagePrefix(expected_id) + "unknown page type " +

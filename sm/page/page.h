@@ -16,7 +16,7 @@
 //   1. A page on disk was sealed (SealPage) just before it was written, so its checksum covers
 //      every byte after the checksum field, header included.
 //   2. A page accepted by VerifyPage has a matching checksum, the expected page id, a known
-//      type and a format version no newer than this build's. Anything else is Corruption
+//      type and this build's format version. Anything else is Corruption
 //      naming the page; nothing here asserts on page contents, so a bad disk never crashes
 //      the process.
 //   3. An all-zero page (never written: the file grew but the page did not reach the disk) is
@@ -48,7 +48,9 @@ enum class PageType : uint16_t {
 };
 inline constexpr uint16_t kMaxPageType = 6;
 
-inline constexpr uint16_t kPageFormatVersion = 1;
+// Version 2: slotted-page slots of 8 bytes with a per-slot tag (B-tree key heads). Pages of
+// another version are rejected (VerifyPage): there is no conversion.
+inline constexpr uint16_t kPageFormatVersion = 2;
 
 struct PageHeader {     // 48 bytes, little-endian
   uint32_t checksum;    // CRC32C of bytes [4, kPageBytes)

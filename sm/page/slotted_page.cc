@@ -23,6 +23,7 @@ static_assert(4 * SlottedPage::SpaceNeeded(SlottedPage::kMaxRecordBytes) +
                   kPageBytes - SlottedPage::kMaxAreaOffset,
               "four maximal records must fit in the smallest area (B-tree splits rely on it)");
 static_assert(SlottedPage::kMaxRecordBytes == 1976, "a format change: bump kPageFormatVersion");
+static_assert(SlottedPage::kSlotBytes == 8, "a format change: bump kPageFormatVersion");
 }  // namespace
 
 // AreaHeader and Slot are stored in host order; the format says little-endian.
@@ -37,6 +38,13 @@ void SlottedPage::StoreHeader(const AreaHeader& header) {
 
 void SlottedPage::StoreSlot(uint16_t slot_index, const Slot& slot) {
   std::memcpy(page_ + DirEnd(slot_index), &slot, sizeof(slot));
+}
+
+void SlottedPage::SetTag(uint16_t slot_index, uint32_t tag) {
+  SM_ASSERT(slot_index < slot_count());
+  Slot slot = LoadSlot(slot_index);
+  slot.tag = tag;
+  StoreSlot(slot_index, slot);
 }
 
 // ---- Queries ----
@@ -123,7 +131,7 @@ void SlottedPage::Compact() {
 
 // ---- Mutations ----
 
-Status SlottedPage::Insert(uint16_t slot_index, std::span<const char> record) {
+Status SlottedPage::Insert(uint16_t slot_index, std::span<const char> record, uint32_t tag) {
   AreaHeader header = LoadHeader();
   SM_ASSERT(slot_index <= header.slot_count);
   if (record.size() > kMaxRecordBytes) {
@@ -144,7 +152,7 @@ Status SlottedPage::Insert(uint16_t slot_index, std::span<const char> record) {
   // Open the directory entry: slots slot_index.. move up by one (into the gap, checked above).
   std::memmove(page_ + DirEnd(slot_index + 1), page_ + DirEnd(slot_index),
                static_cast<size_t>(header.slot_count - slot_index) * kSlotBytes);
-  StoreSlot(slot_index, Slot{offset, length});
+  StoreSlot(slot_index, Slot{offset, length, tag});
   ++header.slot_count;
   StoreHeader(header);
   SM_PARANOID(CheckInvariants());
@@ -163,7 +171,7 @@ Status SlottedPage::Update(uint16_t slot_index, std::span<const char> record) {
     // In place; the tail of the old record becomes a hole. memmove: `record` may overlap it.
     std::memmove(page_ + slot.offset, record.data(), length);
     header.fragmented_bytes = static_cast<uint16_t>(header.fragmented_bytes + slot.length - length);
-    StoreSlot(slot_index, Slot{slot.offset, length});
+    StoreSlot(slot_index, Slot{slot.offset, length, slot.tag});
     StoreHeader(header);
     SM_PARANOID(CheckInvariants());
     return Status::OK();
@@ -174,7 +182,7 @@ Status SlottedPage::Update(uint16_t slot_index, std::span<const char> record) {
   record = Unalias(record, scratch);
   // Free the old bytes first, so that a compaction can reclaim them for the new record.
   Release(header, slot);
-  StoreSlot(slot_index, Slot{static_cast<uint16_t>(kPageBytes), 0});
+  StoreSlot(slot_index, Slot{static_cast<uint16_t>(kPageBytes), 0, slot.tag});
   StoreHeader(header);
   if (length > ContiguousFreeBytes()) {
     Compact();
@@ -182,7 +190,7 @@ Status SlottedPage::Update(uint16_t slot_index, std::span<const char> record) {
   }
   uint16_t offset = Allocate(header, length);
   if (length > 0) std::memcpy(page_ + offset, record.data(), length);
-  StoreSlot(slot_index, Slot{offset, length});
+  StoreSlot(slot_index, Slot{offset, length, slot.tag});
   StoreHeader(header);
   SM_PARANOID(CheckInvariants());
   return Status::OK();

@@ -20,10 +20,14 @@
 //   A+4  u16 fragmented_bytes  bytes of the heap not covered by any live record (holes left
 //                              by Erase, shrinking Update and moved records)
 //   A+6  u16 flags             zero; reserved for the page type's use of later format versions
-//   A+8  slot directory        slot_count entries of kSlotBytes = 4, in slot order:
+//   A+8  slot directory        slot_count entries of kSlotBytes = 8, in slot order:
 //          +0 u16 offset       page offset of the record's first byte (kPageBytes if empty)
 //          +2 u16 length       record length in bytes, <= kMaxRecordBytes
-//   dir_end = A + 8 + 4 * slot_count
+//          +4 u32 tag          the page type's own per-slot value (B-tree nodes: the key
+//                              head, index/btree_node.h), kept next to the offsets so that a
+//                              search can read it without touching the record; it moves with
+//                              its slot and is not interpreted here
+//   dir_end = A + 8 + 8 * slot_count
 //   [dir_end, heap_begin)      the free gap: contiguous, grows the directory up and the heap
 //                              down. Its contents are unspecified.
 //   [heap_begin, kPageBytes)   the record heap: live records and holes, in no particular
@@ -58,10 +62,10 @@ namespace sm {
 class SlottedPage {
  public:
   static constexpr uint16_t kAreaHeaderBytes = 8;
-  static constexpr uint16_t kSlotBytes = 4;
-  // The largest area_offset: the 48-byte common header plus up to 208 bytes of page-type
+  static constexpr uint16_t kSlotBytes = 8;
+  // The largest area_offset: the 48-byte common header plus up to 200 bytes of page-type
   // header.
-  static constexpr uint16_t kMaxAreaOffset = 256;
+  static constexpr uint16_t kMaxAreaOffset = 248;
   // The largest record (1976 bytes): a quarter of the smallest area less a slot, rounded down
   // to 8. Four records of this size fit in any area, so a B-tree page that overflows can
   // always be split into two pages that each take the new record.
@@ -100,7 +104,9 @@ class SlottedPage {
   // slots up. Compacts if the gap is too small but the free bytes suffice. InvalidArgument if
   // the record is longer than kMaxRecordBytes; NoSpace if it does not fit even after
   // compaction; in both cases the page is unchanged. `record` may point into this page.
-  [[nodiscard]] Status Insert(uint16_t slot_index, std::span<const char> record);
+  // `tag` is stored in the new slot (see the byte format).
+  [[nodiscard]] Status Insert(uint16_t slot_index, std::span<const char> record,
+                              uint32_t tag = 0);
 
   // The record of slot slot_index (< slot_count), valid until the next mutation.
   std::span<const char> Get(uint16_t slot_index) const {
@@ -110,7 +116,14 @@ class SlottedPage {
     return {page_ + slot.offset, slot.length};
   }
 
-  // Replaces the record of slot slot_index. In place if the new record is not longer; else
+  // The tag of slot slot_index (< slot_count), and its replacement.
+  uint32_t Tag(uint16_t slot_index) const {
+    SM_ASSERT(slot_index < slot_count());
+    return LoadSlot(slot_index).tag;
+  }
+  void SetTag(uint16_t slot_index, uint32_t tag);
+
+  // Replaces the record of slot slot_index (its tag is kept). In place if the new record is not longer; else
   // moved into the gap, compacting first if needed. InvalidArgument / NoSpace as Insert, with
   // the page unchanged; the old record's bytes count as free for the NoSpace decision.
   [[nodiscard]] Status Update(uint16_t slot_index, std::span<const char> record);
@@ -144,10 +157,12 @@ class SlottedPage {
   struct Slot {
     uint16_t offset;
     uint16_t length;
+    uint32_t tag;
   };
   static_assert(sizeof(Slot) == kSlotBytes);
   static_assert(offsetof(Slot, offset) == 0);
   static_assert(offsetof(Slot, length) == 2);
+  static_assert(offsetof(Slot, tag) == 4);
 
   AreaHeader LoadHeader() const {
     AreaHeader header;

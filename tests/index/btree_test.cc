@@ -1,6 +1,6 @@
 // B-tree unit tests: empty tree, one leaf, splits to height >= 3, root growth keeping the root
 // id, duplicates and absent keys, update/upsert, delete to empty and reinsert, size limits,
-// Open, non-unique flag, sequential fill.
+// Open, non-unique flag, sequential fill, key heads (ties, Verify of heads and prefixes).
 #include "index/btree.h"
 
 #include <algorithm>
@@ -249,7 +249,85 @@ TEST_CASE("btree: ascending inserts fill the leaves", "[unit][btree]") {
     REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0, 100)).ok());
   BtreeStats stats;
   RequireVerified(*env.tree, &stats);
-  // (2 + 8 + 100 + 4 slot) bytes a record: ~71 fit a leaf; a 50/50 split would need ~2x leaves.
-  uint64_t per_leaf = index::kNodeRecordAreaBytes / (2 + 8 + 100 + 4);
+  // (2 + 8 + 100 + 8 slot) bytes a record: ~68 fit a leaf; a 50/50 split would need ~2x leaves.
+  uint64_t per_leaf = index::kNodeRecordAreaBytes / (2 + 8 + 100 + SlottedPage::kSlotBytes);
   REQUIRE(stats.pages_per_level[0] <= kKeys / per_leaf + kKeys / per_leaf / 10 + 1);
+}
+
+TEST_CASE("btree: key heads order keys that differ only in length or in zero bytes",
+          "[unit][btree]") {
+  // Keys over {0x00, 0x01, 'z'} of 0..7 bytes after a shared 5-byte prefix: many keys have
+  // equal (zero-padded) heads, so searches must break ties on the whole key. Splits give the
+  // nodes non-empty fence prefixes.
+  TreeEnv env(64);
+  Model model;
+  const std::string prefix = "PFX/_";
+  const char alphabet[] = {'\0', '\x01', 'z'};
+  std::vector<std::string> keys{prefix};
+  for (size_t len = 1; len <= 7; ++len) {
+    size_t combos = 1;
+    for (size_t i = 0; i < len; ++i) combos *= 3;
+    for (size_t c = 0; c < combos && c < 400; ++c) {
+      std::string key = prefix;
+      for (size_t i = 0, x = c; i < len; ++i, x /= 3) key.push_back(alphabet[x % 3]);
+      keys.push_back(key);
+    }
+  }
+  std::mt19937_64 rng(7);
+  std::shuffle(keys.begin(), keys.end(), rng);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i % 2 != 0) continue;  // every other key stays absent
+    std::string value = ValueFor(i, 0, 40);
+    REQUIRE(env.tree->Insert(keys[i], value).ok());
+    model[keys[i]] = value;
+  }
+  BtreeStats stats;
+  RequireVerified(*env.tree, &stats);
+  REQUIRE(stats.height >= 2);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string got;
+    Status s = env.tree->Lookup(keys[i], &got);
+    REQUIRE(s.code() == (i % 2 == 0 ? Status::Code::kOk : Status::Code::kNotFound));
+  }
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree: Verify reports a key head or prefix that does not match the keys",
+          "[unit][btree]") {
+  TreeEnv env(64);
+  for (uint64_t n = 0; n < 3000; ++n) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  RequireVerified(*env.tree);
+  // A leaf in the middle of the key space: not the root, fences with a common prefix.
+  PageId leaf_id;
+  {
+    buffer::PageHandle root;
+    REQUIRE(env.pool->Fix(env.root, threads::LatchMode::kShared, &root).ok());
+    index::Node r(root.data());
+    REQUIRE(!r.is_leaf());
+    leaf_id = r.ChildAt(r.count() / 2);
+    REQUIRE(index::Node(root.data()).level() == 1);
+  }
+  auto poke = [&](auto&& change) {
+    buffer::PageHandle page;
+    REQUIRE(env.pool->Fix(leaf_id, threads::LatchMode::kExclusive, &page).ok());
+    index::Node node(page.data());
+    REQUIRE(node.is_leaf());
+    REQUIRE(node.count() > 1);
+    change(node);
+  };
+  uint32_t head = 0;
+  poke([&](index::Node& node) {
+    REQUIRE(node.prefix_bytes() > 0);
+    head = node.slots().Tag(index::kFirstRecordSlot + 1);
+    node.slots().SetTag(index::kFirstRecordSlot + 1, head + 1);
+  });
+  Status s = env.tree->Verify();
+  REQUIRE(s.IsCorruption());
+  REQUIRE(s.ToString().find("head does not match") != std::string::npos);
+  poke([&](index::Node& node) { node.slots().SetTag(index::kFirstRecordSlot + 1, head); });
+  RequireVerified(*env.tree);
+  poke([&](index::Node& node) { node.mutable_header().prefix_bytes--; });
+  s = env.tree->Verify();
+  REQUIRE(s.IsCorruption());
+  REQUIRE(s.ToString().find("prefix_bytes") != std::string::npos);
 }

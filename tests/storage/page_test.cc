@@ -102,7 +102,7 @@ TEST_CASE("any flipped bit is a checksum mismatch naming the page", "[random][pa
   }
 }
 
-TEST_CASE("wrong id, unknown type, newer format and never-written pages are rejected",
+TEST_CASE("wrong id, unknown type, other formats and never-written pages are rejected",
           "[unit][page]") {
   io::AlignedBuffer page(kPageBytes);
   InitPage(page.data(), PageId(9), PageType::kCatalog);
@@ -117,7 +117,14 @@ TEST_CASE("wrong id, unknown type, newer format and never-written pages are reje
   Status newer = VerifyPage(page.data(), PageId(9));
   REQUIRE(newer.IsCorruption());
   REQUIRE(Contains(newer, "page 9"));
-  REQUIRE(Contains(newer, "format version 2"));
+  REQUIRE(Contains(newer, "format version " + std::to_string(kPageFormatVersion + 1)));
+
+  HeaderOf(page.data())->format_version = kPageFormatVersion - 1;
+  SealPage(page.data());
+  Status older = VerifyPage(page.data(), PageId(9));
+  REQUIRE(older.IsCorruption());
+  REQUIRE(Contains(older, "format version " + std::to_string(kPageFormatVersion - 1)));
+  REQUIRE(Contains(older, "not supported"));
 
   HeaderOf(page.data())->format_version = kPageFormatVersion;
   HeaderOf(page.data())->type = kMaxPageType + 1;

@@ -85,17 +85,21 @@ int Fill(SlottedPage& page, size_t length, char fill = 'f') {
 
 TEST_CASE("slotted page byte format is the documented one", "[unit][slotted]") {
   TestPage t;
-  REQUIRE(t.page.Insert(0, Rec("xyz")).ok());
+  REQUIRE(t.page.Insert(0, Rec("xyz"), 0x01020304).ok());
   REQUIRE(t.page.Insert(0, Rec("")).ok());
   const size_t a = kMinAreaOffset;
   REQUIRE(LoadU16(t.bytes, a + 0) == 2);               // slot_count
   REQUIRE(LoadU16(t.bytes, a + 2) == kPageBytes - 3);  // heap_begin
   REQUIRE(LoadU16(t.bytes, a + 4) == 0);               // fragmented_bytes
   REQUIRE(LoadU16(t.bytes, a + 6) == 0);               // flags
-  REQUIRE(LoadU16(t.bytes, a + 8) == kPageBytes);      // slot 0: empty record
+  REQUIRE(LoadU16(t.bytes, a + 8) == kPageBytes);      // slot 0: empty record, tag 0
   REQUIRE(LoadU16(t.bytes, a + 10) == 0);
-  REQUIRE(LoadU16(t.bytes, a + 12) == kPageBytes - 3);  // slot 1: "xyz"
-  REQUIRE(LoadU16(t.bytes, a + 14) == 3);
+  REQUIRE(LoadU16(t.bytes, a + 12) == 0);
+  REQUIRE(LoadU16(t.bytes, a + 14) == 0);
+  REQUIRE(LoadU16(t.bytes, a + 16) == kPageBytes - 3);  // slot 1: "xyz", tag 0x01020304
+  REQUIRE(LoadU16(t.bytes, a + 18) == 3);
+  REQUIRE(LoadU16(t.bytes, a + 20) == 0x0304);
+  REQUIRE(LoadU16(t.bytes, a + 22) == 0x0102);
   REQUIRE(std::string(t.bytes.data() + kPageBytes - 3, 3) == "xyz");
   for (size_t i = 0; i < a; ++i) REQUIRE(t.bytes[i] == '\xAB');
 }
@@ -122,7 +126,33 @@ TEST_CASE("inserts at a position shift later slots and keep the caller's order",
   REQUIRE(t.page.Insert(2, Rec("ccc")).ok());
   REQUIRE(t.page.Insert(4, Rec("")).ok());
   REQUIRE(Contents(t.page) == std::vector<std::string>{"a", "bb", "ccc", "dddd", ""});
-  REQUIRE(t.page.FreeBytes() == AreaFree(kMinAreaOffset) - (1 + 2 + 3 + 4) - 5 * 4);
+  REQUIRE(t.page.FreeBytes() ==
+          AreaFree(kMinAreaOffset) - (1 + 2 + 3 + 4) - 5 * SlottedPage::kSlotBytes);
+  REQUIRE(t.page.CheckInvariants());
+}
+
+TEST_CASE("slot tags move with their slots and survive updates and compaction",
+          "[unit][slotted]") {
+  TestPage t;
+  REQUIRE(t.page.Insert(0, Rec("bb"), 2).ok());
+  REQUIRE(t.page.Insert(1, Rec("dddd"), 4).ok());
+  REQUIRE(t.page.Insert(0, Rec("a"), 1).ok());
+  REQUIRE(t.page.Insert(2, Rec("ccc"), 3).ok());
+  REQUIRE(t.page.Tag(0) == 1);
+  REQUIRE(t.page.Tag(1) == 2);
+  REQUIRE(t.page.Tag(2) == 3);
+  REQUIRE(t.page.Tag(3) == 4);
+  REQUIRE(t.page.Update(1, Rec(std::string(200, 'B'))).ok());  // moved into the gap
+  REQUIRE(t.page.Update(2, Rec("c")).ok());                    // in place
+  t.page.Erase(0);
+  t.page.Compact();
+  REQUIRE(Contents(t.page) == std::vector<std::string>{std::string(200, 'B'), "c", "dddd"});
+  REQUIRE(t.page.Tag(0) == 2);
+  REQUIRE(t.page.Tag(1) == 3);
+  REQUIRE(t.page.Tag(2) == 4);
+  t.page.SetTag(1, 0xFFFFFFFF);
+  REQUIRE(t.page.Tag(1) == 0xFFFFFFFF);
+  REQUIRE(Str(t.page.Get(1)) == "c");
   REQUIRE(t.page.CheckInvariants());
 }
 
@@ -156,6 +186,11 @@ TEST_CASE("update shrinks and regrows in place, grows into the gap, and compacts
     Fill(t.page, 100);
     // Erasing slot i and moving on to i + 1 skips one survivor each time: holes everywhere.
     for (uint16_t i = 2; i < t.page.slot_count(); ++i) t.page.Erase(i);
+    // The erased slots' directory entries joined the gap: fill it with empty records (slots
+    // only) until it is too small.
+    while (t.page.ContiguousFreeBytes() >= 300) {
+      REQUIRE(t.page.Insert(t.page.slot_count(), Rec("")).ok());
+    }
     REQUIRE(t.page.ContiguousFreeBytes() < 300);
     REQUIRE(t.page.FreeBytes() + 100 >= 300);
     REQUIRE(t.page.Update(1, Rec(std::string(300, 'z'))).ok());
@@ -181,11 +216,11 @@ TEST_CASE("erase shifts later slots down and frees the record's bytes", "[unit][
   size_t free_before = t.page.FreeBytes();
   t.page.Erase(1);  // "two": in the middle of the heap, becomes a hole
   REQUIRE(Contents(t.page) == std::vector<std::string>{"one", "three", "four"});
-  REQUIRE(t.page.FreeBytes() == free_before + 3 + 4);
+  REQUIRE(t.page.FreeBytes() == free_before + 3 + SlottedPage::kSlotBytes);
   REQUIRE(t.page.FragmentedBytes() == 3);
   size_t contiguous = t.page.ContiguousFreeBytes();
   t.page.Erase(2);  // "four": the lowest record, its bytes join the gap directly
-  REQUIRE(t.page.ContiguousFreeBytes() == contiguous + 4 + 4);
+  REQUIRE(t.page.ContiguousFreeBytes() == contiguous + 4 + SlottedPage::kSlotBytes);
   REQUIRE(t.page.FragmentedBytes() == 3);
   REQUIRE(t.page.CheckInvariants());
   t.page.Erase(0);
@@ -319,7 +354,7 @@ TEST_CASE("CheckInvariants rejects corrupt areas", "[unit][slotted]") {
   good.page.Erase(1);  // one hole: fragmented_bytes == 4
   REQUIRE(good.page.CheckInvariants());
   const size_t a = kMinAreaOffset;
-  const size_t slot0 = a + 8, slot1 = a + 12;
+  const size_t slot0 = a + 8, slot1 = a + 8 + SlottedPage::kSlotBytes;
 
   auto corrupt = [&](auto&& poke) {
     PageBuffer bytes = good.bytes;
