@@ -147,16 +147,18 @@ double Phase(const std::string& label, SpawnFn spawn, unsigned workers, unsigned
   return secs;
 }
 
-// The timed phases, identical for both stores. Store: Insert(key, value), Lookup(key, *value),
-// Update(key, value), Scan(key, rows) -> rows read; each dies on an unexpected error.
+// The timed phases, identical for both stores. Store: NewSession() -> one fiber's handle with
+// Insert(key, value), Lookup(key, *value), Update(key, value), Scan(key, rows) -> rows read;
+// each dies on an unexpected error.
 template <typename Store, typename SpawnFn>
 void RunPhases(const std::string& label, Store& store, SpawnFn spawn, unsigned workers,
                unsigned fibers, const Plan& plan, const std::vector<uint64_t>& order,
                Figures* fig) {
   const std::string value(kValueBytes, 'v');
   double secs = Phase(label + " inserts", spawn, workers, fibers, [&](unsigned f, unsigned count) {
+    auto&& session = store.NewSession();
     for (uint64_t i = plan.preloaded + f; i < plan.keys; i += count) {
-      store.Insert(Key(order[i]).view(), value);
+      session.Insert(Key(order[i]).view(), value);
     }
   });
   fig->inserts = double(plan.keys - plan.preloaded) / secs;
@@ -164,8 +166,9 @@ void RunPhases(const std::string& label, Store& store, SpawnFn spawn, unsigned w
   secs = Phase(label + " lookups", spawn, workers, fibers, [&](unsigned f, unsigned count) {
     std::mt19937_64 rng(1000 + f);
     std::string got;
+    auto&& session = store.NewSession();
     for (uint64_t i = f; i < plan.ops; i += count) {
-      store.Lookup(Key(rng() % plan.keys).view(), &got);
+      session.Lookup(Key(rng() % plan.keys).view(), &got);
       if (got.size() != kValueBytes) Die("lookup", Status::Corruption("wrong value size"));
     }
   });
@@ -174,8 +177,9 @@ void RunPhases(const std::string& label, Store& store, SpawnFn spawn, unsigned w
   secs = Phase(label + " updates", spawn, workers, fibers, [&](unsigned f, unsigned count) {
     std::mt19937_64 rng(2000 + f);
     const std::string updated(kValueBytes, static_cast<char>('a' + f % 26));
+    auto&& session = store.NewSession();
     for (uint64_t i = f; i < plan.ops / 2; i += count) {
-      store.Update(Key(rng() % plan.keys).view(), updated);
+      session.Update(Key(rng() % plan.keys).view(), updated);
     }
   });
   fig->updates = double(plan.ops / 2) / secs;
@@ -184,8 +188,9 @@ void RunPhases(const std::string& label, Store& store, SpawnFn spawn, unsigned w
   secs = Phase(label + " scans", spawn, workers, fibers, [&](unsigned f, unsigned count) {
     std::mt19937_64 rng(3000 + f);
     uint64_t mine = 0;
+    auto&& session = store.NewSession();
     for (uint64_t i = f * kScanRowsPerSeek; i < plan.ops; i += count * kScanRowsPerSeek) {
-      mine += store.Scan(Key(rng() % plan.keys).view(), kScanRowsPerSeek);
+      mine += session.Scan(Key(rng() % plan.keys).view(), kScanRowsPerSeek);
     }
     rows.fetch_add(mine, std::memory_order_relaxed);  // read after the phase's Wait
   });
@@ -238,53 +243,62 @@ std::string MakeTempDir(const std::string& parent) {
 
 // ---- through the public API ------------------------------------------------------------------
 
-// Every operation its own transaction.
+// Every operation its own transaction. Each fiber has a session, whose transaction object
+// begins again for every operation (Database::Begin reuses a finished one).
 class ApiStore {
  public:
   ApiStore(sm::Database* db, sm::Table* table) : db_(db), table_(table) {}
 
-  void Insert(std::string_view key, std::string_view value) {
-    InTxn("insert", [&](sm::Transaction* txn) { return table_->Insert(txn, key, value); });
-  }
-  void Lookup(std::string_view key, std::string* value) {
-    InTxn("lookup", [&](sm::Transaction* txn) { return table_->Get(txn, key, value); });
-  }
-  void Update(std::string_view key, std::string_view value) {
-    InTxn("update", [&](sm::Transaction* txn) { return table_->Update(txn, key, value); });
-  }
-  uint64_t Scan(std::string_view key, uint64_t rows) {
-    uint64_t n = 0;
-    sm::ScanOptions range;
-    range.lower = std::string(key);
-    range.has_lower = true;
-    InTxn("scan", [&](sm::Transaction* txn) -> Status {
-      n = 0;
-      std::unique_ptr<sm::Cursor> cursor;
-      SM_TRY(table_->NewCursor(txn, range, &cursor));
-      for (; cursor->Valid() && n < rows; ++n) SM_TRY(cursor->Next());
-      return Status::OK();
-    });
-    return n;
-  }
+  class Session {
+   public:
+    explicit Session(ApiStore* store) : store_(store) {}
+    void Insert(std::string_view key, std::string_view value) {
+      InTxn("insert", [&](sm::Transaction* txn) { return store_->table_->Insert(txn, key, value); });
+    }
+    void Lookup(std::string_view key, std::string* value) {
+      InTxn("lookup", [&](sm::Transaction* txn) { return store_->table_->Get(txn, key, value); });
+    }
+    void Update(std::string_view key, std::string_view value) {
+      InTxn("update", [&](sm::Transaction* txn) { return store_->table_->Update(txn, key, value); });
+    }
+    uint64_t Scan(std::string_view key, uint64_t rows) {
+      uint64_t n = 0;
+      sm::ScanOptions range;
+      range.lower = std::string(key);
+      range.has_lower = true;
+      InTxn("scan", [&](sm::Transaction* txn) -> Status {
+        n = 0;
+        std::unique_ptr<sm::Cursor> cursor;
+        SM_TRY(store_->table_->NewCursor(txn, range, &cursor));
+        for (; cursor->Valid() && n < rows; ++n) SM_TRY(cursor->Next());
+        return Status::OK();
+      });
+      return n;
+    }
 
+   private:
+    // Begin, body, Commit; a retryable failure aborts and runs it all again.
+    template <typename Body>
+    void InTxn(const char* what, Body body) {
+      for (;;) {
+        Check(store_->db_->Begin(&txn_), "begin");
+        Status s = body(txn_.get());
+        if (s.ok()) s = txn_->Commit();
+        if (s.ok()) return;
+        if (!s.IsRetryable()) Die(what, s);
+        if (txn_->active()) txn_->Abort().PermitUnchecked();  // retried below in any case
+        store_->retries_.fetch_add(1, std::memory_order_relaxed);  // a statistic only
+      }
+    }
+
+    ApiStore* const store_;
+    std::unique_ptr<sm::Transaction> txn_;
+  };
+
+  Session NewSession() { return Session(this); }
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
 
  private:
-  // Begin, body, Commit; a retryable failure aborts and runs it all again.
-  template <typename Body>
-  void InTxn(const char* what, Body body) {
-    for (;;) {
-      std::unique_ptr<sm::Transaction> txn;
-      Check(db_->Begin(&txn), "begin");
-      Status s = body(txn.get());
-      if (s.ok()) s = txn->Commit();
-      if (s.ok()) return;
-      if (!s.IsRetryable()) Die(what, s);
-      if (txn->active()) txn->Abort().PermitUnchecked();  // retried below in any case
-      retries_.fetch_add(1, std::memory_order_relaxed);   // a statistic only
-    }
-  }
-
   sm::Database* const db_;
   sm::Table* const table_;
   std::atomic<uint64_t> retries_{0};
@@ -317,7 +331,8 @@ void ApiLoad(sm::Database& db, ApiStore& store, unsigned fibers, const std::vect
              uint64_t end) {
   const std::string value(kValueBytes, 'v');
   ApiPhase("txn load", db, fibers, [&](unsigned f, unsigned count) {
-    for (uint64_t i = f; i < end; i += count) store.Insert(Key(order[i]).view(), value);
+    auto session = store.NewSession();
+    for (uint64_t i = f; i < end; i += count) session.Insert(Key(order[i]).view(), value);
   });
 }
 
@@ -445,6 +460,7 @@ class RawDatabase {
 class RawStore {
  public:
   explicit RawStore(sm::index::BTree* tree) : tree_(tree) {}
+  RawStore& NewSession() { return *this; }  // no per-fiber state
   void Insert(std::string_view key, std::string_view value) {
     Check(tree_->Insert(key, value), "insert");
   }
