@@ -614,29 +614,37 @@ void Examine(const Trial& trial, Tally* tally) {
 
 void RunTrial(io::FileSystem* fs, const Model& model, const Regions& regions, std::mt19937_64& rng,
               Tally* tally, std::string* description) {
-  // One trial in eight samples dead bytes; the rest spread over the live targets evenly.
-  Target target = static_cast<Target>(rng() % (kTargetCount - 1));
-  if (rng() % 8 == 0 && !regions.by_target[static_cast<int>(Target::kDead)].empty()) {
-    target = Target::kDead;
-  }
-  const std::vector<Region>& choices = regions.by_target[static_cast<int>(target)];
-  const Region& region = choices[rng() % choices.size()];
-  // Two in five each bit flips and zeroed sectors, one in five resealed flips (not in dead
-  // bytes, which no checksum covers).
-  const uint64_t draw = rng() % 5;
-  Kind kind = draw < 2 ? Kind::kBitFlip : draw < 4 ? Kind::kZeroSector : Kind::kResealed;
-  if (target == Target::kDead && kind == Kind::kResealed) kind = Kind::kBitFlip;
-  REQUIRE(test::DeleteDir(fs, kTrialDir).ok());
-  REQUIRE(test::CopyDir(fs, kBaseDir, kTrialDir).ok());
-  const std::string path = std::string(kTrialDir) + "/" + region.file;
-  std::string bytes;
-  REQUIRE(test::ReadWholeFile(fs, path, &bytes).ok());
-  std::string what;
+  // Some draws cannot change their region (zeroing a sector of a region that is all zero, a
+  // resealed flip where no checksum covers the byte): draw again, so that every trial damages
+  // something and the count of trials means what it says.
+  Target target = Target::kDead;
+  Kind kind = Kind::kBitFlip;
+  const Region* picked = nullptr;
+  std::string path, bytes, what;
   bool changed = false;
-  for (int attempt = 0; attempt < 50 && !changed; ++attempt) {
-    changed = Corrupt(kind, region, rng, &bytes, &what);
+  for (int draw_count = 0; draw_count < 20 && !changed; ++draw_count) {
+    // One trial in eight samples dead bytes; the rest spread over the live targets evenly.
+    target = static_cast<Target>(rng() % (kTargetCount - 1));
+    if (rng() % 8 == 0 && !regions.by_target[static_cast<int>(Target::kDead)].empty()) {
+      target = Target::kDead;
+    }
+    const std::vector<Region>& choices = regions.by_target[static_cast<int>(target)];
+    picked = &choices[rng() % choices.size()];
+    // Two in five each bit flips and zeroed sectors, one in five resealed flips (not in dead
+    // bytes, which no checksum covers).
+    const uint64_t draw = rng() % 5;
+    kind = draw < 2 ? Kind::kBitFlip : draw < 4 ? Kind::kZeroSector : Kind::kResealed;
+    if (target == Target::kDead && kind == Kind::kResealed) kind = Kind::kBitFlip;
+    REQUIRE(test::DeleteDir(fs, kTrialDir).ok());
+    REQUIRE(test::CopyDir(fs, kBaseDir, kTrialDir).ok());
+    path = std::string(kTrialDir) + "/" + picked->file;
+    REQUIRE(test::ReadWholeFile(fs, path, &bytes).ok());
+    for (int attempt = 0; attempt < 50 && !changed; ++attempt) {
+      changed = Corrupt(kind, *picked, rng, &bytes, &what);
+    }
   }
-  if (!changed) return;  // e.g. zeroing a region that is already all zero: no corruption
+  if (!changed) return;  // counted as a missing trial, which the caller bounds
+  const Region& region = *picked;
   REQUIRE(test::WriteWholeFile(fs, path, bytes).ok());
   ++tally->trials;
   ++tally->by_target[static_cast<int>(target)];
