@@ -119,7 +119,7 @@ struct WorkerTeams {
     bool started = false;
     uint32_t begins = 0;  // transactions begun in the current epoch
     uint32_t epoch = 0;   // position in the cycle: 2 * probe_pairs probes, then run_epochs
-    bool chose_teams = true;
+    bool teams_won = true;  // the last probe's choice
     std::chrono::steady_clock::time_point epoch_start;
     double txns[2] = {0, 0};  // probe totals by mode: [0] without teams, [1] with
     double secs[2] = {0, 0};
@@ -415,14 +415,14 @@ void EndEpoch(WorkerTeams& wt, Fiber* self, double seconds) {
     const double serial_rate = a.txns[0] / std::max(a.secs[0], 1e-9);
     const double teams_rate = a.txns[1] / std::max(a.secs[1], 1e-9);
     const double ratio = serial_rate > 0 ? teams_rate / serial_rate : 1.0;
-    a.chose_teams = ratio >= 1.0;
+    a.teams_won = ratio >= 1.0;
     wt.probes.Add();
-    (a.chose_teams ? wt.chose_teams : wt.chose_serial).Add();
+    (a.teams_won ? wt.chose_teams : wt.chose_serial).Add();
     wt.last_ratio.store(ratio, std::memory_order_relaxed);
     a.txns[0] = a.txns[1] = a.secs[0] = a.secs[1] = 0;
   }
   a.epoch = (a.epoch + 1) % (probe_epochs + o.run_epochs);
-  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.chose_teams;
+  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.teams_won;
   SetTeamsEnabled(wt, self, teams);
   a.begins = 0;
 }

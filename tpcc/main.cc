@@ -466,7 +466,11 @@ json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::Tea
 json PrintAdaptive(const CommonOptions& o) {
   const steps::AdaptiveStats a = steps::GetAdaptiveStats();
   std::string ratios;
-  for (double r : a.last_ratio) ratios += (ratios.empty() ? "" : ", ") + std::to_string(r).substr(0, 5);
+  for (double r : a.last_ratio) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.3f", ratios.empty() ? "" : ", ", r);
+    ratios += buf;
+  }
   Say(o, "STEPS auto:  %llu probes chose teams %llu times, no teams %llu times; epochs with "
          "teams %llu, without %llu; last rate ratio (teams / none) per worker: %s\n",
       static_cast<unsigned long long>(a.probes), static_cast<unsigned long long>(a.chose_teams),

@@ -622,6 +622,8 @@ void RunTrial(io::FileSystem* fs, const Model& model, const Regions& regions, st
   const Region* picked = nullptr;
   std::string path, bytes, what;
   bool changed = false;
+  REQUIRE(test::DeleteDir(fs, kTrialDir).ok());
+  REQUIRE(test::CopyDir(fs, kBaseDir, kTrialDir).ok());
   for (int draw_count = 0; draw_count < 20 && !changed; ++draw_count) {
     // One trial in eight samples dead bytes; the rest spread over the live targets evenly.
     target = static_cast<Target>(rng() % (kTargetCount - 1));
@@ -635,8 +637,6 @@ void RunTrial(io::FileSystem* fs, const Model& model, const Regions& regions, st
     const uint64_t draw = rng() % 5;
     kind = draw < 2 ? Kind::kBitFlip : draw < 4 ? Kind::kZeroSector : Kind::kResealed;
     if (target == Target::kDead && kind == Kind::kResealed) kind = Kind::kBitFlip;
-    REQUIRE(test::DeleteDir(fs, kTrialDir).ok());
-    REQUIRE(test::CopyDir(fs, kBaseDir, kTrialDir).ok());
     path = std::string(kTrialDir) + "/" + picked->file;
     REQUIRE(test::ReadWholeFile(fs, path, &bytes).ok());
     for (int attempt = 0; attempt < 50 && !changed; ++attempt) {
