@@ -68,6 +68,10 @@ struct Options {
   // write pages regardless.
   std::chrono::milliseconds background_write_interval{100};
   uint64_t background_write_log_lag_bytes = 256ull << 20;
+  // At open, the data file grows (in whole extents) until at least this many bytes of it are
+  // free, so that no operation waits for the file to grow until that space is used up (0: the
+  // file grows only when it is full).
+  uint64_t reserve_free_bytes = 0;
   uint64_t log_segment_bytes = 64ull << 20;  // for a new database
   size_t log_buffer_bytes = 8u << 20;
   CommitMode commit_mode = CommitMode::kDurable;

@@ -102,6 +102,11 @@ DatabaseImpl::~DatabaseImpl() {
 
 Status DatabaseImpl::Start(OpenReport* report) {
   *report = OpenReport();
+  if (options_.reserve_free_bytes / kPageBytes > space::kMaxVolumePages) {
+    return Status::InvalidArgument("Options::reserve_free_bytes " +
+                                   std::to_string(options_.reserve_free_bytes) +
+                                   " is beyond the largest volume");
+  }
   fs_ = options_.file_system != nullptr ? options_.file_system : io::FileSystem::Default();
   const std::string& dir = options_.path;
   bool exists = false;
@@ -116,12 +121,17 @@ Status DatabaseImpl::Start(OpenReport* report) {
   Status m = ReadMeta(fs_, dir, &meta);
   if (m.ok()) {
     if (options_.error_if_exists) return Status::InvalidArgument(dir + ": database exists");
-    return OpenExisting(meta, report);
+    SM_TRY(OpenExisting(meta, report));
+  } else {
+    if (!m.IsNotFound()) return m;
+    if (!options_.create_if_missing) {
+      return Status::NotFound(dir + ": not a database (no sm.meta)");
+    }
+    SM_TRY(RemoveUnfinished(fs_, dir));
+    SM_TRY(CreateNew(report));
   }
-  if (!m.IsNotFound()) return m;
-  if (!options_.create_if_missing) return Status::NotFound(dir + ": not a database (no sm.meta)");
-  SM_TRY(RemoveUnfinished(fs_, dir));
-  return CreateNew(report);
+  if (options_.reserve_free_bytes == 0) return Status::OK();
+  return volume_->Reserve((options_.reserve_free_bytes + kPageBytes - 1) / kPageBytes);
 }
 
 Status DatabaseImpl::StartSteps() {

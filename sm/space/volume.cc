@@ -293,6 +293,24 @@ Status Volume::AllocatePage(PageId* id) {
   }
 }
 
+Status Volume::Reserve(uint64_t free_pages) {
+  SM_TRY(CheckWritable());
+  if (free_pages > kMaxVolumePages) {
+    return Status::NoSpace(path_ + ": cannot reserve " + std::to_string(free_pages) +
+                           " pages: a volume holds at most " + std::to_string(kMaxVolumePages));
+  }
+  for (;;) {  // growth into a new map range adds map pages too: then grow again
+    uint64_t count, allocated;
+    {
+      threads::LatchGuard guard(map_latch_, threads::LatchMode::kShared);
+      count = map_.page_count();
+      allocated = map_.allocated();
+    }
+    if (count - allocated >= free_pages) return Status::OK();
+    SM_TRY(Grow(count + free_pages - (count - allocated)));
+  }
+}
+
 Status Volume::FreePage(PageId id) {
   SM_TRY(CheckWritable());
   threads::LatchGuard guard(map_latch_, threads::LatchMode::kExclusive);

@@ -108,6 +108,10 @@ class Volume {
   // and nothing changes.
   Status FreePage(PageId id);
   bool IsAllocated(PageId id) const;
+  // Grows the file (by whole extents) until at least free_pages of its pages are unallocated,
+  // so that the allocations they cover never wait for the file to grow. NoSpace if it cannot
+  // grow; the volume stays as it was then.
+  Status Reserve(uint64_t free_pages);
   // OK, or the sticky Fatal status after a failed fdatasync (Closed once closed). Higher layers
   // check it so that the whole database refuses changes once the volume's durable state is
   // unknown (sm/sm.h, Status::Fatal).

@@ -438,6 +438,42 @@ namespace {
 
 // Prewarm reads the pages in, so that reading every row afterwards misses nothing; with a pool
 // smaller than the data it stops at nine tenths of the pool.
+// The data file's size in bytes.
+uint64_t VolumeBytes(io::FileSystem* fs, const std::string& dir) {
+  std::unique_ptr<io::File> file;
+  REQUIRE(fs->Open(dir + "/data.sm", io::OpenOptions{}, &file).ok());
+  uint64_t bytes = 0;
+  REQUIRE(file->Size(&bytes).ok());
+  return bytes;
+}
+
+TEST_CASE("reserve_free_bytes grows the data file at open", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(7);
+  Options options = TestOptions(&fs);
+  { auto db = MustOpen(options); }
+  const uint64_t plain = VolumeBytes(&fs, options.path);
+  options.reserve_free_bytes = plain + (16u << 20);
+  {
+    auto db = MustOpen(options);
+    Table* t = nullptr;
+    REQUIRE(db->CreateTable("t", &t).ok());
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->Insert(txn.get(), Key(1), "v").ok());
+    REQUIRE(txn->Commit().ok());
+    REQUIRE(db->Close().ok());
+  }
+  const uint64_t reserved = VolumeBytes(&fs, options.path);
+  CHECK(reserved >= options.reserve_free_bytes + kPageBytes);  // the free space and the header
+  { auto db = MustOpen(options); }  // the space is still free: nothing grows
+  CHECK(VolumeBytes(&fs, options.path) == reserved);
+  options.reserve_free_bytes = uint64_t{1} << 62;  // beyond any volume
+  std::unique_ptr<Database> db;
+  Status s = Database::Open(options, &db);
+  CHECK(s.IsInvalidArgument());
+  CHECK(VolumeBytes(&fs, options.path) == reserved);
+}
+
 TEST_CASE("prewarm fills the buffer pool", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
   Options options = TestOptions(&fs);

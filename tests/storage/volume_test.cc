@@ -209,6 +209,32 @@ TEST_CASE("the volume grows by whole extents", "[unit][volume]") {
   REQUIRE(volume->allocated_pages() == 17);
 }
 
+TEST_CASE("Reserve grows the file until enough pages are free, by whole extents",
+          "[unit][volume]") {
+  TestFs t(false);
+  auto volume = CreateVolume(t.fs, t.Path("v"), 16);
+  REQUIRE(volume->page_count() == 16);  // 3 metadata pages and 13 free
+  REQUIRE(volume->Reserve(13).ok());
+  CHECK(volume->page_count() == 16);  // enough free already: nothing grows
+  REQUIRE(volume->Reserve(40).ok());
+  CHECK(volume->page_count() == 48);  // 3 + 40 pages rounded up to whole extents
+  CHECK(t.fault->used_bytes() == 48 * kPageBytes);
+  const uint64_t before = volume->page_count();
+  for (int i = 0; i < 40; ++i) {  // the reserved pages are allocated without growing
+    PageId id;
+    REQUIRE(volume->AllocatePage(&id).ok());
+  }
+  CHECK(volume->page_count() == before);
+  Status too_much = volume->Reserve(sm::space::kMaxVolumePages + 1);
+  CHECK(too_much.IsNoSpace());
+  CHECK(volume->page_count() == before);  // a refused reservation changes nothing
+  REQUIRE(volume->Sync().ok());
+  volume.reset();
+  volume = OpenVolume(t.fs, t.Path("v"));
+  CHECK(volume->page_count() == before);
+  CHECK(volume->allocated_pages() == 43);
+}
+
 TEST_CASE("a 10,000-page volume on disk", "[unit][volume]") {
   TestFs t(true);
   std::string path = t.Path("big.vol");
