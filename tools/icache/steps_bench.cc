@@ -31,9 +31,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -44,6 +46,7 @@
 
 #include "sm/sm.h"
 #include "steps/placement.h"
+#include "threads/baton.h"
 #include "threads/ctx_point.h"
 #include "threads/sync.h"
 #include "tools/bench/bench_util.h"
@@ -114,6 +117,10 @@ Options DbOptions(const BenchOptions& bo, bool steps) {
   o.checkpoint_interval = std::chrono::milliseconds(0);
   o.buffer_pool_bytes = 64u << 20;  // the whole table stays resident
   o.background_write_interval = std::chrono::milliseconds(0);  // no timer-driven writes
+  // Free space for every page the rounds' splits allocate: a fiber that grew the file would
+  // wait for another thread, an I/O thread, and the rounds' counts would depend on when the
+  // OS ran it.
+  o.reserve_free_bytes = 64u << 20;
   o.steps = steps;
   o.steps_team_size = bo.team_size;
   o.ctx_placement = bo.ctx_placement;
@@ -224,10 +231,57 @@ void EndRound(Table* t, const BenchOptions& bo, const std::string& op, uint32_t 
   if (Status s = txn->Commit(); !s.ok()) Die("commit", s);
 }
 
+// Makes the log's flusher idle, so that no other thread runs during a round: the measured
+// counts are then the worker's alone (a flusher woken by the log's volume would run when the OS
+// lets it, evicting the worker's code at a different point each time). A durable commit on the
+// calling thread has the log written and synced to its end; the sleep lets the flusher finish
+// its round and wait again. A round's own log records stay far below the volume that wakes the
+// flusher (Options::log_buffer_bytes / 4).
+void QuietLog(Database* db, Table* t) {
+  std::unique_ptr<Transaction> txn;
+  std::string value;
+  if (Status s = db->Begin(&txn); !s.ok()) Die("begin", s);
+  if (Status s = t->Get(txn.get(), Key(0), &value); !s.ok()) Die("quiet log", s);
+  if (Status s = t->Update(txn.get(), Key(0), value); !s.ok()) Die("quiet log", s);
+  if (Status s = txn->Commit(CommitMode::kDurable); !s.ok()) Die("quiet log", s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+// Evicts everything from a simulated instruction cache of up to 128 KiB (any associativity):
+// 128 KiB of straight-line code, every line of it executed once.
+[[gnu::noinline]] void ScrubInstructionCache() {
+  asm volatile(".rept 131072\n\tnop\n\t.endr" ::: "memory");
+}
+
+// Runs `body` on a fiber of the worker and waits for it, so that the measured counts are the
+// same in every run, whatever the OS does with the other threads:
+//  - the log is quiet (QuietLog), and the fiber sleeps a moment before it starts, so that the
+//    calling thread has gone to sleep in its wait too: from then on only the worker runs;
+//  - ScrubInstructionCache then leaves no trace of what ran before, on other threads in an
+//    order the OS chose, in the simulated cache;
+//  - a warm-up round and its measured round run in one `body`, with only the worker running
+//    between them, and the fibers a round spawns are queued before any of them runs, so they
+//    begin, and form teams, in the same order.
+void OnWorker(Database* db, Table* t, const std::function<void()>& body) {
+  QuietLog(db, t);
+  threads::WaitGroup done;
+  done.Add(1);
+  db->Spawn(
+      [&] {
+        threads::SleepFor(std::chrono::milliseconds(20));
+        ScrubInstructionCache();
+        body();
+        done.Done();
+      },
+      0);
+  done.Wait();
+}
+
 // One round of N fibers (file comment) of operation `op`. A round leaves the table as it found
 // it: the keys an insert round adds are deleted after the measured region, and those a delete
 // round removes are inserted before it, in the same transactions. With `label`, the region is
-// collected and dumped as a part with that description.
+// collected and dumped as a part with that description. Runs on a fiber of the worker
+// (OnWorker).
 void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op,
            unsigned fibers, const std::string& label) {
   threads::Event start, end;
@@ -282,8 +336,10 @@ void RunInner(const BenchOptions& bo) {
     WarmPool(db.get(), t);
     for (const std::string& op : bo.ops) {
       for (unsigned n : bo.fibers) {
-        Round(db.get(), t, bo, op, n, "");  // warm-up
-        Round(db.get(), t, bo, op, n, Label(steps, op, n));
+        OnWorker(db.get(), t, [&] {
+          Round(db.get(), t, bo, op, n, "");  // warm-up
+          Round(db.get(), t, bo, op, n, Label(steps, op, n));
+        });
       }
     }
     if (Status s = db->Close(); !s.ok()) Die("close", s);
@@ -358,25 +414,17 @@ void AroundFragmentOp(bool before) {
 }
 
 // One fiber runs --fetches operations `op` (measured under `pass_op` unless empty), leaving the
-// table as it found it (BeginRound, EndRound).
+// table as it found it (BeginRound, EndRound). Runs on a fiber of the worker (OnWorker).
 void FragmentRound(Database* db, Table* t, const BenchOptions& bo, const std::string& op,
                    const std::string& pass_op) {
-  threads::WaitGroup done;
-  done.Add(1);
-  db->Spawn(
-      [&] {
-        const uint32_t seed = 4242;
-        std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
-        g_fragment = {pass_op, "start", std::this_thread::get_id()};
-        std::mt19937 rng(seed);
-        RunOps(op, t, txn.get(), rng, bo.rows, bo.fetches,
-               pass_op.empty() ? nullptr : &AroundFragmentOp);
-        g_fragment.pass_op.clear();
-        EndRound(t, bo, op, seed, txn.get());
-        done.Done();
-      },
-      0);
-  done.Wait();
+  const uint32_t seed = 4242;
+  std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
+  g_fragment = {pass_op, "start", std::this_thread::get_id()};
+  std::mt19937 rng(seed);
+  RunOps(op, t, txn.get(), rng, bo.rows, bo.fetches,
+         pass_op.empty() ? nullptr : &AroundFragmentOp);
+  g_fragment.pass_op.clear();
+  EndRound(t, bo, op, seed, txn.get());
 }
 
 void RunFragments(const BenchOptions& bo) {
@@ -394,8 +442,10 @@ void RunFragments(const BenchOptions& bo) {
                                         std::pair{"placed", placed}}) {
     if (Status s = steps::ApplyPlacement(placement); !s.ok()) Die("placement", s);
     for (const std::string& op : bo.ops) {
-      FragmentRound(db.get(), t, bo, op, "");  // warm-up
-      FragmentRound(db.get(), t, bo, op, std::string(pass) + " " + op);
+      OnWorker(db.get(), t, [&] {
+        FragmentRound(db.get(), t, bo, op, "");  // warm-up
+        FragmentRound(db.get(), t, bo, op, std::string(pass) + " " + op);
+      });
     }
   }
   threads::SetCtxHandler(nullptr);
