@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdarg>
 #include <chrono>
 #include <cstdio>
@@ -50,6 +51,8 @@ struct CommonOptions {
   bool warehouses_given = false;
   unsigned workers = 0;  // 0: all cores
   std::string buffer_pool = "1G";
+  std::string log_buffer = "8M";    // the log's in-memory ring
+  std::string reserve_free = "0";   // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
   uint64_t lock_timeout_ms = 10000;  // the engine's default
   std::string commit = "durable";
@@ -111,6 +114,7 @@ int Failure(const CommonOptions& o, const std::string& what, const Status& s) {
 }
 
 // "512M", "2G", "1048576", "64K" (binary units).
+// "512M", "2G", "64MiB", "4096": false for anything else, and for sizes beyond 2^64 - 1.
 bool ParseBytes(std::string text, uint64_t* bytes) {
   if (text.empty()) return false;
   uint64_t unit = 1;
@@ -119,14 +123,19 @@ bool ParseBytes(std::string text, uint64_t* bytes) {
     text.pop_back();
     if (text.empty()) return false;
     if (text.back() == 'i' || text.back() == 'I') text.pop_back();
+    if (text.empty()) return false;
     last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
   }
   if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
     unit = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : last == 'G' ? 1ull << 30 : 1ull << 40;
     text.pop_back();
   }
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  *bytes = std::stoull(text) * unit;
+  uint64_t count = 0;
+  const char* end = text.data() + text.size();
+  auto [at, error] = std::from_chars(text.data(), end, count);
+  if (text.empty() || error != std::errc() || at != end) return false;
+  if (count > UINT64_MAX / unit) return false;
+  *bytes = count * unit;
   return true;
 }
 
@@ -180,6 +189,17 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
                       o.buffer_pool + "'");
   }
   options.db.buffer_pool_bytes = pool;
+  uint64_t log_buffer = 0;
+  if (!ParseBytes(o.log_buffer, &log_buffer) || log_buffer < (16u << 10) ||
+      log_buffer > (4ull << 30) || log_buffer % 4096 != 0) {
+    return UsageError("--log-buffer takes a multiple of 4K from 16K to 4G such as 8M, not '" +
+                      o.log_buffer + "'");
+  }
+  options.db.log_buffer_bytes = log_buffer;
+  if (!ParseBytes(o.reserve_free, &options.db.reserve_free_bytes)) {
+    return UsageError("--reserve-free takes a size such as 0, 64M or 1G, not '" + o.reserve_free +
+                      "'");
+  }
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
   options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
   if (o.commit == "durable") {
@@ -559,6 +579,8 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"workers", engine->workers()},
               {"commit_mode", o.commit},
               {"buffer_pool", o.buffer_pool},
+              {"log_buffer", o.log_buffer},
+              {"reserve_free", o.reserve_free},
               {"steps", r.steps},
               {"mix", mix.ToString()},
               {"read_for_update", o.read_for_update},
@@ -677,6 +699,15 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
          "warehouses (load: how many to load, default 1; run/check: must match the load)");
   app->add_option("--workers", o->workers, "worker threads (default: all cores)");
   app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
+      ->capture_default_str();
+  app->add_option("--log-buffer", o->log_buffer,
+                  "the log's in-memory buffer; the log is written once a quarter of it fills "
+                  "(runs under valgrind raise it: a flusher thread woken mid-run makes their "
+                  "counts vary)")
+      ->capture_default_str();
+  app->add_option("--reserve-free", o->reserve_free,
+                  "at open, grow the data file until this much of it is free, so that no "
+                  "transaction waits for it to grow (runs under valgrind set it for that reason)")
       ->capture_default_str();
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
