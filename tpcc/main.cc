@@ -66,6 +66,7 @@ struct CommonOptions {
   bool steps_adaptive = false;  // --steps auto
   uint32_t team_size = 32;
   std::string ctx_placement;
+  uint32_t load_fibers = 2;  // load only: loading fibers per worker
 };
 
 struct RunCliOptions {
@@ -326,6 +327,7 @@ int LoadCommand(const CommonOptions& o) {
     LoadOptions lo;
     lo.warehouses = o.warehouses;
     lo.seed = o.seed;
+    lo.fibers_per_worker = o.load_fibers;
     lo.progress_interval = std::chrono::milliseconds(
         static_cast<int64_t>((o.interval_s > 0 ? o.interval_s : 1) * 1000));
     if (o.interval_s > 0) {
@@ -745,6 +747,11 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "run the transaction mix");
   CLI::App* check_cmd = app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
   for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd}) AddCommon(cmd, &common);
+  load_cmd->add_option("--load-fibers", common.load_fibers,
+                       "loading fibers per worker; with --workers 1 --load-fibers 1 the units "
+                       "load one after another, so every load lays out the same pages")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   CrashTestOptions crash;
   CrashChildOptions crash_child;
   CLI::App* crash_cmd = app.add_subcommand(
