@@ -5,33 +5,33 @@
 // 100,000 rows of 25 integer columns.
 //
 // Method (after the STEPS paper, section 3.1.2, with whole operations measured instead of
-// fragments): the cost of a placement is the L1-I misses that additional team members add,
-// (misses with N fibers in a team) - (misses with one fiber), summed over the operations, N = 4
-// by default, measured by callgrind's cache simulator with every operation bracketed
-// (steps_bench --inner). An operation whose code fits in the cache costs nothing extra per
-// member without any CTX point; one that does not, costs about its misses again per member,
-// until CTX points cut it into fragments that fit. The tool walks the candidate sites in the
-// order the operations first reach them (steps_bench --list-sites: the code path order) and
-// enables each site that lowers the cost by more than --min-gain (default 5 %) of the cost
-// without CTX points, keeping the ones before it: where the curve of extra misses has its
-// knees. Sites that no operation reaches are reported, never enabled. Each measurement runs on
-// a fresh copy of the table. The counts still vary by about 1 % between runs (the log's
-// flusher thread runs on a timer), so a site must save clearly more than that. They depend
-// much more on the binary's code layout: relinking steps_bench with 288 bytes more code ahead
-// of the engine's took one fiber's inserts from 35 to 82 L1-I misses each at 32 KiB 8-way,
-// with the same instructions. A placement is for one build; rerun the tool after a rebuild.
+// fragments): the cost of a placement is the L1-I misses that additional team members add, (misses
+// with N fibers in a team) - (misses with one fiber), summed over the operations, N = 4 by default,
+// measured by callgrind's cache simulator with every operation bracketed (steps_bench --inner). An
+// operation whose code fits in the cache costs nothing extra per member without any CTX point; one
+// that does not, costs about its misses again per member, until CTX points cut it into fragments
+// that fit. The tool walks the candidate sites in the order the operations first reach them
+// (steps_bench --list-sites: the code path order) and enables each site that lowers the cost by
+// more than --min-gain (default 5 %) of the cost without CTX points, keeping the ones before it:
+// where the curve of extra misses has its knees. Sites that no operation reaches are reported,
+// never enabled. Each measurement runs on a fresh copy of the table, and its counts are exact: the
+// same build and options give the same counts in every run, whatever the load on the machine
+// (steps_bench --inner: OnWorker). They depend much more on the binary's code layout: relinking
+// steps_bench with 288 bytes more code ahead of the engine's took one fiber's inserts from 35 to 82
+// L1-I misses each at 32 KiB 8-way, with the same instructions. A placement is for one build; rerun
+// the tool after a rebuild.
 //
-// Then, with --tpcc (tools/run ctx-place passes it), a TPC-C stage: the synthetic table has
-// one index and short rows, while TPC-C's transactions chain many operations on nine tables.
-// Starting from the synthetic placement, the tool toggles each candidate site in code-path
-// order and keeps a toggle that lowers the L1-I misses per transaction of Payment and of the
-// standard mix (1 warehouse, 10 users, STEPS on, tpcc run under callgrind: tpcc_runs.h),
-// averaged relative to the current placement, by more than --tpcc-min-gain (1 %; repeated
-// runs agree within about 0.5 %) without raising either by more than 1 %. While a pass keeps a
-// toggle, another pass tries again the sites whose toggle measured better but not by enough,
-// at most --tpcc-passes (4) in all. --compare FILE
-// (the placement in use) is measured the same way and is the starting point instead where it
-// measures better, so a new build's placement refines the last one.
+// Then, with --tpcc (tools/run ctx-place passes it), a TPC-C stage: the synthetic table has one
+// index and short rows, while TPC-C's transactions chain many operations on nine tables. Starting
+// from the synthetic placement, the tool toggles each candidate site in code-path order and keeps a
+// toggle that lowers the L1-I misses per transaction of Payment and of the standard mix (1
+// warehouse, 10 users, STEPS on, tpcc run under callgrind: tpcc_runs.h), averaged relative to the
+// current placement, by more than --tpcc-min-gain (1 %; repeated runs on one database agree within
+// 0.1 %, and the database is loaded by one fiber, so that every load lays out the same pages)
+// without raising either by more than 1 %. While a pass keeps a toggle, another pass tries again
+// the sites whose toggle measured better but not by enough, at most --tpcc-passes (4) in all.
+// --compare FILE (the placement in use) is measured the same way and is the starting point instead
+// where it measures better, so a new build's placement refines the last one.
 //
 // Finally the fragments: steps_bench --fragments runs each operation on one fiber under
 // callgrind with --dump-instr=yes, a part dumped at every enabled site, so each part is one
