@@ -246,8 +246,8 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());
-      uint16_t index = node.LowerBound(key);
-      bool found = node.HasKeyAt(index, key);
+      bool found;
+      uint16_t index = node.LowerBound(key, &found);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
       const KeyLockPurpose purpose = !found      ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
@@ -323,8 +323,8 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
                           const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
                           LockWait* wait) {
   Node node(leaf->data());
-  uint16_t index = node.LowerBound(key);
-  bool found = node.HasKeyAt(index, key);
+  bool found;
+  uint16_t index = node.LowerBound(key, &found);
   // What `found` decides holds only once its locks are granted: a wait releases the latch, and
   // the restart searches the leaf again (the key may have come or gone meanwhile).
   SM_TRY(LockAtLeaf(op, key, ctx, *leaf, index, found, wait));

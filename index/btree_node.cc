@@ -56,45 +56,60 @@ PageId Node::ChildAt(uint16_t i) const {
 }
 
 uint16_t Node::LowerBound(std::string_view key) const {
-  return is_leaf() ? Search<true, false>(key) : Search<false, false>(key);
+  bool found;
+  return LowerBound(key, &found);
+}
+
+uint16_t Node::LowerBound(std::string_view key, bool* found) const {
+  return is_leaf() ? Search<true, false>(key, found) : Search<false, false>(key, found);
 }
 
 uint16_t Node::UpperBound(std::string_view key) const {
-  return is_leaf() ? Search<true, true>(key) : Search<false, true>(key);
+  bool equal;
+  return is_leaf() ? Search<true, true>(key, &equal) : Search<false, true>(key, &equal);
 }
 
 template <bool kLeaf, bool kUpper>
-uint16_t Node::Search(std::string_view key) const {
+uint16_t Node::Search(std::string_view key, bool* equal) const {
   SM_DASSERT(key.size() >= prefix_bytes());
   SM_DASSERT(key.compare(0, prefix_bytes(), low_fence().substr(0, prefix_bytes())) == 0);
   const uint32_t head = KeyHead(key, prefix_bytes());
-  uint16_t lo = 0;
-  uint16_t hi = count();
+  // Record i's directory entry is at dir + i * kSlotBytes; size_t indexes spare the loop a
+  // narrowing and widening per probe.
+  const char* dir = SlotEntry(kFirstRecordSlot);
+  size_t lo = 0;
+  size_t hi = count();
+  // For a lower bound, a record equal to the key becomes hi and every later probe lies below
+  // it, so the search ends there: equal says the record at the result holds the key.
+  bool equal_seen = false;
   while (lo < hi) {
-    uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
+    size_t mid = (lo + hi) / 2;
     // The next probe is one of these two: their slots' cache lines load while mid's is
     // compared, so a search through a node not in the cache waits for about half as many
     // misses one after another. Once the range fits in a line these hit; testing for that
     // costs more instructions than the two prefetches (callgrind).
-    __builtin_prefetch(SlotEntry(static_cast<uint16_t>(kFirstRecordSlot + (lo + mid) / 2)));
-    __builtin_prefetch(SlotEntry(static_cast<uint16_t>(kFirstRecordSlot + (mid + 1 + hi) / 2)));
+    __builtin_prefetch(dir + (lo + mid) / 2 * SlottedPage::kSlotBytes);
+    __builtin_prefetch(dir + (mid + 1 + hi) / 2 * SlottedPage::kSlotBytes);
     // Whether record mid sorts before the key (kUpper: or equals it). Only a head tie reads
     // the record.
-    uint32_t mid_head = HeadAt(mid);
+    uint32_t mid_head;
+    std::memcpy(&mid_head, dir + mid * SlottedPage::kSlotBytes + kSlotTagOffset, sizeof(mid_head));
     bool before;
     if (mid_head != head) {
       before = mid_head < head;
     } else {
-      int c = CompareKeys(KeyOfKind<kLeaf>(mid), key);
+      int c = CompareKeys(KeyOfKind<kLeaf>(static_cast<uint16_t>(mid)), key);
+      equal_seen |= c == 0;
       before = kUpper ? c <= 0 : c < 0;
     }
     if (before) {
-      lo = static_cast<uint16_t>(mid + 1);
+      lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  return lo;
+  *equal = equal_seen;
+  return static_cast<uint16_t>(lo);
 }
 
 uint16_t Node::ChildIndex(std::string_view target, SearchMode mode) const {

@@ -223,15 +223,15 @@ class Node {
   // separator i - 1.
   PageId ChildAt(uint16_t i) const;
 
-  // Whether record i exists and holds `key` (a key within the fences, as for LowerBound). A
-  // head that differs answers without reading the record.
-  bool HasKeyAt(uint16_t i, std::string_view key) const;
   // First record index with key >= key / key > key (count() if none). The key must lie within
   // the fences, low <= key <= high (so that it starts with the common prefix the heads leave
   // out): every descent and cursor search meets only such keys (btree.h, protocol 4). For
   // another key the index is unspecified but in [0, count()].
   uint16_t LowerBound(std::string_view key) const;
   uint16_t UpperBound(std::string_view key) const;
+  // LowerBound, and in *found whether that record holds `key`: the search has compared it
+  // already whenever it does (its head ties), so point operations need no second comparison.
+  uint16_t LowerBound(std::string_view key, bool* found) const;
   // Inner: the index i of the child c_i to follow for `target` in `mode`.
   uint16_t ChildIndex(std::string_view target, SearchMode mode) const;
   // Whether the node's key range is the one a descent for `target` in `mode` looks for.
@@ -305,18 +305,39 @@ class Node {
   // Stores the head of every record again (after the prefix changed).
   void RewriteHeads();
 
-  // First record index whose key is >= key (kUpper: > key), count() if none.
+  // First record index whose key is >= key (kUpper: > key), count() if none; *equal: whether
+  // some record compared equal to the key (for !kUpper: the one at the index returned).
   template <bool kLeaf, bool kUpper>
-  uint16_t Search(std::string_view key) const;
+  uint16_t Search(std::string_view key, bool* equal) const;
 
   char* page_;
   SlottedPage slots_;
 };
 
+// The first n bytes of p (0 < n < 8) as an integer that orders as they do under memcmp, among
+// strings of the same n: the first and the last 4 bytes (n >= 4; they overlap for n < 8, and the
+// overlap is equal whenever the first 4 tie) or the first, middle and last byte (n < 4), each
+// read big-endian. A fixed number of loads instead of a loop over the bytes: TPC-C's keys are
+// 3 to 8 bytes long.
+[[gnu::always_inline]] inline uint64_t ShortKeyWord(const char* p, size_t n) {
+  SM_DASSERT(n > 0);
+  SM_DASSERT(n < 8);
+  if (n >= 4) {
+    uint32_t first;
+    uint32_t last;
+    std::memcpy(&first, p, sizeof(first));
+    std::memcpy(&last, p + n - 4, sizeof(last));
+    return (uint64_t{__builtin_bswap32(first)} << 32) | __builtin_bswap32(last);
+  }
+  return (uint64_t{static_cast<uint8_t>(p[0])} << 16) |
+         (uint64_t{static_cast<uint8_t>(p[n / 2])} << 8) | static_cast<uint8_t>(p[n - 1]);
+}
+
 // memcmp order (a proper prefix first), as std::string_view::compare, but with the first bytes
 // compared as big-endian words inline: most keys (encoded integers) differ there, and a call to
-// memcmp costs more than the whole comparison of two 8-byte keys.
-inline int CompareKeys(std::string_view a, std::string_view b) {
+// memcmp costs more than the whole comparison of two 8-byte keys. Always inlined: the call
+// (register saves, a second load of the sizes) cost as much as the comparison of a TPC-C key.
+[[gnu::always_inline]] inline int CompareKeys(std::string_view a, std::string_view b) {
   size_t n = a.size() < b.size() ? a.size() : b.size();
   if (n > 32) {
     int c = std::memcmp(a.data(), b.data(), n);
@@ -330,9 +351,9 @@ inline int CompareKeys(std::string_view a, std::string_view b) {
       std::memcpy(&y, b.data() + i, 8);
       if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
     }
-    for (; i < n; ++i) {
-      auto x = static_cast<uint8_t>(a[i]);
-      auto y = static_cast<uint8_t>(b[i]);
+    if (i < n) {
+      uint64_t x = ShortKeyWord(a.data() + i, n - i);
+      uint64_t y = ShortKeyWord(b.data() + i, n - i);
       if (x != y) return x < y ? -1 : 1;
     }
   }
@@ -348,16 +369,14 @@ inline uint32_t KeyHead(std::string_view key, size_t prefix_bytes) {
     std::memcpy(&word, key.data() + prefix_bytes, sizeof(word));
     return __builtin_bswap32(word);
   }
+  // Fewer than 4 bytes after the prefix (short keys such as TPC-C's warehouse and district
+  // keys, and separators cut short by suffix truncation): place the ones there are.
   uint32_t head = 0;
-  for (size_t i = 0; i < 4; ++i) {
-    size_t at = prefix_bytes + i;
-    head = (head << 8) | (at < key.size() ? static_cast<uint8_t>(key[at]) : 0u);
+  size_t present = key.size() > prefix_bytes ? key.size() - prefix_bytes : 0;
+  for (size_t i = 0; i < present; ++i) {
+    head |= uint32_t{static_cast<uint8_t>(key[prefix_bytes + i])} << (24 - 8 * i);
   }
   return head;
-}
-
-inline bool Node::HasKeyAt(uint16_t i, std::string_view key) const {
-  return i < count() && HeadAt(i) == KeyHead(key, prefix_bytes()) && KeyAt(i) == key;
 }
 
 // Record sizes as stored in the slotted area.

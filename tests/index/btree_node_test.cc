@@ -1,0 +1,151 @@
+// Tests of the in-node search (index/btree_node.h): LowerBound (with and without `found`) and
+// UpperBound on single nodes whose keys share prefixes of many lengths, against a sorted
+// std::set model; and CompareKeys against std::string_view::compare.
+#include "index/btree_node.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <iterator>
+#include <random>
+#include <set>
+#include <string>
+
+#include "sm/io/aligned_buffer.h"
+#include "sm/page/page.h"
+#include "tests/test_util.h"
+
+using namespace sm;
+using index::Node;
+
+namespace {
+
+// Bytes that make heads tie or sit at the ends of their range: zero padding against a real
+// zero byte, and 0xff heads (whose successor head wraps).
+constexpr char kAlphabet[] = {'\0', '\x01', '\x7f', '\xff'};
+
+std::string RandomBytes(std::mt19937_64& rng, size_t max_bytes) {
+  std::string s(rng() % (max_bytes + 1), '\0');
+  for (char& c : s) c = kAlphabet[rng() % sizeof(kAlphabet)];
+  return s;
+}
+
+// A node of `level` over [low, high) (high_infinite: no upper bound) holding as many of the
+// keys `prefix + RandomBytes(10)` as fit, with the keys it holds in `model`.
+struct NodeCase {
+  io::AlignedBuffer page{kPageBytes};
+  std::set<std::string> model;
+  std::string low;
+  std::string high;
+  bool high_infinite = false;
+
+  NodeCase(std::mt19937_64& rng, uint16_t level) {
+    std::string prefix = RandomBytes(rng, 12);
+    high_infinite = rng() % 4 == 0;
+    low = rng() % 4 == 0 ? "" : prefix;
+    high = high_infinite ? "" : prefix + std::string(12, '\xff');
+    InitPage(page.data(), PageId(7), index::NodePageType(level));
+    Node::Format(page.data(), level, high_infinite ? index::kNodeHighInfinite : 0, PageId(7),
+                 low, high);
+    Node node(page.data());
+    size_t inserts = 1 + rng() % 400;
+    for (size_t i = 0; i < inserts; ++i) {
+      std::string key = prefix + RandomBytes(rng, 10);
+      if (rng() % 8 == 0) key = prefix + std::string(4 + rng() % 3, '\xff');
+      if (model.count(key) != 0) continue;
+      uint16_t at = node.LowerBound(key);
+      REQUIRE(at == std::distance(model.begin(), model.lower_bound(key)));
+      Status s = level == 0 ? node.InsertLeafRecord(at, key, "v")
+                            : node.InsertInnerRecord(at, key, PageId(100 + i));
+      if (s.IsNoSpace()) break;
+      REQUIRE(s.ok());
+      model.insert(key);
+    }
+  }
+
+  // A key the search accepts (low <= key <= high): often a record's key or a neighbour of one.
+  std::string Probe(std::mt19937_64& rng) const {
+    std::string key;
+    if (!model.empty() && rng() % 2 == 0) {
+      auto it = model.begin();
+      std::advance(it, rng() % model.size());
+      key = *it;
+      switch (rng() % 4) {
+        case 0: break;
+        case 1: key.push_back(kAlphabet[rng() % sizeof(kAlphabet)]); break;
+        case 2: if (key.size() > low.size()) key.pop_back(); break;
+        default: key.back() = kAlphabet[rng() % sizeof(kAlphabet)]; break;
+      }
+    } else {
+      key = low + RandomBytes(rng, 12);
+    }
+    if (key < low) key = low;
+    if (!high_infinite && key > high) key = high;
+    return key;
+  }
+};
+
+void RequireSearchesMatch(const NodeCase& c, const std::string& key) {
+  Node node(const_cast<char*>(c.page.data()));
+  INFO("key bytes " << key.size() << ", node prefix " << node.prefix_bytes());
+  auto lower = static_cast<size_t>(std::distance(c.model.begin(), c.model.lower_bound(key)));
+  auto upper = static_cast<size_t>(std::distance(c.model.begin(), c.model.upper_bound(key)));
+  REQUIRE(node.LowerBound(key) == lower);
+  REQUIRE(node.UpperBound(key) == upper);
+  bool found = false;
+  REQUIRE(node.LowerBound(key, &found) == lower);
+  REQUIRE(found == (c.model.count(key) != 0));
+}
+
+}  // namespace
+
+TEST_CASE("node: searches over keys sharing prefixes of many lengths agree with a model",
+          "[unit][random][btree]") {
+  uint64_t seed = test::TestSeed("node search");
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 60; ++round) {
+    auto level = static_cast<uint16_t>(round % 2);
+    NodeCase c(rng, level);
+    for (const std::string& key : c.model) RequireSearchesMatch(c, key);
+    for (int probe = 0; probe < 400; ++probe) RequireSearchesMatch(c, c.Probe(rng));
+  }
+}
+
+TEST_CASE("node: a run of equal heads is searched on whole keys", "[unit][btree]") {
+  // Between "A" and "Z" (which keep the node's prefix empty), keys whose first 4 bytes are all
+  // equal, including the 0xffffffff head: every search for one of them lands in a run of ties.
+  for (char fill : {'\0', 'a', '\xff'}) {
+    io::AlignedBuffer page(kPageBytes);
+    InitPage(page.data(), PageId(7), PageType::kBtreeLeaf);
+    Node::Format(page.data(), 0, 0, PageId(7), "", "\xff\xff\xff\xff\xff\xff\xff\xff\xff");
+    Node node(page.data());
+    std::set<std::string> model{"", std::string(1, '\xff')};
+    for (int i = 0; i < 50; ++i) model.insert(std::string(4, fill) + std::to_string(1000 + i * 2));
+    uint16_t at = 0;
+    for (const std::string& key : model) REQUIRE(node.InsertLeafRecord(at++, key, "v").ok());
+    REQUIRE(node.prefix_bytes() == 0);
+    for (int i = 0; i < 101; ++i) {
+      std::string key = std::string(4, fill) + std::to_string(999 + i);
+      auto lower = std::distance(model.begin(), model.lower_bound(key));
+      auto upper = std::distance(model.begin(), model.upper_bound(key));
+      REQUIRE(node.LowerBound(key) == lower);
+      REQUIRE(node.UpperBound(key) == upper);
+    }
+  }
+}
+
+TEST_CASE("node: CompareKeys orders as memcmp with a proper prefix first",
+          "[unit][random][btree]") {
+  uint64_t seed = test::TestSeed("compare keys");
+  std::mt19937_64 rng(seed);
+  auto sign = [](int c) { return (c > 0) - (c < 0); };
+  for (int i = 0; i < 200000; ++i) {
+    // Short keys over a small alphabet, so that equal prefixes and equal lengths are common;
+    // now and then one over the 32 bytes that go to memcmp.
+    size_t max_bytes = rng() % 16 == 0 ? 40 : 12;
+    std::string a = RandomBytes(rng, max_bytes);
+    std::string b = rng() % 2 == 0 ? RandomBytes(rng, max_bytes) : a;
+    if (!b.empty() && rng() % 2 == 0) b[rng() % b.size()] = kAlphabet[rng() % sizeof(kAlphabet)];
+    INFO("a " << a.size() << " bytes, b " << b.size() << " bytes");
+    REQUIRE(sign(index::CompareKeys(a, b)) == sign(std::string_view(a).compare(b)));
+  }
+}
