@@ -499,7 +499,7 @@ void BeginOpInTeams(TeamKey key) {
   if (key.op == Op::kBegin && g_adaptive.load(std::memory_order_relaxed)) AdaptTick(wt, self);
   if (wt.adapt.serial) [[unlikely]] {
     // Without teams fibers take turns at begin only, as with STEPS off.
-    if (key.op == Op::kBegin && worker->HasReadyFibers()) worker->Yield();
+    if (key.op == Op::kBegin) worker->YieldIfOthersReady();
     return;
   }
   auto* m = static_cast<Member*>(self->team_slot);

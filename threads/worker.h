@@ -83,6 +83,12 @@ class Worker {
   // --- From a fiber of this worker -------------------------------------------------------
   // Moves the running fiber to the tail of the run queue and runs the next ready one.
   void Yield();
+  // Yield, if other fibers are ready here: fibers take turns at transaction boundaries (a
+  // fiber that never blocks would otherwise run every transaction while those made ready
+  // meanwhile wait, and how many of them ever ran would depend on start-up timing).
+  void YieldIfOthersReady() {
+    if (HasReadyFibers()) Yield();
+  }
   // Suspends the running fiber until Wake(fiber). Returns at once if a Wake arrived first.
   void Block();
   // Switches straight to `to` (kParked or kReady but in no queue) without touching any queue;

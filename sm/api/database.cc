@@ -344,29 +344,12 @@ std::vector<std::string> DatabaseImpl::TableNames() {
   return names;
 }
 
-namespace {
-
-// Fibers take turns at transaction boundaries: one that starts a transaction while others
-// are ready on its worker runs after them. Without this, a fiber that never blocks (data in
-// the pool, no lock conflicts, no durable commit) would run every transaction while fibers
-// made ready meanwhile wait, and how many of them ever ran would depend on start-up timing.
-// With STEPS the begin team does the same (steps::BeginOp).
-void YieldToReadyFibers() {
-  threads::Worker* worker = threads::Worker::Current();
-  if (worker != nullptr && threads::Worker::CurrentFiber() != nullptr &&
-      worker->HasReadyFibers()) {
-    worker->Yield();
-  }
-}
-
-}  // namespace
-
 Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) {
   SM_TRY(CheckOpen());
   if (steps::Installed()) {
-    steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));
-  } else {
-    YieldToReadyFibers();
+    steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));  // the begin team takes turns too
+  } else if (threads::Worker::CurrentFiber() != nullptr) {
+    threads::Worker::Current()->YieldIfOthersReady();
   }
   // A finished transaction of ours in *txn begins again in place (no allocation, and its
   // per-table key-lock hooks stay warm); anything else in *txn is replaced (and so destroyed,
