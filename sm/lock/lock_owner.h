@@ -137,7 +137,21 @@ class LockOwner {
   enum class WaitOutcome : uint8_t { kPending, kGranted, kVictim, kTimedOut };
 
   LockRequest* Find(const LockId& id, uint64_t mix) const;
+  // Makes sure the pool has a free request, so that NewRequest (which may then run under a
+  // bucket latch) never allocates.
+  void ReserveRequest() {
+    if (free_requests_ == nullptr) [[unlikely]] GrowPool();
+  }
+  void GrowPool();
+  // Requires ReserveRequest since the last NewRequest.
   LockRequest* NewRequest(const LockId& id, uint64_t mix);
+  // Lock heads (lock_table.h) recycled by this owner's calls. ReserveHead before a bucket
+  // latch makes TakeHead under it allocation-free; GiveHead keeps up to kMaxFreeHeads.
+  void ReserveHead() {
+    if (free_heads_ == nullptr) [[unlikely]] GiveHead(new LockHead());
+  }
+  LockHead* TakeHead();
+  void GiveHead(LockHead* head);
   void AddHeld(LockRequest* req);     // links into held_ and the hash
   void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
   void Link(LockRequest* req);        // AddHeld and RemoveHeld without the count
@@ -164,6 +178,9 @@ class LockOwner {
   std::unique_ptr<LockRequest*[]> cache_;  // chained hash over held_, by (mix >> 32)
   size_t cache_mask_ = 0;
   LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)
+  LockHead* free_heads_ = nullptr;        // empty heads (through next), owner only
+  size_t free_head_count_ = 0;
+  static constexpr size_t kMaxFreeHeads = 64;  // a transaction's worth of key locks
   std::vector<std::unique_ptr<LockRequest[]>> request_chunks_;
 
   // --- Waiting (see LockManager::WaitForGrant) -------------------------------------------
