@@ -180,7 +180,9 @@ class LockOwner {
   LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)
   LockHead* free_heads_ = nullptr;        // empty heads (through next), owner only
   size_t free_head_count_ = 0;
-  static constexpr size_t kMaxFreeHeads = 64;  // a transaction's worth of key locks
+  // Heads drift between owners (the last holder frees a head another created), so an owner
+  // keeps several transactions' worth before it deletes any (about 100 bytes each).
+  static constexpr size_t kMaxFreeHeads = 512;
   std::vector<std::unique_ptr<LockRequest[]>> request_chunks_;
 
   // --- Waiting (see LockManager::WaitForGrant) -------------------------------------------
