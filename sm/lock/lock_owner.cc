@@ -1,4 +1,4 @@
-// LockOwner: the per-transaction request pool, lock list and lock hash.
+// LockOwner: the per-transaction request and head pools, lock list and lock hash.
 #include "sm/lock/lock_owner.h"
 
 #include <algorithm>

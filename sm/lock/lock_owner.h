@@ -3,7 +3,8 @@
 // Owns: the transaction's lock requests (all of them, granted or waiting, in acquisition
 // order, for ReleaseAll), a small hash from LockId to request (so that re-requests and parent
 // intention checks need no latch), a pool of request objects (no heap allocation per lock
-// once warm), the request it is waiting for, the Baton it waits on, and its statistics.
+// once warm), a pool of empty lock heads for the table entries its calls create and empty
+// (lock_table.h), the request it is waiting for, the Baton it waits on, and its statistics.
 //
 // Owner state machine (LockManager performs every transition):
 //   idle     --Lock/Convert that must wait-->  waiting (waiting_ set; registered with the
