@@ -205,6 +205,13 @@ class LockManager {
   // (commit or abort).
   void ReleaseAll(LockOwner* owner, Inherit inherit = Inherit::kNothing);
 
+  // Counts a re-request that a caller found covered by a lock the owner holds without
+  // asking Lock() (as Lock() would count it). The owner's own fiber only.
+  static void CountCovered(LockOwner* owner) {
+    ++owner->stats_.requests;
+    ++owner->stats_.covered;
+  }
+
   // Totals over all owners, live (their counters as they stand) and destroyed.
   LockStats stats() const;
   const LockManagerOptions& options() const { return options_; }
