@@ -23,7 +23,16 @@ void TxnKeyLocks::Reset(txn::Isolation isolation) {
   isolation_ = isolation;
   table_mode_ = LockMode::kNone;
   pinned_ = KeyLock{};
+  last_ = KeyLock{};
 }
+
+bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
+  if (!(last_.id == lock.id) || !Covers(last_.mode, lock.mode)) return false;
+  SM_DASSERT(Covers(owner_->HeldMode(lock.id), last_.mode));  // still held (see "Last lock")
+  lock::LockManager::CountCovered(owner_);
+  return true;
+}
+
 
 TxnKeyLocks::KeyLock TxnKeyLocks::Map(const KeyLockRequest& request) const {
   const bool serializable = isolation_ == txn::Isolation::kSerializable;
@@ -56,7 +65,7 @@ Status TxnKeyLocks::LockTable(bool for_write, LockWait wait) {
 }
 
 Status TxnKeyLocks::LockTableMode(LockMode intention, LockWait wait) {
-  if (Covers(table_mode_, intention)) return Status::OK();
+  if (Covers(table_mode_, intention)) return Status::OK();  // LockTable() calls it directly
   SM_TRY(manager_->LockTable(owner_, table_, intention, wait));
   // The owner's mode, which may be stronger than asked (e.g. a table S taken elsewhere).
   table_mode_ = owner_->HeldMode(LockId::Table(table_));
@@ -67,13 +76,17 @@ Status TxnKeyLocks::LockTableMode(LockMode intention, LockWait wait) {
 Status TxnKeyLocks::Intend(const KeyLock& lock, LockWait wait, bool* covered) {
   // A stale cache (ReleaseAll without Reset) would skip the intention lock: catch it in debug.
   SM_DASSERT(Covers(owner_->HeldMode(LockId::Table(table_)), table_mode_));
-  SM_TRY(LockTableMode(lock::IntentionFor(lock.mode), wait));
+  const LockMode intention = lock::IntentionFor(lock.mode);
+  // Nearly every request finds the table intention taken by an earlier one of this
+  // transaction: one table look-up, no call, no Status.
+  if (!Covers(table_mode_, intention)) [[unlikely]] SM_TRY(LockTableMode(intention, wait));
   *covered = lock::ParentCoversChild(table_mode_, lock.mode);
   return Status::OK();
 }
 
 void TxnKeyLocks::DropPin() {
   if (pinned_.mode == LockMode::kNone) return;
+  SM_DASSERT(!(pinned_.id == last_.id));  // taken on a key not held, then nothing new noted
   const bool released = manager_->Release(owner_, pinned_.id);
   SM_ASSERT(released);  // nothing else releases a single lock of this owner
   pinned_ = KeyLock{};
@@ -90,12 +103,15 @@ Status TxnKeyLocks::TryLockKey(const KeyLockRequest& request) {
   bool covered = false;
   SM_TRY(Intend(lock, LockWait::kNoWait, &covered));
   if (covered) return Status::OK();
-  return manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kNoWait);
+  SM_TRY(manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kNoWait));
+  if (lock.duration == LockDuration::kCommit) last_ = lock;
+  return Status::OK();
 }
 
 Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {
   DropPin();
   const KeyLock lock = Map(request);
+  if (CoveredByLast(lock)) return Status::OK();
   bool covered = false;
   SM_TRY(Intend(lock, LockWait::kBlock, &covered));
   if (covered) return Status::OK();
@@ -106,7 +122,9 @@ Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {
   }
   // Held already (an instant request on a held lock is a conversion the manager keeps) or
   // commit duration.
-  return manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kBlock);
+  SM_TRY(manager_->Lock(owner_, lock.id, lock.mode, lock.duration, LockWait::kBlock));
+  if (lock.duration == LockDuration::kCommit) last_ = lock;
+  return Status::OK();
 }
 
 }  // namespace sm::index

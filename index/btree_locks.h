@@ -48,6 +48,17 @@
 // table in a mode that covers the key lock (S or SIX for reads, X for everything), the key lock
 // is skipped, as LockManager::LockHierarchical does.
 //
+// Last lock. Reading a row for update and then updating it asks twice for X on one key: the
+// tree's Update asks through LockKey before its descent (in TPC-C nearly every LockKey call).
+// The hook remembers the last key lock it was granted with commit duration (id and the mode
+// asked for; the owner's mode may be stronger), and LockKey answers a request that this lock
+// covers at once, without the intention check, the lock manager's call and its owner-hash
+// probe, exactly as the manager would (a covered request is a no-op, also an instant one).
+// TryLockKey does not look: its covered requests are rare, so the check would cost more than
+// it saves. The remembered lock is held:
+// commit-duration key locks of this owner are released only by ReleaseAll (after which Reset
+// forgets it) and by DropPin, and a pin is only ever taken on a key the owner did not hold.
+//
 // Lifetime: one TxnKeyLocks per transaction and table, used through one LockOwner. It must not
 // be used after the owner's ReleaseAll until Reset is called (its cached table mode and pin
 // would be stale).
@@ -102,6 +113,8 @@ class TxnKeyLocks final : public KeyLockHook {
   };
 
   KeyLock Map(const KeyLockRequest& request) const;
+  // The request is covered by last_ (counted as a covered request).
+  bool CoveredByLast(const KeyLock& lock);
   // Ensures the intention lock `lock` needs. *covered: the table lock covers the key lock.
   Status Intend(const KeyLock& lock, lock::LockWait wait, bool* covered);
   Status LockTableMode(lock::LockMode intention, lock::LockWait wait);
@@ -113,6 +126,7 @@ class TxnKeyLocks final : public KeyLockHook {
   const lock::TableId table_;
   lock::LockMode table_mode_ = lock::LockMode::kNone;  // the owner's table lock, once taken here
   KeyLock pinned_;                                     // mode kNone: no pin
+  KeyLock last_;  // see "Last lock"; mode kNone: none
 };
 
 }  // namespace sm::index

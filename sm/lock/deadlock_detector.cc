@@ -24,7 +24,7 @@ void LockManager::DetectDeadlocks(LockOwner* self) {
   for (;;) {
     LockOwner* victim = FindCycleVictim(self);
     if (victim == nullptr) return;
-    Victimize(victim);
+    Victimize(victim, self);
     if (victim == self) return;
   }
 }
@@ -103,14 +103,14 @@ void LockManager::CollectBlockers(LockOwner* owner) {
   }
 }
 
-void LockManager::Victimize(LockOwner* victim) {
+void LockManager::Victimize(LockOwner* victim, LockOwner* self) {
   LockRequest* req = victim->waiting_;
   Bucket& bucket = BucketFor(req->mix);
   WakeList wakes;
   bucket.latch.lock();
   if (victim->wait_outcome_ == LockOwner::WaitOutcome::kPending) {
     victim->wait_outcome_ = LockOwner::WaitOutcome::kVictim;
-    RemoveWaiter(bucket, req, &wakes);
+    RemoveWaiter(bucket, req, self, &wakes);  // runs on self's fiber: its head pool
     wakes.Add(victim);  // also when victim == self: its Wait then returns at once
   }
   bucket.latch.unlock();

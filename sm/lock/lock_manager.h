@@ -205,6 +205,13 @@ class LockManager {
   // (commit or abort).
   void ReleaseAll(LockOwner* owner, Inherit inherit = Inherit::kNothing);
 
+  // Counts a re-request that a caller found covered by a lock the owner holds without
+  // asking Lock() (as Lock() would count it). The owner's own fiber only.
+  static void CountCovered(LockOwner* owner) {
+    ++owner->stats_.requests;
+    ++owner->stats_.covered;
+  }
+
   // Totals over all owners, live (their counters as they stand) and destroyed.
   LockStats stats() const;
   const LockManagerOptions& options() const { return options_; }
@@ -253,13 +260,15 @@ class LockManager {
 
   // Under the bucket latch.
   static LockHead* FindHead(const Bucket& bucket, const LockId& id);
-  static LockHead* CreateHead(Bucket& bucket, const LockId& id);
-  static void FreeHeadIfEmpty(Bucket& bucket, LockHead* head);
+  // `caller`: the owner whose fiber runs the call; its head pool supplies or takes the head.
+  static LockHead* CreateHead(Bucket& bucket, const LockId& id, LockOwner* caller);
+  static void FreeHeadIfEmpty(Bucket& bucket, LockHead* head, LockOwner* caller);
   static void Unlink(Bucket& bucket, LockRequest* req, WakeList* wakes);
   static uint64_t RevokeInherited(LockHead* head, LockMode wanted);
   static void GrantWaiters(LockHead* head, WakeList* wakes);
   static void GrantQueued(LockHead* head, LockRequest& r, WakeList* wakes);
-  static void RemoveWaiter(Bucket& bucket, LockRequest* req, WakeList* wakes);
+  static void RemoveWaiter(Bucket& bucket, LockRequest* req, LockOwner* caller,
+                           WakeList* wakes);
 
   // Deadlock detection (deadlock_detector.cc), under detector_mutex_.
   void DetectDeadlocks(LockOwner* self);
@@ -267,7 +276,7 @@ class LockManager {
   LockOwner* FindCycleVictim(LockOwner* self);
   void PushFrame(LockOwner* owner);
   void CollectBlockers(LockOwner* owner);
-  void Victimize(LockOwner* victim);
+  void Victimize(LockOwner* victim, LockOwner* self);
 
   // Invariant checks (lock_manager_check.cc).
   bool CheckHead(const LockHead& head, size_t* request_count) const;

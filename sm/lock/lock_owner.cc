@@ -1,4 +1,4 @@
-// LockOwner: the per-transaction request pool, lock list and lock hash.
+// LockOwner: the per-transaction request and head pools, lock list and lock hash.
 #include "sm/lock/lock_owner.h"
 
 #include <algorithm>
@@ -32,6 +32,7 @@ LockOwner::~LockOwner() {
   SM_ASSERT(!dd_registered_);
   manager_->Retire(this);  // gives up inherited locks, keeps the statistics, unregisters
   SM_ASSERT(held_.empty());
+  while (free_heads_ != nullptr) delete TakeHead();
 }
 
 void LockOwner::Reset(TxnId txn_id) {
@@ -53,13 +54,15 @@ LockRequest* LockOwner::Find(const LockId& id, uint64_t mix) const {
   return nullptr;
 }
 
+void LockOwner::GrowPool() {
+  // A chunk per 64 requests, kept for the owner's life: a warm owner never allocates.
+  request_chunks_.emplace_back(new LockRequest[kRequestChunk]);
+  LockRequest* chunk = request_chunks_.back().get();
+  for (size_t i = 0; i < kRequestChunk; ++i) FreeRequest(&chunk[i]);
+}
+
 LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
-  if (free_requests_ == nullptr) {
-    // A chunk per 64 requests, kept for the owner's life: a warm owner never allocates.
-    request_chunks_.emplace_back(new LockRequest[kRequestChunk]);
-    LockRequest* chunk = request_chunks_.back().get();
-    for (size_t i = 0; i < kRequestChunk; ++i) FreeRequest(&chunk[i]);
-  }
+  SM_ASSERT(free_requests_ != nullptr);  // ReserveRequest
   LockRequest* req = free_requests_;
   free_requests_ = req->cache_next;
   SM_DASSERT(req->state == RequestState::kFree);
@@ -71,6 +74,26 @@ LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
   req->mode = LockMode::kNone;
   req->wait_mode = LockMode::kNone;
   return req;
+}
+
+LockHead* LockOwner::TakeHead() {
+  LockHead* head = free_heads_;
+  SM_ASSERT(head != nullptr);  // ReserveHead
+  free_heads_ = head->next;
+  --free_head_count_;
+  head->next = nullptr;
+  return head;
+}
+
+void LockOwner::GiveHead(LockHead* head) {
+  SM_DASSERT(head->empty() && head->granted_mask == 0);
+  if (free_head_count_ == kMaxFreeHeads) {
+    delete head;  // heads drift from the owners that empty them to those that fill them
+    return;
+  }
+  head->next = free_heads_;
+  free_heads_ = head;
+  ++free_head_count_;
 }
 
 void LockOwner::FreeRequest(LockRequest* req) {

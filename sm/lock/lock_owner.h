@@ -3,7 +3,8 @@
 // Owns: the transaction's lock requests (all of them, granted or waiting, in acquisition
 // order, for ReleaseAll), a small hash from LockId to request (so that re-requests and parent
 // intention checks need no latch), a pool of request objects (no heap allocation per lock
-// once warm), the request it is waiting for, the Baton it waits on, and its statistics.
+// once warm), a pool of empty lock heads for the table entries its calls create and empty
+// (lock_table.h), the request it is waiting for, the Baton it waits on, and its statistics.
 //
 // Owner state machine (LockManager performs every transition):
 //   idle     --Lock/Convert that must wait-->  waiting (waiting_ set; registered with the
@@ -137,7 +138,21 @@ class LockOwner {
   enum class WaitOutcome : uint8_t { kPending, kGranted, kVictim, kTimedOut };
 
   LockRequest* Find(const LockId& id, uint64_t mix) const;
+  // Makes sure the pool has a free request, so that NewRequest (which may then run under a
+  // bucket latch) never allocates.
+  void ReserveRequest() {
+    if (free_requests_ == nullptr) [[unlikely]] GrowPool();
+  }
+  void GrowPool();
+  // Requires ReserveRequest since the last NewRequest.
   LockRequest* NewRequest(const LockId& id, uint64_t mix);
+  // Lock heads (lock_table.h) recycled by this owner's calls. ReserveHead before a bucket
+  // latch makes TakeHead under it allocation-free; GiveHead keeps up to kMaxFreeHeads.
+  void ReserveHead() {
+    if (free_heads_ == nullptr) [[unlikely]] GiveHead(new LockHead());
+  }
+  LockHead* TakeHead();
+  void GiveHead(LockHead* head);
   void AddHeld(LockRequest* req);     // links into held_ and the hash
   void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
   void Link(LockRequest* req);        // AddHeld and RemoveHeld without the count
@@ -164,6 +179,11 @@ class LockOwner {
   std::unique_ptr<LockRequest*[]> cache_;  // chained hash over held_, by (mix >> 32)
   size_t cache_mask_ = 0;
   LockRequest* free_requests_ = nullptr;  // pool free list (through cache_next)
+  LockHead* free_heads_ = nullptr;        // empty heads (through next), owner only
+  size_t free_head_count_ = 0;
+  // Heads drift between owners (the last holder frees a head another created), so an owner
+  // keeps several transactions' worth before it deletes any (about 100 bytes each).
+  static constexpr size_t kMaxFreeHeads = 512;
   std::vector<std::unique_ptr<LockRequest[]>> request_chunks_;
 
   // --- Waiting (see LockManager::WaitForGrant) -------------------------------------------

@@ -3,13 +3,18 @@
 //
 // Owns: the in-memory layout of the lock table.
 //
-//   LockManager::buckets_[Mix(id) & mask]   one cache line: SpinLock, chain of LockHeads,
-//                                           a small free list of recycled heads
+//   LockManager::buckets_[Mix(id) & mask]   one cache line: SpinLock, chain of LockHeads
 //   LockHead                                one per locked resource with a non-empty queue:
 //     granted     granted requests, in grant order (with the inherited ones)
 //     converting  granted requests with a pending conversion (upgrade), FIFO; they still hold
 //                 their old mode, so they count in the granted group
 //     waiting     new requests not yet granted, FIFO
+//                                           A head that empties goes to the pool of the owner
+//                                           whose call emptied it (LockOwner::GiveHead), and
+//                                           a new head comes from the caller's pool: recycled
+//                                           heads stay warm in the cache of the worker that
+//                                           uses them, and no allocation happens under a latch
+//                                           once the owner's pool is warm.
 //   LockRequest                             one per (owner, resource); allocated from its
 //                                           owner's pool, linked into exactly one head list
 //
@@ -139,11 +144,7 @@ struct LockHead {
 // buckets do not share a line.
 struct alignas(64) Bucket {
   threads::SpinLock latch;
-  uint32_t free_count = 0;         // heads on free_heads (latch)
-  LockHead* chain = nullptr;       // heads in use (latch)
-  LockHead* free_heads = nullptr;  // recycled heads, at most kMaxFreeHeads (latch)
-
-  static constexpr uint32_t kMaxFreeHeads = 4;
+  LockHead* chain = nullptr;  // heads in use (latch)
 };
 static_assert(sizeof(Bucket) == 64);
 

@@ -331,6 +331,59 @@ TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("an update after a read for update is a covered request that still excludes others",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(8);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
+  {
+    std::unique_ptr<Transaction> load;
+    REQUIRE(db->Begin(&load).ok());
+    REQUIRE(t->Insert(load.get(), "a", "1").ok());
+    REQUIRE(t->Insert(load.get(), "b", "1").ok());
+    REQUIRE(load->Commit().ok());
+  }
+  auto owner_of = [](Transaction* txn) {
+    return static_cast<api::TransactionImpl*>(txn)->txn()->lock_owner();
+  };
+  for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
+    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    std::unique_ptr<Transaction> a, b;
+    std::string value;
+    REQUIRE(db->Begin(&a, isolation).ok());
+    REQUIRE(t->GetForUpdate(a.get(), "a", &value).ok());
+    const lock::LockStats before = owner_of(a.get())->stats();
+    const size_t held = owner_of(a.get())->lock_count();
+    REQUIRE(t->Update(a.get(), "a", "2").ok());  // X on "a" again: covered
+    const lock::LockStats after = owner_of(a.get())->stats();
+    CHECK(after.covered - before.covered == 1);
+    CHECK(after.requests - before.requests == 1);
+    CHECK(after.immediate_grants == before.immediate_grants);
+    CHECK(owner_of(a.get())->lock_count() == held);
+    // Another key in between, then "a" again: no longer the last lock, still held and covered.
+    REQUIRE(t->GetForUpdate(a.get(), "b", &value).ok());
+    REQUIRE(t->Update(a.get(), "a", "3").ok());
+    REQUIRE(t->Update(a.get(), "b", "3").ok());
+    // The X on both keys still keeps others out.
+    REQUIRE(db->Begin(&b, isolation).ok());
+    CHECK(t->Get(b.get(), "a", &value).IsLockTimeout());
+    REQUIRE(b->Abort().ok());
+    REQUIRE(db->Begin(&b, isolation).ok());
+    CHECK(t->Update(b.get(), "b", "4").IsLockTimeout());
+    REQUIRE(b->Abort().ok());
+    REQUIRE(a->Commit().ok());
+    // Later transactions remember nothing of the old one's locks: an update asks the lock
+    // manager, and a writer holding the key makes it wait.
+    REQUIRE(db->Begin(&b, isolation).ok());
+    REQUIRE(t->Update(b.get(), "a", "5").ok());
+    REQUIRE(db->Begin(&a, isolation).ok());
+    CHECK(t->Update(a.get(), "a", "6").IsLockTimeout());
+    REQUIRE(a->Abort().ok());
+    REQUIRE(b->Commit().ok());
+  }
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }
