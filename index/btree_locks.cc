@@ -33,7 +33,6 @@ bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
   return true;
 }
 
-
 TxnKeyLocks::KeyLock TxnKeyLocks::Map(const KeyLockRequest& request) const {
   const bool serializable = isolation_ == txn::Isolation::kSerializable;
   const LockDuration read_duration = serializable ? LockDuration::kCommit : LockDuration::kInstant;
