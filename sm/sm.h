@@ -123,6 +123,9 @@ struct DatabaseStats {
   uint64_t log_bytes = 0, log_syncs = 0;
   double commits_per_sync = 0;
   uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
+  // The data file's 8 KiB pages: all of them, and those in use (trees, the allocation map,
+  // the pages of dropped tables not yet given back).
+  uint64_t volume_pages = 0, volume_pages_allocated = 0;
   std::string ToString() const;  // several lines, for reports
 };
 
@@ -214,8 +217,10 @@ class Database {
   [[nodiscard]] virtual Status CreateIndex(std::string_view name, Table** index) = 0;
   // NotFound if there is no such table or index.
   [[nodiscard]] virtual Status OpenTable(std::string_view name, Table** table) = 0;
-  // Removes the table from the catalog (its pages are not reused); handles to it then return
-  // NotFound. No transaction may be using it.
+  // Removes the table from the catalog, durably; handles to it then return NotFound. Its pages
+  // go back to the volume for reuse once every transaction that was active at the drop has
+  // finished: at once if none was, else at the next CreateTable, DropTable, Checkpoint or
+  // Close after they have.
   [[nodiscard]] virtual Status DropTable(std::string_view name) = 0;
   virtual std::vector<std::string> TableNames() = 0;
 

@@ -190,8 +190,22 @@ class DatabaseImpl final : public Database {
   // fail (their aborts are refused); destroy them, then the database, then call
   // io::FaultInjectionFileSystem::SimulateCrash.
   void TEST_Crash();
+  // Test hook: keep every dropped table's pages allocated from now on (the state a crash
+  // between a drop and its reclamation leaves: pages allocated in no tree).
+  void TEST_KeepDroppedPages() { keep_dropped_pages_.store(true, std::memory_order_relaxed); }
 
  private:
+  // A dropped table whose pages are not yet given back (drop.cc). Once walked, `pages` holds
+  // every page of its tree; `logged` of them are covered by page-free records and `freed` are
+  // free (freed <= logged), so a reclamation that failed half way resumes where it stopped.
+  struct PendingDrop {
+    TableImpl* table = nullptr;
+    std::vector<TxnId> users;  // the transactions active when it was dropped
+    bool walked = false;
+    std::vector<PageId> pages;
+    size_t logged = 0;
+    size_t freed = 0;
+  };
   Status OpenParts(bool create);
   Status StartSteps();
   Status CreateNew(OpenReport* report);
@@ -203,6 +217,9 @@ class DatabaseImpl final : public Database {
   Status VerifyLog(std::string* report);
   Status Create(std::string_view name, TableKind kind, Table** table);
   Status CatalogOp(std::string_view name, const std::function<Status(txn::Txn*, index::OpContext&)>& op);
+  // Gives back the pages of every dropped table that no transaction can still use (drop.cc).
+  Status ReclaimDropped();
+  Status Reclaim(PendingDrop* drop);
   void Teardown();
 
   const Options options_;
@@ -224,6 +241,10 @@ class DatabaseImpl final : public Database {
   mutable threads::Mutex tables_mu_;  // guards tables_, next_table_id_
   std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;
   std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
+
+  threads::Mutex reclaim_mu_;  // one reclamation at a time; guards pending_drops_
+  std::vector<PendingDrop> pending_drops_;
+  std::atomic<bool> keep_dropped_pages_{false};
   uint32_t next_table_id_ = kFirstUserTableId;
 };
 

@@ -63,7 +63,9 @@ std::string DatabaseStats::ToString() const {
          std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) + " syncs, " +
          std::to_string(commits_per_sync) + " commits/sync\nbuffer pool: " +
          std::to_string(pool_hits) + " hits, " + std::to_string(pool_misses) + " misses, " +
-         std::to_string(pool_writes) + " writes, " + std::to_string(pool_dirty_pages) + " dirty";
+         std::to_string(pool_writes) + " writes, " + std::to_string(pool_dirty_pages) +
+         " dirty\nvolume: " + std::to_string(volume_pages) + " pages, " +
+         std::to_string(volume_pages_allocated) + " allocated";
 }
 
 namespace api {
@@ -283,6 +285,9 @@ Status DatabaseImpl::CatalogOp(std::string_view name,
 }
 
 Status DatabaseImpl::Create(std::string_view name, TableKind kind, Table** table) {
+  // Pages of dropped tables first, so that the new tree can reuse them (best effort: an error
+  // is reported by the next Checkpoint or Close).
+  if (CheckOpen().ok()) ReclaimDropped().PermitUnchecked();
   std::unique_ptr<index::BTree> tree;
   CatalogEntry entry;
   entry.kind = kind;
@@ -321,22 +326,6 @@ Status DatabaseImpl::OpenTable(std::string_view name, Table** table) {
   return Status::OK();
 }
 
-Status DatabaseImpl::DropTable(std::string_view name) {
-  SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
-    Status s = catalog_->Delete(name, ctx);
-    if (s.IsNotFound()) return Status::NotFound("no table '" + std::string(name) + "'");
-    return s;
-  }));
-  std::lock_guard<threads::Mutex> guard(tables_mu_);
-  auto it = tables_.find(name);
-  if (it != tables_.end()) {
-    it->second->MarkDropped();
-    dropped_.push_back(std::move(it->second));
-    tables_.erase(it);
-  }
-  return Status::OK();
-}
-
 std::vector<std::string> DatabaseImpl::TableNames() {
   std::lock_guard<threads::Mutex> guard(tables_mu_);
   std::vector<std::string> names;
@@ -366,6 +355,7 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
 
 Status DatabaseImpl::Checkpoint() {
   SM_TRY(CheckOpen());
+  SM_TRY(ReclaimDropped());
   return txns_->Checkpoint();
 }
 
@@ -511,6 +501,8 @@ DatabaseStats DatabaseImpl::stats() {
   out.pool_misses = b.misses;
   out.pool_writes = b.writes;
   out.pool_dirty_pages = b.dirty_pages;
+  out.volume_pages = volume_->page_count();
+  out.volume_pages_allocated = volume_->allocated_pages();
   return out;
 }
 
@@ -538,9 +530,11 @@ Status DatabaseImpl::Close() {
   runtime_->Shutdown();  // every spawned fiber finishes first
   txns_->StopCheckpointer();
   pool_->StopWriter();
+  // No transaction is active: every dropped table's pages can go back to the volume.
+  Status s = ReclaimDropped();
   // A clean shutdown: every page written, then a checkpoint with an empty dirty page table, so
   // the next Open has nothing to redo.
-  Status s = pool_->FlushAll();
+  if (s.ok()) s = pool_->FlushAll();
   if (s.ok()) s = txns_->Checkpoint();
   Status log_closed = log_->Close();
   if (s.ok()) s = log_closed;

@@ -313,6 +313,16 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
 }
 
 Status BufferPool::FreePage(PageId id) {
+  SM_TRY(Forget(id));
+  return volume_->FreePage(id);
+}
+
+Status BufferPool::RedoFreePage(PageId id) {
+  SM_TRY(Forget(id));
+  return volume_->RedoFree(id);
+}
+
+Status BufferPool::Forget(PageId id) {
   Partition& part = PartitionOf(id);
   Frame* frame = nullptr;
   {
@@ -332,7 +342,7 @@ Status BufferPool::FreePage(PageId id) {
     }
     ReturnToFreeList(frame);
   }
-  return volume_->FreePage(id);
+  return Status::OK();
 }
 
 // ---- eviction and write-back ---------------------------------------------------------------

@@ -181,8 +181,11 @@ class BufferPool {
   // Allocates a new page in the volume and fixes it exclusively, initialized as `type`
   // and dirty. No read is issued.
   Status FixNew(PageType type, PageHandle* handle);
-  // Frees page `id` in the volume and drops it from the pool. The page must not be fixed.
+  // Frees page `id` in the volume and drops it from the pool. The page must not be fixed
+  // (InvalidArgument, and nothing changes).
   Status FreePage(PageId id);
+  // Recovery's redo of a logged free: the same, except that a page already free stays free.
+  Status RedoFreePage(PageId id);
 
   // Writes every dirty page (checkpoint, close) and waits for write-backs already in flight,
   // so every page clean when it returns is on the volume. Returns the first error; pages
@@ -237,6 +240,9 @@ class BufferPool {
   void Unpin(Frame* frame);
   void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
   void ReturnToFreeList(Frame* frame);
+  // Drops page `id` from the pool (its frame, dirty or not, returns to the free list) unless it
+  // is fixed: InvalidArgument then. Not cached: OK.
+  Status Forget(PageId id);
   void WriterLoop();
   Lsn WriterRoundLimit();
   size_t WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit);

@@ -83,6 +83,12 @@ Status RedoContext::Fix(PageId page, bool full_image, buffer::PageHandle* handle
   return Status::OK();
 }
 
+Status RedoContext::Free(PageId page) {
+  SM_TRY(pool_->RedoFreePage(page));
+  if (torn_ != nullptr) torn_->pending.erase(page.value());
+  return Status::OK();
+}
+
 void RedoContext::Applied(buffer::PageHandle& handle) {
   if (torn_ != nullptr && torn_->pending.erase(handle.page_id().value()) != 0) ++torn_->repaired;
   SetPageLsn(handle.data(), record_.end_lsn());

@@ -10,6 +10,7 @@
 //   1        kSubtypePageImages    sm/txn/page_images.h   after-images of whole pages
 //   2        kSubtypeFullPageImage sm/txn/page_images.h   the same, logged as a page's first
 //                                                         change after a checkpoint
+//   3        kSubtypePageFrees     sm/txn/page_frees.h    pages a dropped tree gave back
 //   16..47   index/ (B-tree record operations and their compensations, index/btree_wal.h)
 //
 // Handler contract:
@@ -51,6 +52,7 @@ class TxnManager;
 
 inline constexpr uint8_t kSubtypePageImages = 1;
 inline constexpr uint8_t kSubtypeFullPageImage = 2;  // same format: torn-write protection
+inline constexpr uint8_t kSubtypePageFrees = 3;
 inline constexpr uint8_t kSubtypeIndexFirst = 16;
 inline constexpr uint8_t kSubtypeIndexLast = 47;
 
@@ -76,6 +78,9 @@ class RedoContext {
   // After a change: stamps the record's end LSN on the page and marks it dirty (rec_lsn = the
   // record's LSN).
   void Applied(buffer::PageHandle& handle);
+  // Redo of a logged free: the page leaves the pool and the allocation map (already free:
+  // nothing changes), and if it was found torn it no longer waits for an image.
+  Status Free(PageId page);
 
   const log::LogRecordView& record() const { return record_; }
   buffer::BufferPool* pool() const { return pool_; }

@@ -2,6 +2,7 @@
 // restart recovery are in txn_recovery.cc.
 #include "sm/txn/txn_manager.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "sm/common/assert.h"
 #include "sm/lock/lock_manager.h"
 #include "sm/space/volume.h"
+#include "sm/txn/page_frees.h"
 #include "sm/txn/page_images.h"
 #include "sm/txn/record_handlers.h"
 #include "threads/ctx_point.h"
@@ -30,6 +32,7 @@ TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::B
     : log_(log), locks_(locks), pool_(pool), volume_(volume), options_(options) {
   SM_ASSERT(log_ != nullptr && locks_ != nullptr && pool_ != nullptr && volume_ != nullptr);
   RegisterPageImageHandler();
+  RegisterPageFreeHandler();
   // The buffer pool's half of write-ahead logging: a page goes to disk only after the log up
   // to its page LSN (the end of the last record that changed it), and a page that becomes
   // dirty is known to miss nothing below the log's current end. In the failed state no page is
@@ -290,6 +293,17 @@ void TxnManager::Finish(Txn* txn, TxnState state) {
     case TxnState::kActive:
       SM_UNREACHABLE();
   }
+}
+
+std::vector<TxnId> TxnManager::ActiveTxnIds() const {
+  std::vector<TxnId> ids;
+  {
+    std::lock_guard<threads::Mutex> guard(active_mu_);
+    ids.reserve(active_.size());
+    for (const Txn& txn : active_) ids.push_back(txn.id());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 TxnStats TxnManager::stats() const {

@@ -159,6 +159,10 @@ class TxnManager final : public log::RecoveryTarget {
   }
 
   TxnStats stats() const;
+  // The transactions active now, by id (ascending). Work deferred until every one of them has
+  // finished (a dropped tree's pages) compares a later call's answer with this one: a
+  // transaction that begins after this call is not in it.
+  std::vector<TxnId> ActiveTxnIds() const;
   log::LogManager* log() const { return log_; }
   lock::LockManager* locks() const { return locks_; }
   buffer::BufferPool* pool() const { return pool_; }

@@ -22,8 +22,9 @@
 // Targets, chosen from the base copy once (CollectRegions), each a byte range that matters:
 //   data page       an allocated page in a tree (catalog or table): the page checksum covers
 //                   all 8 KiB, and every such page is read by Verify's tree walk.
-//   dropped page    an allocated page of the dropped table: in no tree (DropTable never frees
-//                   or reuses pages), so only Verify's page pass reads it. No other allocated
+//   dropped page    an allocated page of the dropped table: in no tree (the test keeps them
+//                   allocated, as a crash between a drop and the reclamation of its pages
+//                   does), so only Verify's page pass reads it. No other allocated
 //                   page is outside the trees: the B-tree frees no page of a live tree (an
 //                   emptied leaf stays), and Verify's pass would read it too.
 //   volume header   page 0 (checked at Open).
@@ -194,7 +195,8 @@ void BuildBase(io::FileSystem* fs, uint64_t seed, Base* base) {
   for (int i = 0; i < 600; ++i) puts.emplace_back(ShortKey(i), RandomValue(rng, 100, 400));
   std::map<std::string, std::string> scratch_rows;
   Load(db.get(), scratch, &scratch_rows, puts, rng);
-  // The dropped table's pages stay allocated in no tree (DropTable never reuses them).
+  // The dropped table's pages stay allocated in no tree.
+  static_cast<api::DatabaseImpl*>(db.get())->TEST_KeepDroppedPages();
   std::vector<PageId> pages;
   index::VerifyOptions verify;
   verify.pages = &pages;
