@@ -114,29 +114,31 @@ int Failure(const CommonOptions& o, const std::string& what, const Status& s) {
   return s.IsInvalidArgument() ? kExitUsage : kExitFailed;
 }
 
-// "512M", "2G", "1048576", "64K" (binary units).
-// "512M", "2G", "64MiB", "4096": false for anything else, and for sizes beyond 2^64 - 1.
-bool ParseBytes(std::string text, uint64_t* bytes) {
-  if (text.empty()) return false;
-  uint64_t unit = 1;
-  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'B') {
-    text.pop_back();
-    if (text.empty()) return false;
-    if (text.back() == 'i' || text.back() == 'I') text.pop_back();
-    if (text.empty()) return false;
-    last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  }
-  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-    unit = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : last == 'G' ? 1ull << 30 : 1ull << 40;
-    text.pop_back();
-  }
+// A count and an optional binary unit, in any case: "4096", "64K", "64KB", "64KiB", "512M",
+// "2G", "1T". False for anything else, and for sizes beyond 2^64 - 1.
+bool ParseBytes(std::string_view text, uint64_t* bytes) {
   uint64_t count = 0;
   const char* end = text.data() + text.size();
   auto [at, error] = std::from_chars(text.data(), end, count);
-  if (text.empty() || error != std::errc() || at != end) return false;
-  if (count > UINT64_MAX / unit) return false;
-  *bytes = count * unit;
+  if (error != std::errc()) return false;
+  std::string unit(at, end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "KB", "KIB"
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();  // "KI" of "KIB"
+  int shift = 0;
+  if (unit == "K") {
+    shift = 10;
+  } else if (unit == "M") {
+    shift = 20;
+  } else if (unit == "G") {
+    shift = 30;
+  } else if (unit == "T") {
+    shift = 40;
+  } else if (!unit.empty() && unit != "B") {
+    return false;
+  }
+  if (count > (UINT64_MAX >> shift)) return false;
+  *bytes = count << shift;
   return true;
 }
 

@@ -30,6 +30,8 @@ expect 2 "buffer-pool"       -- load --buffer-pool 99999999999999999999999G --db
 expect 2 "buffer-pool"       -- load --buffer-pool 20000000000T --db "$db"
 expect 2 "log-buffer"        -- run --log-buffer 5000 --db "$db"
 expect 2 "reserve-free"      -- run --reserve-free 1x --db "$db"
+expect 2 "reserve-free"      -- run --reserve-free 8iB --db "$db"
+expect 2 "reserve-free"      -- run --reserve-free -8M --db "$db"
 expect 2 "think-time"        -- run --think-time soon --db "$db"
 expect 2 "steps"             -- run --steps maybe --db "$db"
 expect 2 "need --steps on"   -- run --team-size 4 --db "$db"
@@ -45,6 +47,7 @@ expect 2 "loaded with 1 warehouses" -- load -w 2 --db "$db"
 expect 2 "loaded with 1 warehouses" -- run -w 2 --db "$db"
 expect 0 '"throughput_tx_per_s"' -- run --db "$db" --duration 1 --users 4 --commit async --output json --interval 0.5
 expect 0 '"reserve_free":"16M"' -- run --db "$db" --duration 0.5 --log-buffer 64M --reserve-free 16M --output json --interval 0
+expect 0 '"log_buffer":"64MiB"' -- run --db "$db" --duration 0.5 --log-buffer 64MiB --reserve-free 16kb --output json --interval 0
 out=$("$tpcc" run --db "$db" --duration 0.5 --output json --steps on --interval 0 2>&1 | tail -1)
 for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode":"durable"' \
            '"steps":"on"' '"steps_teams"' '"average_team_size"' '"workers"' '"warehouses":1' \
