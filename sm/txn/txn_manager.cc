@@ -174,24 +174,21 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
     Finish(txn, TxnState::kFailed);
     return failed;
   }
-  if (txn->records_logged_ == 0) {  // read-only: nothing to make durable
+  if (txn->records_logged_ == 0) {  // read-only: no record, see "Commit" in the header
     ReleaseLocks(txn);
-    counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
-    Finish(txn, TxnState::kCommitted);
-    return Status::OK();
+    Status s = mode == log::CommitMode::kDurable ? AwaitReleasedCommits() : Status::OK();
+    if (s.ok()) counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
+    Finish(txn, s.ok() ? TxnState::kCommitted : TxnState::kFailed);
+    return s;
   }
   log::LogRecord record;
   record.type = log::RecordType::kTxnCommit;
   Lsn lsn, end;
   Status s = Append(txn, &record, &lsn, &end);  // checked above
   if (s.ok()) {
-    if (mode == log::CommitMode::kDurable) {
-      s = log_->AwaitCommit(end, mode);  // strict: locks held until the commit is durable
-      ReleaseLocks(txn);
-    } else {
-      ReleaseLocks(txn);  // early release, see the file comment
-      s = log_->AwaitCommit(end, mode);
-    }
+    NoteReleasedCommit(end);  // before the release: a reader that sees the data sees this
+    ReleaseLocks(txn);        // early release, see "Commit" in the header
+    s = log_->AwaitCommit(end, mode);
   } else {
     ReleaseLocks(txn);
   }
@@ -199,6 +196,21 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   // survives is for the next recovery to find out.
   Finish(txn, s.ok() ? TxnState::kCommitted : TxnState::kFailed);
   return s;
+}
+
+void TxnManager::NoteReleasedCommit(Lsn end) {
+  uint64_t seen = released_commit_end_.load(std::memory_order_relaxed);
+  while (seen < end.value() &&
+         !released_commit_end_.compare_exchange_weak(seen, end.value(),
+                                                     std::memory_order_release,
+                                                     std::memory_order_relaxed)) {
+  }
+}
+
+Status TxnManager::AwaitReleasedCommits() {
+  const Lsn released(released_commit_end_.load(std::memory_order_acquire));
+  if (!released.valid() || log_->durable_lsn() >= released) return Status::OK();  // usual
+  return log_->Flush(released);
 }
 
 Status TxnManager::Abort(Txn* txn) {
