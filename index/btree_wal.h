@@ -15,8 +15,8 @@
 //     kCompensation   19 btree_clr_insert  20 btree_clr_update  21 btree_clr_delete
 //   (undo of a delete re-inserts: clr_insert; of an update: clr_update; of an insert:
 //   clr_delete). A compensation record is redone like its plain twin and never undone.
-//   An update that keeps the value's length is logged with only the bytes it changed when
-//   that is shorter than the full record (DiffValues, below):
+//   An update that keeps the value's length is logged with only the byte ranges it changed
+//   (DiffValues, below), unless they need more than kMaxDiffRanges ranges:
 //     kPageUndoRedo   22 btree_update_diff  kCompensation  23 btree_clr_update_diff
 //   (undo of either update form writes whichever form fits its own change: the undo of an
 //   update_diff is a same-length update, so its compensation record is a clr_update_diff).
@@ -39,11 +39,15 @@
 //   u64 root, u16 record_index, u32 n, key   as above
 //   u16 value_bytes   the value's length, before and after (it is at most a leaf record)
 //   u8  range_count   0..kMaxDiffRanges
-//   range_count times, by increasing offset, never overlapping or touching out of bounds:
+//   range_count times, by increasing offset and disjoint (redo and undo reject anything else
+//   as a malformed payload before touching a page):
 //     u16 offset, u16 bytes (>= 1, offset + bytes <= value_bytes), old bytes, new bytes
 //   The ranges cover every changed byte; unchanged bytes between two changed ones are
-//   included when the gap is at most kDiffMergeGapBytes (a range's 4 header bytes and its
-//   loop step in encode, redo and undo cost about what 8 gap bytes, logged twice, do).
+//   included when the gap is at most kDiffMergeGapBytes. A range costs 4 header bytes and a
+//   step of the encode, redo and undo loops, a merged gap byte 2 log bytes: 8 is a compromise
+//   that keeps the changed counters at the head of a TPC-C row in one or two ranges (STOCK's
+//   quantity, ytd, order_cnt and remote_cnt in one; CUSTOMER's balance and ytd in one, its
+//   payment_cnt in another).
 //   BtreeWal::LogUpdate writes this form when the lengths are equal and the changes fit in
 //   kMaxDiffRanges ranges (then it is never longer than the full update: even one range of the
 //   whole value saves a byte; the logger still compares the two sizes, so a change of these
