@@ -412,6 +412,8 @@ TEST_CASE("btree wal: a record operation outside a transaction is refused and ch
   Lsn end = db.log->end_lsn();
   REQUIRE(db.tree->Insert(Key64(100), "x").IsInvalidArgument());
   REQUIRE(db.tree->Update(Key64(1), "x").IsInvalidArgument());
+  // A same-length value is written in place before the log call: it is put back.
+  REQUIRE(db.tree->Update(Key64(1), std::string(model[Key64(1)].size(), 'x')).IsInvalidArgument());
   REQUIRE(db.tree->Delete(Key64(1)).IsInvalidArgument());
   auto t = db.Begin();
   REQUIRE(db.txns->Commit(t.get()).ok());
