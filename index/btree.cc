@@ -1,6 +1,7 @@
 // BTree: creation, descents, the point operations and key locks (protocol in btree.h).
 #include "index/btree.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -413,15 +414,35 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
     leaf.MarkDirty();
     return Status::OK();
   }
-  std::string old_value(node.ValueAt(index));  // the before-image, for undo
-  SM_TRY(node.UpdateLeafValue(index, value));
+  // The before-image, for undo and for the logger's diff: on the stack, since every logged
+  // update needs one and a value is at most a leaf record (no operator new per update).
+  std::string_view current = node.ValueAt(index);
+  char old_bytes[kMaxLeafRecordBytes];
+  SM_DASSERT(current.size() <= sizeof(old_bytes));
+  std::memcpy(old_bytes, current.data(), current.size());
+  std::string_view old_value(old_bytes, current.size());
+  // A same-length value is overwritten in place: its slot, its length and the page's free
+  // space stay as they are, so UpdateLeafValue's rebuild of the whole record is not needed.
+  // memmove: the caller's value may lie in this page.
+  bool in_place = value.size() == current.size();
+  char* value_bytes = node.page() + (current.data() - node.page());
+  if (in_place) {
+    std::memmove(value_bytes, value.data(), value.size());
+  } else {
+    SM_TRY(node.UpdateLeafValue(index, value));
+  }
   node.BumpVersion();
   leaf.MarkDirty();
   Lsn lsn;
   Status s = logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, value, &lsn);
   if (!s.ok()) {
-    // The old record fitted before and an update counts its own bytes as free.
-    SM_ASSERT(node.UpdateLeafValue(index, old_value).ok());
+    // No trace of the change: the old bytes go back where they were, or, for another length,
+    // the old record fitted before and an update counts its own bytes as free.
+    if (in_place) {
+      std::memcpy(value_bytes, old_bytes, old_value.size());
+    } else {
+      SM_ASSERT(node.UpdateLeafValue(index, old_value).ok());
+    }
     node.BumpVersion();
     return s;
   }

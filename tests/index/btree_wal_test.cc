@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "index/btree.h"
+#include "index/btree_node.h"
 #include "log/log_manager.h"
 #include "log/log_reader.h"
 #include "log/recovery.h"
@@ -251,6 +252,16 @@ struct WalDb {
 
 index::OpContext In(txn::Txn* t) { return index::OpContext{t, nullptr}; }
 
+// `value` with `runs` runs of 1..3 bytes changed at random offsets (same length).
+std::string Patched(std::string value, std::mt19937_64& rng, int runs) {
+  for (int r = 0; r < runs && !value.empty(); ++r) {
+    size_t at = rng() % value.size();
+    size_t bytes = std::min<size_t>(1 + rng() % 3, value.size() - at);
+    for (size_t i = at; i < at + bytes; ++i) value[i] = static_cast<char>(value[i] ^ 0x5a);
+  }
+  return value;
+}
+
 // Commits `count` inserts of keys first, first + step, ... in one transaction.
 void LoadCommitted(WalDb& db, Model* model, uint64_t first, uint64_t count, uint64_t step,
                    size_t value_bytes) {
@@ -401,6 +412,8 @@ TEST_CASE("btree wal: a record operation outside a transaction is refused and ch
   Lsn end = db.log->end_lsn();
   REQUIRE(db.tree->Insert(Key64(100), "x").IsInvalidArgument());
   REQUIRE(db.tree->Update(Key64(1), "x").IsInvalidArgument());
+  // A same-length value is written in place before the log call: it is put back.
+  REQUIRE(db.tree->Update(Key64(1), std::string(model[Key64(1)].size(), 'x')).IsInvalidArgument());
   REQUIRE(db.tree->Delete(Key64(1)).IsInvalidArgument());
   auto t = db.Begin();
   REQUIRE(db.txns->Commit(t.get()).ok());
@@ -447,8 +460,9 @@ TEST_CASE("btree wal: abort rolls back inserts, updates and deletes", "[unit][bt
   for (const log::LogRecordBuf& buf : LogRecords(db)) {
     const log::LogRecordView& r = buf.view();
     if (r.txn != t->id() || r.type != log::RecordType::kCompensation) continue;
-    REQUIRE(r.subtype >= index::kSubtypeBtreeClrInsert);
-    REQUIRE(r.subtype <= index::kSubtypeBtreeClrDelete);
+    bool full_form =
+        r.subtype >= index::kSubtypeBtreeClrInsert && r.subtype <= index::kSubtypeBtreeClrDelete;
+    REQUIRE((full_form || r.subtype == index::kSubtypeBtreeClrUpdateDiff));
     ++clrs;
   }
   REQUIRE(clrs == records);
@@ -734,6 +748,9 @@ void RunUntilCrash(WalDb& db, std::mt19937_64& rng, Model* committed, CrashStats
       s = db.tree->Insert(key, value, In(w.txn.get()));
       if (s.ok()) w.writes[key] = value;
     } else if (rng() % 3 != 0) {
+      // Half the updates keep the length and change a few bytes: the diff form (or, with many
+      // changed runs, the full one).
+      if (rng() % 2 == 0) value = Patched(*current, rng, 1 + static_cast<int>(rng() % 10));
       s = db.tree->Update(key, value, In(w.txn.get()));
       if (s.ok()) w.writes[key] = value;
     } else {
@@ -816,5 +833,406 @@ TEST_CASE("btree wal: random transactions and crashes recover to the committed s
   if (crashes >= 20) {
     REQUIRE(stats.structure_crashes > 0);
     REQUIRE(stats.undo_records > 0);
+  }
+}
+
+// ---- Diff updates ----------------------------------------------------------------------------
+
+namespace {
+
+// old_value with diff's ranges copied from new_value: the value a redo of the diff makes.
+std::string ApplyDiff(std::string old_value, std::string_view new_value,
+                      const index::ValueDiff& diff) {
+  for (uint8_t r = 0; r < diff.count; ++r) {
+    const index::ValueRange& range = diff.ranges[r];
+    old_value.replace(range.offset, range.bytes, new_value.substr(range.offset, range.bytes));
+  }
+  return old_value;
+}
+
+// A diff payload by hand (btree_wal.h): ranges of (offset, old bytes, new bytes).
+struct RawRange {
+  uint16_t offset;
+  std::string old_bytes;
+  std::string new_bytes;
+};
+std::string DiffPayload(PageId root, uint16_t index, std::string_view key, uint16_t value_bytes,
+                        const std::vector<RawRange>& ranges) {
+  std::string p;
+  PutFixed64(&p, root.value());
+  PutFixed16(&p, index);
+  PutLengthPrefixed(&p, key);
+  PutFixed16(&p, value_bytes);
+  p.push_back(static_cast<char>(ranges.size()));
+  for (const RawRange& r : ranges) {
+    PutFixed16(&p, r.offset);
+    PutFixed16(&p, static_cast<uint16_t>(r.old_bytes.size()));
+    p += r.old_bytes;
+    p += r.new_bytes;
+  }
+  return p;
+}
+
+// The record operations (kPageUndoRedo and kCompensation) of transaction `id`, in log order.
+std::vector<log::LogRecordBuf> OpsOf(WalDb& db, TxnId id) {
+  std::vector<log::LogRecordBuf> ops;
+  for (log::LogRecordBuf& buf : LogRecords(db)) {
+    const log::LogRecordView& r = buf.view();
+    if (r.txn != id) continue;
+    if (r.type == log::RecordType::kPageUndoRedo || r.type == log::RecordType::kCompensation) {
+      ops.push_back(buf);
+    }
+  }
+  return ops;
+}
+
+Status RedoOnCopy(uint8_t subtype, const std::string& payload, PageId page, Lsn lsn,
+                  std::vector<char>* copy) {
+  const txn::RecordHandler* handler =
+      txn::FindRecordHandler(log::RecordType::kPageUndoRedo, subtype);
+  REQUIRE(handler != nullptr);
+  REQUIRE(handler->redo_page != nullptr);
+  log::LogRecordView record;
+  record.type = log::RecordType::kPageUndoRedo;
+  record.subtype = subtype;
+  record.page = page;
+  record.payload = payload;
+  record.lsn = lsn;
+  record.length = 64;
+  return handler->redo_page(record, copy->data());
+}
+
+}  // namespace
+
+TEST_CASE("btree wal: DiffValues finds the changed ranges and merges short gaps",
+          "[unit][btree][wal]") {
+  index::ValueDiff diff;
+  std::string old_value(300, 'x');
+  auto changed = [&](std::initializer_list<size_t> at) {
+    std::string v = old_value;
+    for (size_t i : at) v[i] = 'y';
+    return v;
+  };
+  SECTION("equal values: no range") {
+    REQUIRE(index::DiffValues(old_value, old_value, &diff));
+    REQUIRE(diff.count == 0);
+  }
+  SECTION("one range, at the start, in a word's middle and at the very end") {
+    for (size_t at : {size_t{0}, size_t{13}, size_t{299}}) {
+      REQUIRE(index::DiffValues(old_value, changed({at}), &diff));
+      REQUIRE(diff.count == 1);
+      REQUIRE(diff.ranges[0].offset == at);
+      REQUIRE(diff.ranges[0].bytes == 1);
+    }
+    REQUIRE(index::DiffValues(old_value, changed({4, 5, 6, 7, 8, 9}), &diff));
+    REQUIRE(diff.count == 1);
+    REQUIRE(diff.ranges[0].offset == 4);
+    REQUIRE(diff.ranges[0].bytes == 6);
+  }
+  SECTION("a gap of kDiffMergeGapBytes is merged, one byte more is not") {
+    size_t gap = index::kDiffMergeGapBytes;
+    REQUIRE(index::DiffValues(old_value, changed({10, 10 + gap + 1}), &diff));
+    REQUIRE(diff.count == 1);
+    REQUIRE(diff.ranges[0].offset == 10);
+    REQUIRE(diff.ranges[0].bytes == gap + 2);
+    REQUIRE(index::DiffValues(old_value, changed({10, 10 + gap + 2, 200}), &diff));
+    REQUIRE(diff.count == 3);
+    REQUIRE(diff.ranges[1].offset == 10 + gap + 2);
+    REQUIRE(diff.ranges[2].offset == 200);
+  }
+  SECTION("no diff form: other lengths, or more than kMaxDiffRanges ranges") {
+    REQUIRE(!index::DiffValues(old_value, old_value + "z", &diff));
+    REQUIRE(!index::DiffValues(old_value, "", &diff));
+    std::string many = old_value;
+    for (size_t r = 0; r <= index::kMaxDiffRanges; ++r) many[r * 20] = 'y';
+    REQUIRE(!index::DiffValues(old_value, many, &diff));
+    many[index::kMaxDiffRanges * 20] = 'x';  // back to kMaxDiffRanges ranges
+    REQUIRE(index::DiffValues(old_value, many, &diff));
+    REQUIRE(diff.count == index::kMaxDiffRanges);
+  }
+  SECTION("payload sizes: a diff is never longer than the full update, even of every byte") {
+    REQUIRE(index::DiffValues(old_value, changed({0, 1, 2, 3}), &diff));
+    REQUIRE(index::DiffUpdatePayloadBytes(8, diff) + 2 * 296 <
+            index::FullUpdatePayloadBytes(8, old_value.size(), old_value.size()));
+    std::string all(300, 'y');
+    REQUIRE(index::DiffValues(old_value, all, &diff));
+    REQUIRE(diff.count == 1);
+    REQUIRE(index::DiffUpdatePayloadBytes(8, diff) ==
+            index::FullUpdatePayloadBytes(8, old_value.size(), old_value.size()) - 1);
+  }
+}
+
+TEST_CASE("btree wal: DiffValues ranges turn the old value into the new one",
+          "[random][btree][wal]") {
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("SM_SEED")) seed = std::strtoull(s, nullptr, 10);
+  std::printf("btree wal diff seed: %llu (SM_SEED=%llu replays it)\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 2000; ++round) {
+    std::string old_value = ValueFor(rng() % 1000, rng() % 10, rng() % 700);
+    std::string new_value = Patched(old_value, rng, static_cast<int>(rng() % 12));
+    index::ValueDiff diff;
+    if (!index::DiffValues(old_value, new_value, &diff)) {
+      REQUIRE(old_value.size() == new_value.size());
+      continue;  // too many ranges
+    }
+    REQUIRE(ApplyDiff(old_value, new_value, diff) == new_value);
+    REQUIRE(index::DiffUpdatePayloadBytes(8, diff) <
+            index::FullUpdatePayloadBytes(8, old_value.size(), new_value.size()));
+    size_t end = 0;
+    for (uint8_t r = 0; r < diff.count; ++r) {
+      const index::ValueRange& range = diff.ranges[r];
+      REQUIRE(range.bytes > 0);
+      REQUIRE(range.offset >= end);
+      if (r > 0) REQUIRE(range.offset - end > index::kDiffMergeGapBytes);  // else merged
+      REQUIRE(old_value[range.offset] != new_value[range.offset]);
+      REQUIRE(old_value[range.offset + range.bytes - 1] !=
+              new_value[range.offset + range.bytes - 1]);
+      size_t unchanged = 0;  // a run of unchanged bytes inside the range: a merged gap
+      for (size_t i = range.offset; i < size_t{range.offset} + range.bytes; ++i) {
+        unchanged = old_value[i] == new_value[i] ? unchanged + 1 : 0;
+        REQUIRE(unchanged <= index::kDiffMergeGapBytes);
+      }
+      end = range.offset + range.bytes;
+    }
+  }
+}
+
+TEST_CASE("btree wal: a same-length update logs the changed bytes only", "[unit][btree][wal]") {
+  WalDb db(21, 64);
+  Model model;
+  LoadCommitted(db, &model, 10, 5, 10, 300);
+  std::string before = model[Key64(20)];
+  std::string after = before;
+  after[0] = '#';
+  after[2] = '#';
+  after[150] = '#';
+  auto t = db.Begin();
+  REQUIRE(db.tree->Update(Key64(20), after, In(t.get())).ok());
+  REQUIRE(db.tree->Update(Key64(30), model[Key64(30)] + "longer", In(t.get())).ok());
+  REQUIRE(db.tree->Update(Key64(40), std::string(300, '#'), In(t.get())).ok());
+  REQUIRE(db.txns->Commit(t.get()).ok());
+  std::vector<log::LogRecordBuf> ops = OpsOf(db, t->id());
+  REQUIRE(ops.size() == 3);
+  const log::LogRecordView& diff = ops[0].view();
+  REQUIRE(diff.subtype == index::kSubtypeBtreeUpdateDiff);
+  REQUIRE(diff.payload == DiffPayload(db.root, 1, Key64(20), 300,
+                                      {{0, before.substr(0, 3), after.substr(0, 3)},
+                                       {150, before.substr(150, 1), after.substr(150, 1)}}));
+  REQUIRE(ops[1].view().subtype == index::kSubtypeBtreeUpdate);  // another length
+  // Every byte changed: one range of the whole value, still a byte shorter than the full form.
+  REQUIRE(ops[2].view().subtype == index::kSubtypeBtreeUpdateDiff);
+  model[Key64(20)] = after;
+  model[Key64(30)] += "longer";
+  model[Key64(40)] = std::string(300, '#');
+  db.RequireTree(model);
+}
+
+TEST_CASE("btree wal: redo of a diff record turns the before-page into the after-page",
+          "[unit][btree][wal]") {
+  WalDb db(22, 64);
+  Model model;
+  LoadCommitted(db, &model, 10, 5, 10, 200);  // keys 10..50 in the root leaf
+  auto page_copy = [&] {
+    buffer::PageHandle leaf;
+    REQUIRE(db.pool->Fix(db.root, threads::LatchMode::kShared, &leaf).ok());
+    return std::vector<char>(leaf.data(), leaf.data() + kPageBytes);
+  };
+  std::vector<char> before = page_copy();
+  std::string value = model[Key64(30)];
+  std::string patched = value;
+  patched[5] = '!';
+  patched[100] = '!';
+  patched[199] = '!';
+  auto t = db.Begin();
+  REQUIRE(db.tree->Update(Key64(30), patched, In(t.get())).ok());
+  REQUIRE(db.txns->Commit(t.get()).ok());
+  std::vector<char> after = page_copy();
+  std::vector<log::LogRecordBuf> ops = OpsOf(db, t->id());
+  REQUIRE(ops.size() == 1);
+  const log::LogRecordView& r = ops[0].view();
+  REQUIRE(r.subtype == index::kSubtypeBtreeUpdateDiff);
+  std::string payload(r.payload);
+
+  SECTION("the matching page") {
+    std::vector<char> redone = before;
+    REQUIRE(RedoOnCopy(r.subtype, payload, db.root, r.lsn, &redone).ok());
+    // Everything but the page header (its LSN and checksum are the caller's to stamp).
+    REQUIRE(std::equal(redone.begin() + kPageHeaderBytes, redone.end(),
+                       after.begin() + kPageHeaderBytes));
+  }
+  SECTION("a page that does not match: Corruption naming page, LSN and what differed") {
+    auto require_mismatch = [&](const Status& s, const char* what) {
+      INFO(s.ToString());
+      REQUIRE(s.IsCorruption());
+      REQUIRE(s.ToString().find("LSN 4242") != std::string::npos);
+      REQUIRE(s.ToString().find("page " + std::to_string(db.root.value())) != std::string::npos);
+      REQUIRE(s.ToString().find(what) != std::string::npos);
+    };
+    std::vector<char> copy = after;  // already applied: the old bytes are not there
+    require_mismatch(RedoOnCopy(r.subtype, payload, db.root, Lsn(4242), &copy),
+                     "does not hold the old bytes");
+    REQUIRE(copy == after);  // and nothing was written
+    copy = before;
+    require_mismatch(RedoOnCopy(r.subtype, DiffPayload(db.root, 2, Key64(30), 199, {}), db.root,
+                                Lsn(4242), &copy),
+                     "bytes");
+    require_mismatch(RedoOnCopy(r.subtype, DiffPayload(db.root, 1, Key64(30), 200, {}), db.root,
+                                Lsn(4242), &copy),
+                     "another key");
+    require_mismatch(RedoOnCopy(r.subtype, DiffPayload(db.root, 9, Key64(30), 200, {}), db.root,
+                                Lsn(4242), &copy),
+                     "not below the count");
+    require_mismatch(RedoOnCopy(r.subtype, DiffPayload(PageId(77), 2, Key64(30), 200, {}), db.root,
+                                Lsn(4242), &copy),
+                     "page 77");
+  }
+  SECTION("a malformed payload: Corruption, nothing read out of bounds") {
+    auto require_malformed = [&](const std::string& p) {
+      std::vector<char> copy = before;
+      Status s = RedoOnCopy(index::kSubtypeBtreeUpdateDiff, p, db.root, Lsn(4242), &copy);
+      INFO(s.ToString());
+      REQUIRE(s.IsCorruption());
+      REQUIRE(s.ToString().find("LSN 4242") != std::string::npos);
+      REQUIRE(copy == before);
+    };
+    require_malformed(payload.substr(0, payload.size() - 1));
+    require_malformed(payload + "x");
+    // A range past the value's end, an empty range, ranges out of order, too many ranges.
+    require_malformed(DiffPayload(db.root, 2, Key64(30), 200, {{199, "ab", "cd"}}));
+    require_malformed(DiffPayload(db.root, 2, Key64(30), 200, {{10, "", ""}}));
+    require_malformed(DiffPayload(db.root, 2, Key64(30), 200, {{20, "a", "b"}, {10, "a", "b"}}));
+    require_malformed(DiffPayload(db.root, 2, Key64(30), 200, {{20, "ab", "cd"}, {21, "a", "b"}}));
+    std::vector<RawRange> many;
+    for (uint16_t i = 0; i <= index::kMaxDiffRanges; ++i)
+      many.push_back({uint16_t(i * 10), "a", "b"});
+    require_malformed(DiffPayload(db.root, 2, Key64(30), 200, many));
+  }
+}
+
+TEST_CASE("btree wal: abort undoes several diff updates of one key, after splits moved it",
+          "[unit][btree][wal]") {
+  WalDb db(23, 64);
+  Model model;
+  LoadCommitted(db, &model, 0, 8, 100, 300);  // one leaf: the root
+  std::mt19937_64 rng(23);
+  auto t = db.Begin();
+  std::string key = Key64(300);
+  std::string value = model[key];
+  for (int i = 0; i < 6; ++i) {
+    value = Patched(value, rng, 1 + i % 3);
+    REQUIRE(db.tree->Update(key, value, In(t.get())).ok());
+  }
+  // Another transaction splits the root leaf (other keys): the key lives elsewhere now.
+  uint64_t changes = db.logger->structure_changes();
+  auto t2 = db.Begin();
+  for (uint64_t k = 1; k < 60; ++k) {
+    std::string v = ValueFor(k, 2, 250);
+    REQUIRE(db.tree->Insert(Key64(k), v, In(t2.get())).ok());
+    model[Key64(k)] = v;
+  }
+  REQUIRE(db.txns->Commit(t2.get()).ok());
+  REQUIRE(db.logger->structure_changes() > changes);
+  REQUIRE(db.txns->Abort(t.get()).ok());
+  db.RequireTree(model);
+  std::vector<log::LogRecordBuf> ops = OpsOf(db, t->id());
+  REQUIRE(ops.size() == 12);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    INFO("record " << i);
+    const log::LogRecordView& r = ops[i].view();
+    if (i < 6) {
+      REQUIRE(r.type == log::RecordType::kPageUndoRedo);
+      REQUIRE(r.subtype == index::kSubtypeBtreeUpdateDiff);
+    } else {
+      REQUIRE(r.type == log::RecordType::kCompensation);
+      REQUIRE(r.subtype == index::kSubtypeBtreeClrUpdateDiff);
+      REQUIRE(r.page != db.root);  // the undo found the key in its new leaf
+      // Each compensation points at the record before the one it undid.
+      REQUIRE(r.undo_next == (i == 11 ? Lsn() : ops[10 - i].view().lsn));
+    }
+  }
+}
+
+TEST_CASE("btree wal: an undo of a diff update that finds other bytes is Corruption",
+          "[unit][btree][wal]") {
+  WalDb db(24, 64);
+  Model model;
+  LoadCommitted(db, &model, 10, 5, 10, 100);
+  std::string value = model[Key64(20)];
+  value[3] = '?';
+  auto t = db.Begin();
+  REQUIRE(db.tree->Update(Key64(20), value, In(t.get())).ok());
+  std::vector<log::LogRecordBuf> ops = OpsOf(db, t->id());
+  REQUIRE(ops.size() == 1);
+  REQUIRE(ops[0].view().subtype == index::kSubtypeBtreeUpdateDiff);
+  {
+    // Damage behind the log's back: the byte the update wrote is not there any more.
+    buffer::PageHandle leaf;
+    REQUIRE(db.pool->Fix(db.root, threads::LatchMode::kExclusive, &leaf).ok());
+    index::Node node(leaf.data());
+    REQUIRE(node.KeyAt(1) == Key64(20));
+    leaf.data()[node.ValueAt(1).data() + 3 - leaf.data()] = '!';
+  }
+  Status s = db.txns->Abort(t.get());
+  INFO(s.ToString());
+  REQUIRE(s.IsCorruption());
+  REQUIRE(s.ToString().find("LSN " + std::to_string(ops[0].view().lsn.value())) !=
+          std::string::npos);
+  REQUIRE(s.ToString().find("does not hold the bytes the update wrote") != std::string::npos);
+}
+
+TEST_CASE("btree wal: restart with diff updates undoes losers and redoes winners",
+          "[unit][crash][btree][wal]") {
+  for (CrashMode volume_mode : {CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced}) {
+    INFO("volume crash mode " << static_cast<int>(volume_mode));
+    WalDb db(25, 48);
+    Model model;
+    LoadCommitted(db, &model, 0, 1500, 3, 200);
+    REQUIRE(db.txns->Checkpoint().ok());
+    std::mt19937_64 rng(25);
+    // The loser: several diff updates per key, some reaching the volume before the crash.
+    auto loser = db.Begin();
+    for (int round = 0; round < 3; ++round) {
+      for (uint64_t k = 0; k < 4500; k += 9) {
+        std::string v = Patched(model[Key64(k)], rng, 1 + round);
+        if (round > 0) v = Patched(v, rng, 1);
+        REQUIRE(db.tree->Update(Key64(k), v, In(loser.get())).ok());
+      }
+      if (round == 0) REQUIRE(db.pool->FlushAll().ok());
+    }
+    uint64_t loser_records = loser->records_logged();
+    // A winner with diff updates of other keys, committed durably.
+    auto winner = db.Begin();
+    for (uint64_t k = 6; k < 4500; k += 9) {
+      std::string v = Patched(model[Key64(k)], rng, 2);
+      REQUIRE(db.tree->Update(Key64(k), v, In(winner.get())).ok());
+      model[Key64(k)] = v;
+    }
+    REQUIRE(db.txns->Commit(winner.get()).ok());
+    winner.reset();  // before Crash drops the lock manager its lock owner is registered with
+    REQUIRE(db.log->FlushAll().ok());
+    uint64_t diffs = 0;
+    for (const log::LogRecordBuf& buf : LogRecords(db)) {
+      if (buf.view().subtype == index::kSubtypeBtreeUpdateDiff &&
+          buf.view().type == log::RecordType::kPageUndoRedo) {
+        ++diffs;
+      }
+    }
+    REQUIRE(diffs == loser_records + 500);
+    TxnId loser_id = loser->id();
+    db.in_flight.push_back(std::move(loser));
+    db.Crash(CrashMode::kDropUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers == std::vector<TxnId>{loser_id});
+    REQUIRE(db.report.undo_records == loser_records);
+    REQUIRE(db.report.redo_records > 0);
+    db.RequireTree(model);
+    // Again, with the compensation records in the log: nothing to undo, the same tree.
+    db.Crash(CrashMode::kTearUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers.empty());
+    db.RequireTree(model);
   }
 }
