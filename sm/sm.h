@@ -7,11 +7,13 @@
 // sm::KeyEncoder from index/key_encoding.h, or any memcmp-comparable encoding); a key is at
 // most 1024 bytes and key + value at most 1976 bytes (larger is InvalidArgument).
 //
-// Transactions are serializable by default (strict two-phase locking with key-range locks, so
-// no phantoms) or read committed, chosen per transaction. Every change is logged; Open runs
+// Transactions are serializable by default (two-phase locking with key-range locks, so no
+// phantoms) or read committed, chosen per transaction. Every change is logged; Open runs
 // ARIES restart recovery when the last run did not close cleanly and reports what it did.
 // Commit is durable by default; Options::commit_mode selects async (durable within a bounded
-// delay, as many benchmarks measure) or none.
+// delay, as many benchmarks measure) or none. A committing transaction's locks are released
+// once its commit record is in the log, before it is durable; a durable Commit returns only
+// once it is, and so does a read-only one that may have read such data.
 //
 // Secondary indexes are tables whose entries the application maintains in the same
 // transaction as the base row: an index created with CreateIndex is a non-unique table whose
