@@ -551,12 +551,7 @@ Status LogRecordOp(txn::TxnManager* txns, OpKind kind, void* txn_ptr, const BTre
                    std::string_view old_value, std::string_view new_value, Lsn* lsn) {
   txn::Txn* txn = nullptr;
   SM_TRY(TxnOf(txn_ptr, &txn));
-  RecordOp payload_op;
-  payload_op.root = tree.root_page_id();
-  payload_op.record_index = record_index;
-  payload_op.key = key;
-  payload_op.old_value = old_value;
-  payload_op.new_value = new_value;
+  RecordOp payload_op{tree.root_page_id(), record_index, key, old_value, new_value};
   EncodeOp(kind, payload_op, txn->payload_buffer());
   return AppendOp(txns, txn, SubtypeOf(kind, false), SubtypeOf(kind, true), leaf, lsn);
 }
@@ -648,12 +643,7 @@ Status BtreeWal::LogUpdate(void* txn, const BTree& tree, PageHandle& leaf, uint1
   }
   txn::Txn* t = nullptr;
   SM_TRY(TxnOf(txn, &t));
-  RecordOp op;
-  op.root = tree.root_page_id();
-  op.record_index = record_index;
-  op.key = key;
-  op.old_value = old_value;
-  op.new_value = new_value;
+  RecordOp op{tree.root_page_id(), record_index, key, old_value, new_value};
   EncodeDiff(op, diff, t->payload_buffer());
   return AppendOp(txns_, t, kSubtypeBtreeUpdateDiff, kSubtypeBtreeClrUpdateDiff, leaf, lsn);
 }
