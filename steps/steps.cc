@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "sm/common/assert.h"
@@ -118,8 +119,8 @@ struct WorkerTeams {
     bool serial = false;  // teams dissolved: operations run without them
     bool started = false;
     uint32_t begins = 0;  // transactions begun in the current epoch
-    uint32_t epoch = 0;   // position in the cycle: 2 * probe_pairs probes, then run_epochs
-    bool teams_won = true;  // the last probe's choice
+    uint32_t epoch = 0;   // position in the cycle: 2 * probe_pairs probes, then the run
+    std::optional<AdaptivePolicy> policy;  // made at the first epoch's end
     std::chrono::steady_clock::time_point epoch_start;
     double txns[2] = {0, 0};  // probe totals by mode: [0] without teams, [1] with
     double secs[2] = {0, 0};
@@ -411,18 +412,19 @@ void EndEpoch(WorkerTeams& wt, Fiber* self, double seconds) {
     a.txns[mode] += a.begins;
     a.secs[mode] += seconds;
   }
+  if (!a.policy.has_value()) a.policy.emplace(o);
   if (a.epoch + 1 == probe_epochs) {  // the probe is complete: pick the faster mode
     const double serial_rate = a.txns[0] / std::max(a.secs[0], 1e-9);
     const double teams_rate = a.txns[1] / std::max(a.secs[1], 1e-9);
     const double ratio = serial_rate > 0 ? teams_rate / serial_rate : 1.0;
-    a.teams_won = ratio >= 1.0;
+    a.policy->OnProbe(ratio);
     wt.probes.Add();
-    (a.teams_won ? wt.chose_teams : wt.chose_serial).Add();
+    (a.policy->teams() ? wt.chose_teams : wt.chose_serial).Add();
     wt.last_ratio.store(ratio, std::memory_order_relaxed);
     a.txns[0] = a.txns[1] = a.secs[0] = a.secs[1] = 0;
   }
-  a.epoch = (a.epoch + 1) % (probe_epochs + o.run_epochs);
-  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.teams_won;
+  a.epoch = (a.epoch + 1) % (probe_epochs + a.policy->run_epochs());
+  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.policy->teams();
   SetTeamsEnabled(wt, self, teams);
   a.begins = 0;
 }

@@ -33,8 +33,9 @@
 //   - Adaptive mode (StepsOptions::adaptive): STEPS pays only where the instruction misses it
 //     saves cost more than its switches and bookkeeping, which depends on the machine and the
 //     workload. Each worker counts the transactions it begins in short epochs, alternating
-//     epochs with teams and without (a probe), then runs the faster mode for run_epochs
-//     epochs and probes again. Turning teams off dissolves them: every member becomes a stray
+//     epochs with teams and without (a probe), then runs the faster mode (AdaptivePolicy:
+//     teams only if they win by a margin) for run_epochs epochs, twice as many after each
+//     probe that confirms the choice, and probes again. Turning teams off dissolves them: every member becomes a stray
 //     and the parked ones are made ready; turning them on lets fibers join at their next
 //     operation. Without teams BeginOp only takes turns at begin, as with STEPS off.
 //
@@ -51,6 +52,7 @@
 // read racily but each is a single word written by one worker).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -82,7 +84,41 @@ struct StepsOptions {
   bool adaptive = false;        // probe teams on and off per worker and run the faster
   uint32_t epoch_ms = 100;      // adaptive: the length of one epoch
   uint32_t probe_pairs = 3;     // adaptive: epochs with and without teams per probe, each
-  uint32_t run_epochs = 20;     // adaptive: epochs in the chosen mode between probes
+  uint32_t run_epochs = 20;     // adaptive: epochs in the chosen mode after a probe that
+                                //   changed the choice (or the first)
+  uint32_t max_run_epochs = 320;  // adaptive: the longest run (see AdaptivePolicy)
+  double teams_margin = 0.02;   // adaptive: teams must be this much faster to be chosen
+};
+
+// Adaptive mode's choice after each probe, given the probe's ratio of transaction rates
+// (with teams / without). Teams are chosen only if they win by `teams_margin`: a probe
+// measures two noisy rates, and teams cost bookkeeping that a tie does not repay. A probe that
+// confirms the previous choice doubles the run after it (up to max_run_epochs), one that
+// changes it starts again from run_epochs, so a worker whose workload has settled spends ever
+// less time probing the mode it does not use (the probe's epochs in the losing mode are what
+// the adaptive mode costs).
+class AdaptivePolicy {
+ public:
+  explicit AdaptivePolicy(const StepsOptions& options)
+      : margin_(options.teams_margin),
+        min_run_(options.run_epochs),
+        max_run_(std::max(options.max_run_epochs, options.run_epochs)),
+        run_(options.run_epochs) {}
+  void OnProbe(double ratio) {
+    const bool teams = ratio >= 1.0 + margin_;
+    run_ = probed_ && teams == teams_ ? std::min(run_ * 2, max_run_) : min_run_;
+    teams_ = teams;
+    probed_ = true;
+  }
+  bool teams() const { return teams_; }  // before the first probe: teams
+  uint32_t run_epochs() const { return run_; }
+
+ private:
+  double margin_;
+  uint32_t min_run_, max_run_;
+  uint32_t run_;
+  bool teams_ = true;
+  bool probed_ = false;
 };
 
 // Installs the CTX handler and the worker hooks. With STEPS off, nothing is installed and

@@ -436,3 +436,30 @@ TEST_CASE("the adaptive mode alternates teams and no teams and picks one per pro
   REQUIRE(stats.last_ratio.size() == 1);
   CHECK(stats.last_ratio[0] > 0);
 }
+
+TEST_CASE("the adaptive policy wants a margin for teams and probes less once settled",
+          "[unit][steps]") {
+  steps::StepsOptions options;
+  options.run_epochs = 10;
+  options.max_run_epochs = 40;
+  options.teams_margin = 0.02;
+  steps::AdaptivePolicy policy(options);
+  CHECK(policy.teams());  // before any probe
+  CHECK(policy.run_epochs() == 10);
+  policy.OnProbe(1.01);  // a win inside the margin is no win
+  CHECK_FALSE(policy.teams());
+  CHECK(policy.run_epochs() == 10);
+  policy.OnProbe(0.80);  // confirmed: the run doubles, up to the cap
+  CHECK(policy.run_epochs() == 20);
+  policy.OnProbe(0.90);
+  CHECK(policy.run_epochs() == 40);
+  policy.OnProbe(1.0);
+  CHECK(policy.run_epochs() == 40);
+  CHECK_FALSE(policy.teams());
+  policy.OnProbe(1.05);  // a change starts again from the shortest run
+  CHECK(policy.teams());
+  CHECK(policy.run_epochs() == 10);
+  policy.OnProbe(1.30);
+  CHECK(policy.teams());
+  CHECK(policy.run_epochs() == 20);
+}
