@@ -198,6 +198,63 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
   }
 }
 
+bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode, threads::CtxSite* leaf_site,
+                          LeafHint* hint, PageHandle* leaf, bool* fences_known) const {
+  // (a) Without latching: could the remembered leaf cover the key?
+  bool may_cover = hint->tree == root_id_ && CompareKeys(key, hint->low_fence()) >= 0 &&
+                   (hint->high_infinite || CompareKeys(key, hint->high_fence()) < 0);
+  if (!may_cover) {
+    ++hint->misses;
+    return false;
+  }
+  // (b) Nothing is latched: the leaf may be latched directly.
+  if (leaf_site != nullptr) SM_CTX(*leaf_site);
+  Status fixed = pool_->Fix(hint->leaf, mode, leaf);
+  if (!fixed.ok()) {
+    // Whatever failed here, the descent meets (and reports) it too if it matters for the key.
+    fixed.PermitUnchecked();
+    ++hint->misses;
+    ++hint->rejected;
+    return false;
+  }
+  // (c) Still a leaf of this tree for the key? Not corruption if not: the page may have
+  // become the root's inner node (root growth), or the hint may be another tree's.
+  Node n(leaf->data());
+  const BtreeNodeHeader& header = n.header();
+  bool usable = PageTypeOf(leaf->data()) == PageType::kBtreeLeaf &&
+                header.tree_root == root_id_.value() && header.level == 0 &&
+                header.format_version == kBtreeNodeFormatVersion;
+  *fences_known = usable && n.version() == hint->version;
+  if (*fences_known || (usable && n.Covers(key, SearchMode::kCovering))) {
+    ++hint->hits;
+    return true;
+  }
+  leaf->Release();
+  ++hint->misses;
+  ++hint->rejected;
+  return false;
+}
+
+void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hint) const {
+  Node n(leaf.data());
+  SM_DASSERT(n.is_leaf());
+  hint->version = n.version();
+  if (fences_known) return;
+  std::string_view low = n.low_fence();
+  std::string_view high = n.high_infinite() ? std::string_view() : n.high_fence();
+  if (low.size() > LeafHint::kFenceBytesMax || high.size() > LeafHint::kFenceBytesMax) {
+    hint->Clear();
+    return;
+  }
+  hint->tree = root_id_;
+  hint->leaf = leaf.page_id();
+  hint->high_infinite = n.high_infinite();
+  hint->low_bytes = static_cast<uint8_t>(low.size());
+  hint->high_bytes = static_cast<uint8_t>(high.size());
+  std::memcpy(hint->low, low.data(), low.size());
+  std::memcpy(hint->high, high.data(), high.size());
+}
+
 Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
                                  Path* path) {
   path->clear();
@@ -240,13 +297,19 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
                      bool for_update) const {
   SM_TRY(CheckKey(key));
+  LeafHint* const hint = ctx.hint;
   for (;;) {
     LockWait wait;
     {
       PageHandle leaf;
-      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      bool fences_known = false;
+      if (hint == nullptr ||
+          !FixHintedLeaf(key, LatchMode::kShared, nullptr, hint, &leaf, &fences_known)) {
+        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      }
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());
+      if (hint != nullptr) RememberLeaf(leaf, fences_known, hint);
       bool found;
       uint16_t index = node.LowerBound(key, &found);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
@@ -300,8 +363,15 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     Status s;
     if (x_level == 0) {
       PageHandle leaf;
-      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
+      bool fences_known = false;
+      if (ctx.hint == nullptr ||
+          !FixHintedLeaf(key, LatchMode::kExclusive, site, ctx.hint, &leaf, &fences_known)) {
+        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
+      }
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait);
+      // Still the leaf for the key whatever happened: the optimistic stage never splits, so
+      // fences known before the write are known after it.
+      if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
     } else {
       SM_CTX(kCtxSplit);
       pessimistic_descents_.fetch_add(1, std::memory_order_relaxed);
@@ -309,6 +379,9 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       Path path;
       SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
       s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait);
+      // Finished: path holds the leaf that took the record (after a split, the half that did).
+      bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
+      if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
     }
     // Every latch is released here.
     if (retry == Retry::kNone || !s.ok()) return s;

@@ -67,6 +67,32 @@
 //      exclusively), "btree.split" (before a pessimistic descent), "btree.cursor.seek",
 //      "btree.cursor.next".
 //
+// Leaf hints. A point operation given a LeafHint (OpContext::hint) skips the descent when the
+// leaf it remembers still covers the key: transactions mostly revisit the leaf they just used
+// (a read for update, then the update; consecutive inserts into one leaf). Lookup and the
+// optimistic stage of Insert/Update/Upsert/Delete (FixHintedLeaf):
+//   a. compare the key with the fences copied into the hint, without latching anything: a hint
+//      that cannot cover the key (a random lookup elsewhere) costs two key comparisons;
+//   b. mark the leaf's CTX site as the descent would, then fix the remembered page directly in
+//      the leaf mode (shared, or exclusive for a write). Nothing else is latched at that moment,
+//      so protocol 5's order holds trivially;
+//   c. use it only if it is still a leaf of this tree (page type, tree_root, level 0, format
+//      version, as Cursor::FromHint checks) whose version is the remembered one (then its
+//      fences are the copied ones) or which covers the key (Node::Covers); else release it and
+//      descend from the root. From then on the operation is the descent's: the same searches,
+//      the same key locks and restarts (a lock wait restarts through the hint again), the same
+//      leaf CTX sites; only "btree.descend.inner" is not passed.
+// Why a page that passes (c) is the leaf for the key: a node's key range changes only under its
+// exclusive latch, which the check holds at least shared, and every change bumps the node's
+// version (Node::Format keeps counting). Pages of a tree are never freed (see "Deletes"), so the
+// remembered page is either still this tree's node or was never anyone else's; a page of another
+// tree (a hint given to the wrong tree, or a page reused after a tree was dropped and the
+// database reopened) fails the tree_root check. Whatever the outcome, the operation refreshes
+// the hint with the leaf it used (RememberLeaf), after a split with the half that took the
+// record; the pessimistic stage never uses a hint. Counts are kept in the hint itself (hits,
+// misses): a shared counter bumped by every operation would bounce its cache line between the
+// workers, which the rare events of BtreeCounters do not.
+//
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
 #pragma once
@@ -130,6 +156,42 @@ struct BtreeCounters {
 };
 
 class Cursor;
+
+// A leaf remembered for one caller's point operations on one tree (see "Leaf hints" above).
+// Filled and refreshed by the BTree; the caller only creates it (empty), keeps it with whatever
+// it belongs to (a transaction keeps one per table) and passes it in OpContext::hint. A stale or
+// foreign hint is never wrong, only useless: every use checks it against the page.
+// Thread/fiber safety: none; one operation at a time uses a hint.
+struct LeafHint {
+  // Fences longer than this are not copied: a leaf with one is not remembered (the hint is
+  // left empty) and operations on it descend. Separators are cut short (ShortestSeparator), so
+  // fences are rarely longer than a few bytes; inline copies cost a fraction of std::string's.
+  static constexpr size_t kFenceBytesMax = 64;
+
+  PageId tree;  // root of the tree that filled it; invalid: empty
+  PageId leaf;
+  uint64_t version = 0;  // the leaf's Node::version() when last used
+  // Statistics: operations that used the leaf; that descended instead (of those, `rejected`
+  // fixed the page first and found it no longer covers the key).
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t rejected = 0;
+  // The leaf's fences when copied (unchanged while the version is); high_bytes is 0 and
+  // meaningless when high_infinite.
+  bool high_infinite = false;
+  uint8_t low_bytes = 0;
+  uint8_t high_bytes = 0;
+  char low[kFenceBytesMax] = {};
+  char high[kFenceBytesMax] = {};
+
+  std::string_view low_fence() const { return {low, low_bytes}; }
+  std::string_view high_fence() const { return {high, high_bytes}; }
+  void Clear() {
+    tree = PageId();
+    leaf = PageId();
+  }
+};
+static_assert(LeafHint::kFenceBytesMax <= UINT8_MAX);
 
 // Types private to the btree*.cc files (defined in btree_internal.h and btree_verify.cc).
 namespace btree_internal {
@@ -205,6 +267,14 @@ class BTree {
   // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
   Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
                        threads::CtxSite* leaf_site, buffer::PageHandle* leaf) const;
+  // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
+  // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
+  // remembered one, so the hint's fences are current. False: nothing is held; descend.
+  bool FixHintedLeaf(std::string_view key, threads::LatchMode mode, threads::CtxSite* leaf_site,
+                     LeafHint* hint, buffer::PageHandle* leaf, bool* fences_known) const;
+  // Refreshes the hint with the latched `leaf` (fences_known: FixHintedLeaf said so, and
+  // nothing has changed the fences since).
+  void RememberLeaf(const buffer::PageHandle& leaf, bool fences_known, LeafHint* hint) const;
   // Descent that latches the nodes at levels <= x_level exclusively (those above shared, with
   // coupling) and retains the unsafe suffix of the exclusive part (protocol 3).
   Status DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
