@@ -1,7 +1,6 @@
 // BTree: creation, descents, the point operations and key locks (protocol in btree.h).
 #include "index/btree.h"
 
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -198,15 +197,25 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
   }
 }
 
-bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode, threads::CtxSite* leaf_site,
-                          LeafHint* hint, PageHandle* leaf, bool* fences_known) const {
+// Inline: a miss (most random lookups) costs a few instructions and no call.
+inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode,
+                                 threads::CtxSite* leaf_site, LeafHint* hint, PageHandle* leaf,
+                                 bool* fences_known) const {
   // (a) Without latching: could the remembered leaf cover the key?
-  bool may_cover = hint->tree == root_id_ && CompareKeys(key, hint->low_fence()) >= 0 &&
-                   (hint->high_infinite || CompareKeys(key, hint->high_fence()) < 0);
-  if (!may_cover) {
+  const uint64_t prefix = KeyPrefix(key);
+  if (hint->tree != root_id_ || prefix < hint->low_prefix ||
+      (!hint->high_infinite && prefix > hint->high_prefix)) [[likely]] {
     ++hint->misses;
     return false;
   }
+  const bool inside =
+      prefix > hint->low_prefix && (hint->high_infinite || prefix < hint->high_prefix);
+  return FixHintedPage(key, inside, mode, leaf_site, hint, leaf, fences_known);
+}
+
+bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,
+                          threads::CtxSite* leaf_site, LeafHint* hint, PageHandle* leaf,
+                          bool* fences_known) const {
   // (b) Nothing is latched: the leaf may be latched directly.
   if (leaf_site != nullptr) SM_CTX(*leaf_site);
   Status fixed = pool_->Fix(hint->leaf, mode, leaf);
@@ -225,7 +234,7 @@ bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode, threads::CtxSite
                 header.tree_root == root_id_.value() && header.level == 0 &&
                 header.format_version == kBtreeNodeFormatVersion;
   *fences_known = usable && n.version() == hint->version;
-  if (*fences_known || (usable && n.Covers(key, SearchMode::kCovering))) {
+  if ((*fences_known && inside) || (usable && n.Covers(key, SearchMode::kCovering))) {
     ++hint->hits;
     return true;
   }
@@ -240,19 +249,12 @@ void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hi
   SM_DASSERT(n.is_leaf());
   hint->version = n.version();
   if (fences_known) return;
-  std::string_view low = n.low_fence();
-  std::string_view high = n.high_infinite() ? std::string_view() : n.high_fence();
-  if (low.size() > LeafHint::kFenceBytesMax || high.size() > LeafHint::kFenceBytesMax) {
-    hint->Clear();
-    return;
-  }
   hint->tree = root_id_;
   hint->leaf = leaf.page_id();
+  // Straight from the slot directory: every node has both fence slots (btree_node.h, 2).
+  hint->low_prefix = KeyPrefix(n.SlotBytes(kLowFenceSlot));
   hint->high_infinite = n.high_infinite();
-  hint->low_bytes = static_cast<uint8_t>(low.size());
-  hint->high_bytes = static_cast<uint8_t>(high.size());
-  std::memcpy(hint->low, low.data(), low.size());
-  std::memcpy(hint->high, high.data(), high.size());
+  hint->high_prefix = hint->high_infinite ? 0 : KeyPrefix(n.SlotBytes(kHighFenceSlot));
 }
 
 Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,

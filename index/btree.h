@@ -71,17 +71,20 @@
 // leaf it remembers still covers the key: transactions mostly revisit the leaf they just used
 // (a read for update, then the update; consecutive inserts into one leaf). Lookup and the
 // optimistic stage of Insert/Update/Upsert/Delete (FixHintedLeaf):
-//   a. compare the key with the fences copied into the hint, without latching anything: a hint
-//      that cannot cover the key (a random lookup elsewhere) costs two key comparisons;
+//   a. compare the key's first 8 bytes with those of the fences kept in the hint (KeyPrefix),
+//      without latching anything: a hint that cannot cover the key (a random lookup elsewhere)
+//      costs two integer comparisons. Strictly inside: the key is inside the fences; equal to
+//      one: maybe (decided in c);
 //   b. mark the leaf's CTX site as the descent would, then fix the remembered page directly in
 //      the leaf mode (shared, or exclusive for a write). Nothing else is latched at that moment,
 //      so protocol 5's order holds trivially;
 //   c. use it only if it is still a leaf of this tree (page type, tree_root, level 0, format
-//      version, as Cursor::FromHint checks) whose version is the remembered one (then its
-//      fences are the copied ones) or which covers the key (Node::Covers); else release it and
-//      descend from the root. From then on the operation is the descent's: the same searches,
-//      the same key locks and restarts (a lock wait restarts through the hint again), the same
-//      leaf CTX sites; only "btree.descend.inner" is not passed.
+//      version, as Cursor::FromHint checks) and either its version is the remembered one (so
+//      its fences are those whose prefixes the hint keeps) with the key strictly inside them,
+//      or it covers the key (Node::Covers, the exact test); else release it and descend from
+//      the root. From then on the operation is the descent's: the same searches, the same key
+//      locks and restarts (a lock wait restarts through the hint again), the same leaf CTX
+//      sites; only "btree.descend.inner" is not passed.
 // Why a page that passes (c) is the leaf for the key: a node's key range changes only under its
 // exclusive latch, which the check holds at least shared, and every change bumps the node's
 // version (Node::Format keeps counting). Pages of a tree are never freed (see "Deletes"), so the
@@ -99,6 +102,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -163,35 +167,53 @@ class Cursor;
 // foreign hint is never wrong, only useless: every use checks it against the page.
 // Thread/fiber safety: none; one operation at a time uses a hint.
 struct LeafHint {
-  // Fences longer than this are not copied: a leaf with one is not remembered (the hint is
-  // left empty) and operations on it descend. Separators are cut short (ShortestSeparator), so
-  // fences are rarely longer than a few bytes; inline copies cost a fraction of std::string's.
-  static constexpr size_t kFenceBytesMax = 64;
-
   PageId tree;  // root of the tree that filled it; invalid: empty
   PageId leaf;
   uint64_t version = 0;  // the leaf's Node::version() when last used
+  // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
+  // and meaningless when high_infinite.
+  uint64_t low_prefix = 0;
+  uint64_t high_prefix = 0;
+  bool high_infinite = false;
   // Statistics: operations that used the leaf; that descended instead (of those, `rejected`
   // fixed the page first and found it no longer covers the key).
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t rejected = 0;
-  // The leaf's fences when copied (unchanged while the version is); high_bytes is 0 and
-  // meaningless when high_infinite.
-  bool high_infinite = false;
-  uint8_t low_bytes = 0;
-  uint8_t high_bytes = 0;
-  char low[kFenceBytesMax] = {};
-  char high[kFenceBytesMax] = {};
 
-  std::string_view low_fence() const { return {low, low_bytes}; }
-  std::string_view high_fence() const { return {high, high_bytes}; }
   void Clear() {
     tree = PageId();
     leaf = PageId();
   }
 };
-static_assert(LeafHint::kFenceBytesMax <= UINT8_MAX);
+
+// The first 8 bytes of `key` as a big-endian integer, zero-padded: a <= b (memcmp order, a
+// proper prefix first) implies KeyPrefix(a) <= KeyPrefix(b), so KeyPrefix(a) < KeyPrefix(b)
+// implies a < b. What a LeafHint keeps of a fence: eight bytes decide most comparisons of
+// short keys (TPC-C's are 2 to 8 bytes long before their suffixes) at the cost of two integer
+// compares, and keeping them costs two loads where copying the fences cost two string copies.
+inline uint64_t KeyPrefix(std::string_view key) {
+  const auto* p = reinterpret_cast<const unsigned char*>(key.data());
+  size_t n = key.size();
+  uint64_t word;
+  if (n >= 8) {
+    std::memcpy(&word, p, sizeof(word));
+    return __builtin_bswap64(word);
+  }
+  if (n >= 4) {  // the first four and the last four bytes (they overlap), zero-padded
+    uint32_t first;
+    uint32_t last;
+    std::memcpy(&first, p, sizeof(first));
+    std::memcpy(&last, p + n - 4, sizeof(last));
+    uint64_t tail = __builtin_bswap32(last) & ((uint64_t{1} << (8 * (n - 4))) - 1);
+    return (uint64_t{__builtin_bswap32(first)} << 32) | (tail << (8 * (8 - n)));
+  }
+  if (n == 0) return 0;
+  // The first, middle and last byte (n = 1: one byte thrice; 2: the last twice), the bytes
+  // beyond the key masked off.
+  uint64_t three = (uint64_t{p[0]} << 16) | (uint64_t{p[n / 2]} << 8) | p[n - 1];
+  return (three & (0xffffffu << (8 * (3 - n)))) << 40;
+}
 
 // Types private to the btree*.cc files (defined in btree_internal.h and btree_verify.cc).
 namespace btree_internal {
@@ -270,8 +292,12 @@ class BTree {
   // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
   // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
   // remembered one, so the hint's fences are current. False: nothing is held; descend.
+  // Inline (btree.cc): the test without latching; FixHintedPage does the rest.
   bool FixHintedLeaf(std::string_view key, threads::LatchMode mode, threads::CtxSite* leaf_site,
                      LeafHint* hint, buffer::PageHandle* leaf, bool* fences_known) const;
+  bool FixHintedPage(std::string_view key, bool inside, threads::LatchMode mode,
+                     threads::CtxSite* leaf_site, LeafHint* hint, buffer::PageHandle* leaf,
+                     bool* fences_known) const;
   // Refreshes the hint with the latched `leaf` (fences_known: FixHintedLeaf said so, and
   // nothing has changed the fences since).
   void RememberLeaf(const buffer::PageHandle& leaf, bool fences_known, LeafHint* hint) const;

@@ -1,8 +1,9 @@
 // Leaf hints (index/btree.h, "Leaf hints"): a read for update followed by the update uses the
 // remembered leaf; a hint whose leaf split (the key moved to the right sibling), a hint of
 // another tree and a hint of a root leaf that has grown are rejected and the operation still
-// lands in the right leaf; consecutive inserts through one hint split and keep hitting; a
-// seeded random workload through a few hints equals a std::map model and verifies.
+// lands in the right leaf; keys whose first 8 bytes tie with the fences are decided on the page;
+// consecutive inserts through one hint split and keep hitting; a seeded random workload through
+// a few hints equals a std::map model and verifies; KeyPrefix orders as keys do.
 // (Concurrent use: btree_concurrency_test.cc; lock requests with hints: btree_hooks_test.cc.)
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "index/btree.h"
@@ -39,7 +41,38 @@ void FillSpaced(BTree& tree, uint64_t count, Model* model) {
   }
 }
 
+// The fences of page `id` (latched shared while copied).
+std::pair<std::string, std::string> Fences(TreeEnv& env, PageId id) {
+  buffer::PageHandle page;
+  REQUIRE(env.pool->Fix(id, threads::LatchMode::kShared, &page).ok());
+  index::Node node(page.data());
+  REQUIRE(node.is_leaf());
+  return {std::string(node.low_fence()),
+          node.high_infinite() ? std::string() : std::string(node.high_fence())};
+}
+
 }  // namespace
+
+TEST_CASE("btree hint: KeyPrefix orders as the keys do", "[random][btree][hint]") {
+  uint64_t seed = sm::test::TestSeed("btree hint key prefix");
+  std::mt19937_64 rng(seed);
+  auto random_key = [&] {
+    std::string key(rng() % 13, '\0');
+    for (char& c : key) c = "\0\1a\xff"[rng() % 4];
+    return key;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    std::string a = random_key();
+    std::string b = random_key();
+    if (a <= b) REQUIRE(index::KeyPrefix(a) <= index::KeyPrefix(b));
+    if (index::KeyPrefix(a) < index::KeyPrefix(b)) REQUIRE(a < b);
+  }
+  REQUIRE(index::KeyPrefix("") == 0);
+  REQUIRE(index::KeyPrefix("\x01") == uint64_t{1} << 56);
+  REQUIRE(index::KeyPrefix(std::string_view("abcde\0\0", 7)) == index::KeyPrefix("abcde"));
+  REQUIRE(index::KeyPrefix("abcdefghij") == index::KeyPrefix("abcdefgh"));
+  REQUIRE(index::KeyPrefix("abcdefg") < index::KeyPrefix("abcdefgh"));
+}
 
 TEST_CASE("btree hint: a read for update, then the update, uses the remembered leaf",
           "[unit][btree][hint]") {
@@ -92,16 +125,15 @@ TEST_CASE("btree hint: a hint whose leaf split is rejected; the key is found in 
   LeafHint hint;
   std::string value;
   REQUIRE(env.tree->Lookup(Key64(1500 * 1000), &value, With(&hint)).ok());
+  const auto [old_low, old_high] = Fences(env, hint.leaf);
   REQUIRE(!hint.high_infinite);
-  auto last = model.lower_bound(std::string(hint.high_fence()));
+  auto last = model.lower_bound(old_high);
   REQUIRE(last != model.begin());
   --last;
   const std::string key = last->first;
   REQUIRE(env.tree->Lookup(key, &value, With(&hint)).ok());
   REQUIRE(hint.hits == 1);
   const PageId old_leaf = hint.leaf;
-  const std::string old_low(hint.low_fence());
-  const std::string old_high(hint.high_fence());
 
   // Fill the gap just below the key (no hint): the leaf splits, and the key, the largest of
   // its range, goes to a right half.
@@ -114,17 +146,18 @@ TEST_CASE("btree hint: a hint whose leaf split is rejected; the key is found in 
   }
   REQUIRE(env.tree->counters().leaf_splits > splits);
 
-  // The hint still claims the key by its copied fences, so the page is fixed, found changed
+  // The hint still claims the key by the fences it kept, so the page is fixed, found changed
   // and no longer covering the key: rejected, and the update descends.
   REQUIRE(env.tree->Update(key, "updated", With(&hint)).ok());
   model[key] = "updated";
   REQUIRE(hint.rejected == 1);
   REQUIRE(hint.hits == 1);
   REQUIRE(hint.leaf != old_leaf);
-  REQUIRE(hint.low_fence() != old_low);
-  REQUIRE(hint.low_fence() <= key);
-  REQUIRE((hint.high_infinite || key < hint.high_fence()));
-  REQUIRE(hint.high_fence() == old_high);  // the right end of the old range is the new leaf's
+  const auto [new_low, new_high] = Fences(env, hint.leaf);
+  REQUIRE(new_low != old_low);
+  REQUIRE(new_low <= key);
+  REQUIRE(key < new_high);
+  REQUIRE(new_high == old_high);  // the right end of the old range is the new leaf's
   // The refreshed hint hits.
   REQUIRE(env.tree->Lookup(key, &value, With(&hint)).ok());
   REQUIRE(value == "updated");
@@ -189,23 +222,29 @@ TEST_CASE("btree hint: a root leaf that grew into an inner node is rejected",
   RequireVerified(*env.tree);
 }
 
-TEST_CASE("btree hint: a leaf with a fence longer than a hint copies is not remembered",
+TEST_CASE("btree hint: keys whose first 8 bytes tie with the fences are decided on the page",
           "[unit][btree][hint]") {
   TreeEnv env(256);
-  const std::string prefix(200, 'p');
+  const std::string prefix(200, 'p');  // every key and every separator shares its first 8 bytes
   for (uint64_t n = 0; n < 2000; ++n) REQUIRE(env.tree->Insert(prefix + Key64(n), "v").ok());
   LeafHint hint;
   std::string value;
-  // A leaf in the middle: both fences are separators of about 200 bytes.
   REQUIRE(env.tree->Lookup(prefix + Key64(1000), &value, With(&hint)).ok());
-  REQUIRE(!hint.tree.valid());
+  REQUIRE(hint.tree == env.root);
+  REQUIRE(hint.low_prefix == index::KeyPrefix(prefix));
+  REQUIRE(hint.high_prefix == index::KeyPrefix(prefix));
+  // The same leaf: fixed, and found to cover the key (Node::Covers).
   REQUIRE(env.tree->Update(prefix + Key64(1000), "w", With(&hint)).ok());
-  REQUIRE(hint.hits == 0);
-  REQUIRE(hint.misses == 2);
-  // A key before the first separator: low fence "", high fence long; also not remembered.
-  REQUIRE(env.tree->Insert("a", "v", With(&hint)).ok());
-  REQUIRE(!hint.tree.valid());
+  REQUIRE(hint.hits == 1);
+  // Another leaf: the prefixes cannot tell, so the page is fixed and rejected.
+  REQUIRE(env.tree->Update(prefix + Key64(10), "w", With(&hint)).ok());
+  REQUIRE(hint.hits == 1);
+  REQUIRE(hint.rejected == 1);
+  // A key below every separator but with the same first 8 bytes: the leftmost leaf.
+  REQUIRE(env.tree->Insert("pppppppp", "v", With(&hint)).ok());
   REQUIRE(env.tree->Lookup(prefix + Key64(1000), &value).ok());
+  REQUIRE(value == "w");
+  REQUIRE(env.tree->Lookup(prefix + Key64(10), &value).ok());
   REQUIRE(value == "w");
   RequireVerified(*env.tree);
 }
@@ -253,8 +292,8 @@ TEST_CASE("btree hint: random operations through hints against a model", "[rando
     // Mostly near the hint's last key (the same, or a neighbour), sometimes anywhere.
     uint64_t n = rng() % 4 == 0 ? rng() % kKeySpace : (near[h] + rng() % 5) % kKeySpace;
     near[h] = n;
-    // Some keys with long shared prefixes: separators, and so fences, longer than a hint
-    // copies (LeafHint::kFenceBytesMax), whose leaves are not remembered.
+    // Some keys with a long shared prefix: fences whose first 8 bytes tie (KeyPrefix), so the
+    // hint is decided on the page.
     std::string key = n % 16 == 0 ? std::string(60 + n % 100, 'p') + Key64(n) : Key64(n);
     LeafHint* hint = rng() % 8 == 0 ? nullptr : &hints[h];
     OpContext ctx = With(hint);
