@@ -305,13 +305,18 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
     {
       PageHandle leaf;
       bool fences_known = false;
-      if (hint == nullptr ||
-          !FixHintedLeaf(key, LatchMode::kShared, nullptr, hint, &leaf, &fences_known)) {
+      const bool hinted =
+          hint != nullptr &&
+          FixHintedLeaf(key, LatchMode::kShared, nullptr, hint, &leaf, &fences_known);
+      if (!hinted) {
         SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
       }
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());
-      if (hint != nullptr) RememberLeaf(leaf, fences_known, hint);
+      // A read for update is followed by its write: remember its leaf. A plain read that
+      // descended does not displace the leaf the caller's writes use, and a random read
+      // elsewhere (a read-only table) then costs only FixHintedLeaf's test.
+      if (hint != nullptr && (hinted || for_update)) RememberLeaf(leaf, fences_known, hint);
       bool found;
       uint16_t index = node.LowerBound(key, &found);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.

@@ -90,9 +90,11 @@
 // version (Node::Format keeps counting). Pages of a tree are never freed (see "Deletes"), so the
 // remembered page is either still this tree's node or was never anyone else's; a page of another
 // tree (a hint given to the wrong tree, or a page reused after a tree was dropped and the
-// database reopened) fails the tree_root check. Whatever the outcome, the operation refreshes
-// the hint with the leaf it used (RememberLeaf), after a split with the half that took the
-// record; the pessimistic stage never uses a hint. Counts are kept in the hint itself (hits,
+// database reopened) fails the tree_root check. Writes and reads for update refresh the hint
+// with the leaf they used whatever the outcome (RememberLeaf), a write that split with the half
+// that took the record; the pessimistic stage never uses a hint. A plain Lookup refreshes it
+// only if it used it: one that descended leaves the hint to the caller's writes, and a random
+// lookup elsewhere costs only the test of (a). Counts are kept in the hint itself (hits,
 // misses): a shared counter bumped by every operation would bounce its cache line between the
 // workers, which the rare events of BtreeCounters do not.
 //

@@ -107,12 +107,18 @@ TEST_CASE("btree hint: a read for update, then the update, uses the remembered l
   REQUIRE(hint.rejected == 0);
   REQUIRE(hint.leaf == leaf);
 
-  // A random key elsewhere misses without fixing the page, and the hint follows it.
+  // A plain read elsewhere misses without fixing the page and leaves the hint alone; a read
+  // for update elsewhere takes it along.
   REQUIRE(env.tree->Lookup(Key64(17 * 1000), &value, With(&hint)).ok());
   REQUIRE(value == ValueFor(17, 0));
   REQUIRE(hint.misses == 2);
+  REQUIRE(hint.leaf == leaf);
+  REQUIRE(env.tree->Lookup(Key64(17 * 1000), &value, With(&hint), /*for_update=*/true).ok());
+  REQUIRE(hint.misses == 3);
   REQUIRE(hint.rejected == 0);
   REQUIRE(hint.leaf != leaf);
+  REQUIRE(env.tree->Update(Key64(17 * 1000), "u", With(&hint)).ok());
+  REQUIRE(hint.hits == 7);
   RequireVerified(*env.tree);
 }
 
@@ -124,7 +130,7 @@ TEST_CASE("btree hint: a hint whose leaf split is rejected; the key is found in 
   // The last key of some leaf, remembered with that leaf.
   LeafHint hint;
   std::string value;
-  REQUIRE(env.tree->Lookup(Key64(1500 * 1000), &value, With(&hint)).ok());
+  REQUIRE(env.tree->Lookup(Key64(1500 * 1000), &value, With(&hint), true).ok());
   const auto [old_low, old_high] = Fences(env, hint.leaf);
   REQUIRE(!hint.high_infinite);
   auto last = model.lower_bound(old_high);
@@ -178,7 +184,7 @@ TEST_CASE("btree hint: a hint of another tree is never used", "[unit][btree][hin
   LeafHint hint;
   std::string value;
   const std::string key = Key64(700 * 1000);
-  REQUIRE(other->Lookup(key, &value, With(&hint)).ok());
+  REQUIRE(other->Lookup(key, &value, With(&hint), /*for_update=*/true).ok());
   REQUIRE(value == "other");
   REQUIRE(hint.tree == other_root);
 
@@ -215,7 +221,7 @@ TEST_CASE("btree hint: a root leaf that grew into an inner node is rejected",
   REQUIRE(env.tree->counters().root_grows > 0);
   // Fences "" and +infinity cover every key: the page is fixed and found an inner node.
   std::string value;
-  REQUIRE(env.tree->Lookup(Key64(1), &value, With(&hint)).ok());
+  REQUIRE(env.tree->Lookup(Key64(1), &value, With(&hint), /*for_update=*/true).ok());
   REQUIRE(value == "one");
   REQUIRE(hint.rejected == 1);
   REQUIRE(hint.leaf != env.root);
@@ -229,7 +235,7 @@ TEST_CASE("btree hint: keys whose first 8 bytes tie with the fences are decided 
   for (uint64_t n = 0; n < 2000; ++n) REQUIRE(env.tree->Insert(prefix + Key64(n), "v").ok());
   LeafHint hint;
   std::string value;
-  REQUIRE(env.tree->Lookup(prefix + Key64(1000), &value, With(&hint)).ok());
+  REQUIRE(env.tree->Lookup(prefix + Key64(1000), &value, With(&hint), true).ok());
   REQUIRE(hint.tree == env.root);
   REQUIRE(hint.low_prefix == index::KeyPrefix(prefix));
   REQUIRE(hint.high_prefix == index::KeyPrefix(prefix));

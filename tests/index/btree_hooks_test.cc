@@ -425,8 +425,9 @@ TEST_CASE("btree hooks: the next key is found across leaves, past empty ones",
   index::LeafHint hint;
   const bool hinted = GENERATE(false, true);
   std::string value;
-  // Remembers the leaf of 1000 (without locks): the insert of 1001 then starts there.
-  if (hinted) REQUIRE(env.tree->Lookup(Key64(1000), &value, {nullptr, nullptr, &hint}).ok());
+  // Remembers the leaf of 1000 (a read for update, without locks): the insert of 1001 then
+  // starts there.
+  if (hinted) REQUIRE(env.tree->Lookup(Key64(1000), &value, {nullptr, nullptr, &hint}, true).ok());
   index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   REQUIRE(env.tree->Insert(Key64(1001), "v", ctx).ok());
   REQUIRE(locks.NonWrite() == std::vector<std::string>{"try insert-next " + K(3000)});
@@ -472,7 +473,7 @@ TEST_CASE("btree hooks: a lock that would wait is waited for with no latch held"
   index::LeafHint hint;
   const bool hinted = GENERATE(false, true);
   std::string value;
-  if (hinted) REQUIRE(env.tree->Lookup(Key64(10), &value, {nullptr, nullptr, &hint}).ok());
+  if (hinted) REQUIRE(env.tree->Lookup(Key64(10), &value, {nullptr, nullptr, &hint}, true).ok());
   index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   // While "waiting", other operations on the same leaf must get through: the latches are free.
   int waits = 0;
