@@ -1,6 +1,7 @@
 // BTree: creation, descents, the point operations and key locks (protocol in btree.h).
 #include "index/btree.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -27,6 +28,9 @@ using threads::LatchMode;
 
 // x_level of a pessimistic descent that latches every level exclusively.
 constexpr uint16_t kAllLevels = UINT16_MAX;
+
+// BTree::instance_id: relaxed, only uniqueness matters.
+std::atomic<uint64_t> g_next_instance_id{1};
 
 // The logger of trees opened without one. Stateless, so one instance serves every tree.
 BtreeLogger g_null_logger;
@@ -56,6 +60,7 @@ const char* KeyLockPurposeName(KeyLockPurpose purpose) {
 BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger)
     : pool_(pool),
       root_id_(root),
+      instance_id_(g_next_instance_id.fetch_add(1, std::memory_order_relaxed)),
       unique_(unique),
       logger_(logger != nullptr ? logger : &g_null_logger),
       logs_(logger != nullptr) {}
@@ -203,7 +208,7 @@ inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode,
                                  bool* fences_known) const {
   // (a) Without latching: could the remembered leaf cover the key?
   const uint64_t prefix = KeyPrefix(key);
-  if (hint->tree != root_id_ || prefix < hint->low_prefix ||
+  if (hint->tree != instance_id_ || prefix < hint->low_prefix ||
       (!hint->high_infinite && prefix > hint->high_prefix)) [[likely]] {
     ++hint->misses;
     return false;
@@ -249,7 +254,7 @@ void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hi
   SM_DASSERT(n.is_leaf());
   hint->version = n.version();
   if (fences_known) return;
-  hint->tree = root_id_;
+  hint->tree = instance_id_;
   hint->leaf = leaf.page_id();
   // Straight from the slot directory: every node has both fence slots (btree_node.h, 2).
   hint->low_prefix = KeyPrefix(n.SlotBytes(kLowFenceSlot));

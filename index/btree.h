@@ -87,10 +87,12 @@
 //      sites; only "btree.descend.inner" is not passed.
 // Why a page that passes (c) is the leaf for the key: a node's key range changes only under its
 // exclusive latch, which the check holds at least shared, and every change bumps the node's
-// version (Node::Format keeps counting). Pages of a tree are never freed (see "Deletes"), so the
-// remembered page is either still this tree's node or was never anyone else's; a page of another
-// tree (a hint given to the wrong tree, or a page reused after a tree was dropped and the
-// database reopened) fails the tree_root check. Writes and reads for update refresh the hint
+// version (Node::Format keeps counting). A hint is used only by the BTree object that filled it
+// (LeafHint::tree is its instance_id, unique in the process: a tree opened again, or a new tree
+// whose root reuses a freed page id, is another object). That tree's pages are never freed
+// while it can be operated on (see "Deletes"; sm/api gives a dropped tree's pages back only once
+// no operation can reach it), so the remembered page is still this tree's node; tree_root and
+// the page type are checked anyway, as a cursor does, and reject any other page. Writes and reads for update refresh the hint
 // with the leaf they used whatever the outcome (RememberLeaf), a write that split with the half
 // that took the record; the pessimistic stage never uses a hint. A plain Lookup refreshes it
 // only if it used it: one that descended leaves the hint to the caller's writes, and a random
@@ -169,7 +171,7 @@ class Cursor;
 // foreign hint is never wrong, only useless: every use checks it against the page.
 // Thread/fiber safety: none; one operation at a time uses a hint.
 struct LeafHint {
-  PageId tree;  // root of the tree that filled it; invalid: empty
+  uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
   PageId leaf;
   uint64_t version = 0;  // the leaf's Node::version() when last used
   // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
@@ -184,7 +186,7 @@ struct LeafHint {
   uint64_t rejected = 0;
 
   void Clear() {
-    tree = PageId();
+    tree = 0;
     leaf = PageId();
   }
 };
@@ -239,6 +241,8 @@ class BTree {
   BTree& operator=(const BTree&) = delete;
 
   PageId root_page_id() const { return root_id_; }
+  // Unique among the BTree objects of the process (never 0): whose a LeafHint is.
+  uint64_t instance_id() const { return instance_id_; }
   bool unique() const { return unique_; }
 
   // NotFound if absent; *value receives a copy. The key is read-locked (kRead), or, with
@@ -379,6 +383,7 @@ class BTree {
 
   buffer::BufferPool* const pool_;
   const PageId root_id_;
+  const uint64_t instance_id_;
   const bool unique_;
   BtreeLogger* const logger_;
   // A logger was given: record operations keep before-images for it, and structure changes

@@ -1,9 +1,10 @@
 // Leaf hints (index/btree.h, "Leaf hints"): a read for update followed by the update uses the
 // remembered leaf; a hint whose leaf split (the key moved to the right sibling), a hint of
-// another tree and a hint of a root leaf that has grown are rejected and the operation still
-// lands in the right leaf; keys whose first 8 bytes tie with the fences are decided on the page;
-// consecutive inserts through one hint split and keep hitting; a seeded random workload through
-// a few hints equals a std::map model and verifies; KeyPrefix orders as keys do.
+// another tree or of another BTree object of the same tree, and a hint of a root leaf that has
+// grown are rejected and the operation still lands in the right leaf; keys whose first 8 bytes
+// tie with the fences are decided on the page; consecutive inserts through one hint split and
+// keep hitting; a seeded random workload through a few hints equals a std::map model and
+// verifies; KeyPrefix orders as keys do.
 // (Concurrent use: btree_concurrency_test.cc; lock requests with hints: btree_hooks_test.cc.)
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -89,7 +90,7 @@ TEST_CASE("btree hint: a read for update, then the update, uses the remembered l
   REQUIRE(value == ValueFor(2345, 0));
   REQUIRE(hint.hits == 0);  // an empty hint: descended, and remembered the leaf
   REQUIRE(hint.misses == 1);
-  REQUIRE(hint.tree == env.root);
+  REQUIRE(hint.tree == env.tree->instance_id());
   const PageId leaf = hint.leaf;
 
   REQUIRE(env.tree->Update(key, ValueFor(2345, 1), With(&hint)).ok());
@@ -186,17 +187,18 @@ TEST_CASE("btree hint: a hint of another tree is never used", "[unit][btree][hin
   const std::string key = Key64(700 * 1000);
   REQUIRE(other->Lookup(key, &value, With(&hint), /*for_update=*/true).ok());
   REQUIRE(value == "other");
-  REQUIRE(hint.tree == other_root);
+  REQUIRE(hint.tree == other->instance_id());
+  REQUIRE(hint.tree != env.tree->instance_id());
 
   SECTION("as it is: a miss without fixing the page") {
     REQUIRE(env.tree->Update(key, "mine", With(&hint)).ok());
     REQUIRE(hint.hits == 0);
     REQUIRE(hint.rejected == 0);
     REQUIRE(hint.misses == 2);
-    REQUIRE(hint.tree == env.root);
+    REQUIRE(hint.tree == env.tree->instance_id());
   }
   SECTION("claiming to be this tree's: the page's tree_root rejects it") {
-    hint.tree = env.root;  // as a hint left on a page later reused by another tree would be
+    hint.tree = env.tree->instance_id();  // as if the other tree's page had become this one's
     REQUIRE(env.tree->Update(key, "mine", With(&hint)).ok());
     REQUIRE(hint.hits == 0);
     REQUIRE(hint.rejected == 1);
@@ -207,6 +209,24 @@ TEST_CASE("btree hint: a hint of another tree is never used", "[unit][btree][hin
   RequireSameAsModel(*env.tree, model);
   RequireVerified(*env.tree);
   RequireVerified(*other);
+}
+
+TEST_CASE("btree hint: a tree opened again is another tree for hints", "[unit][btree][hint]") {
+  TreeEnv env(256);
+  FillSpaced(*env.tree, 2000, nullptr);
+  LeafHint hint;
+  std::string value;
+  REQUIRE(env.tree->Lookup(Key64(5000), &value, With(&hint), /*for_update=*/true).ok());
+  std::unique_ptr<BTree> again;
+  REQUIRE(BTree::Open(env.pool.get(), env.root, {}, &again).ok());
+  REQUIRE(again->instance_id() != env.tree->instance_id());
+  REQUIRE(again->Update(Key64(5000), "again", With(&hint)).ok());
+  REQUIRE(hint.hits == 0);
+  REQUIRE(hint.rejected == 0);  // not even fixed
+  REQUIRE(hint.tree == again->instance_id());
+  REQUIRE(again->Lookup(Key64(5000), &value, With(&hint)).ok());
+  REQUIRE(value == "again");
+  REQUIRE(hint.hits == 1);
 }
 
 TEST_CASE("btree hint: a root leaf that grew into an inner node is rejected",
@@ -236,7 +256,7 @@ TEST_CASE("btree hint: keys whose first 8 bytes tie with the fences are decided 
   LeafHint hint;
   std::string value;
   REQUIRE(env.tree->Lookup(prefix + Key64(1000), &value, With(&hint), true).ok());
-  REQUIRE(hint.tree == env.root);
+  REQUIRE(hint.tree == env.tree->instance_id());
   REQUIRE(hint.low_prefix == index::KeyPrefix(prefix));
   REQUIRE(hint.high_prefix == index::KeyPrefix(prefix));
   // The same leaf: fixed, and found to cover the key (Node::Covers).
