@@ -92,13 +92,14 @@
 // whose root reuses a freed page id, is another object). That tree's pages are never freed
 // while it can be operated on (see "Deletes"; sm/api gives a dropped tree's pages back only once
 // no operation can reach it), so the remembered page is still this tree's node; tree_root and
-// the page type are checked anyway, as a cursor does, and reject any other page. Writes and reads for update refresh the hint
-// with the leaf they used whatever the outcome (RememberLeaf), a write that split with the half
-// that took the record; the pessimistic stage never uses a hint. A plain Lookup refreshes it
-// only if it used it: one that descended leaves the hint to the caller's writes, and a random
-// lookup elsewhere costs only the test of (a). Counts are kept in the hint itself (hits,
-// misses): a shared counter bumped by every operation would bounce its cache line between the
-// workers, which the rare events of BtreeCounters do not.
+// the page type are checked anyway, as a cursor does, and reject any other page.
+// Refreshing (RememberLeaf): writes and reads for update remember the leaf they used whatever
+// the outcome, a write that split the half that took the record; the pessimistic stage never
+// uses a hint. A plain Lookup refreshes the hint only if it used it: one that descended leaves
+// the hint to the caller's writes, and a random lookup elsewhere costs only the test of (a).
+// Counts are kept in the hint itself (hits, misses): a shared counter bumped by every operation
+// would bounce its cache line between the workers, which the rare events of BtreeCounters do
+// not.
 //
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
@@ -194,8 +195,9 @@ struct LeafHint {
 // The first 8 bytes of `key` as a big-endian integer, zero-padded: a <= b (memcmp order, a
 // proper prefix first) implies KeyPrefix(a) <= KeyPrefix(b), so KeyPrefix(a) < KeyPrefix(b)
 // implies a < b. What a LeafHint keeps of a fence: eight bytes decide most comparisons of
-// short keys (TPC-C's are 2 to 8 bytes long before their suffixes) at the cost of two integer
-// compares, and keeping them costs two loads where copying the fences cost two string copies.
+// short keys (TPC-C's are 2 to 8 bytes long, but for the customer-name index) at the cost of
+// two integer compares, and keeping them costs two loads where copying the fences cost two
+// string copies.
 inline uint64_t KeyPrefix(std::string_view key) {
   const auto* p = reinterpret_cast<const unsigned char*>(key.data());
   size_t n = key.size();

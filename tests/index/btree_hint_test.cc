@@ -292,7 +292,8 @@ TEST_CASE("btree hint: ascending inserts through one hint split leaves and keep 
   // key, the new rightmost leaf.
   REQUIRE(hint.hits == kKeys - 1);
   REQUIRE(hint.misses == 1);
-  std::printf("  %llu ascending inserts: %llu hint hits, %llu misses (%llu rejected), %llu splits\n",
+  std::printf("  %llu ascending inserts: %llu hint hits, %llu misses (%llu rejected), %llu "
+              "splits\n",
               static_cast<unsigned long long>(kKeys), static_cast<unsigned long long>(hint.hits),
               static_cast<unsigned long long>(hint.misses),
               static_cast<unsigned long long>(hint.rejected),
