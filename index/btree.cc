@@ -1,7 +1,7 @@
 // BTree: creation, descents, the point operations and key locks (protocol in btree.h).
 #include "index/btree.h"
 
-#include <cstring>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -28,6 +28,9 @@ using threads::LatchMode;
 
 // x_level of a pessimistic descent that latches every level exclusively.
 constexpr uint16_t kAllLevels = UINT16_MAX;
+
+// BTree::instance_id: relaxed, only uniqueness matters.
+std::atomic<uint64_t> g_next_instance_id{1};
 
 // The logger of trees opened without one. Stateless, so one instance serves every tree.
 BtreeLogger g_null_logger;
@@ -57,6 +60,7 @@ const char* KeyLockPurposeName(KeyLockPurpose purpose) {
 BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger)
     : pool_(pool),
       root_id_(root),
+      instance_id_(g_next_instance_id.fetch_add(1, std::memory_order_relaxed)),
       unique_(unique),
       logger_(logger != nullptr ? logger : &g_null_logger),
       logs_(logger != nullptr) {}
@@ -198,6 +202,66 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
   }
 }
 
+// Inline: a miss (most random lookups) costs a few instructions and no call.
+inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode,
+                                 threads::CtxSite* leaf_site, LeafHint* hint, PageHandle* leaf,
+                                 bool* fences_known) const {
+  // (a) Without latching: could the remembered leaf cover the key?
+  const uint64_t prefix = KeyPrefix(key);
+  if (hint->tree != instance_id_ || prefix < hint->low_prefix ||
+      (!hint->high_infinite && prefix > hint->high_prefix)) [[likely]] {
+    ++hint->misses;
+    return false;
+  }
+  const bool inside =
+      prefix > hint->low_prefix && (hint->high_infinite || prefix < hint->high_prefix);
+  return FixHintedPage(key, inside, mode, leaf_site, hint, leaf, fences_known);
+}
+
+bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,
+                          threads::CtxSite* leaf_site, LeafHint* hint, PageHandle* leaf,
+                          bool* fences_known) const {
+  // (b) Nothing is latched: the leaf may be latched directly.
+  if (leaf_site != nullptr) SM_CTX(*leaf_site);
+  Status fixed = pool_->Fix(hint->leaf, mode, leaf);
+  if (!fixed.ok()) {
+    // Whatever failed here, the descent meets (and reports) it too if it matters for the key.
+    fixed.PermitUnchecked();
+    ++hint->misses;
+    ++hint->rejected;
+    return false;
+  }
+  // (c) Still a leaf of this tree for the key? Not corruption if not: the page may have
+  // become the root's inner node (root growth), or the hint may be another tree's.
+  Node n(leaf->data());
+  const BtreeNodeHeader& header = n.header();
+  bool usable = PageTypeOf(leaf->data()) == PageType::kBtreeLeaf &&
+                header.tree_root == root_id_.value() && header.level == 0 &&
+                header.format_version == kBtreeNodeFormatVersion;
+  *fences_known = usable && n.version() == hint->version;
+  if ((*fences_known && inside) || (usable && n.Covers(key, SearchMode::kCovering))) {
+    ++hint->hits;
+    return true;
+  }
+  leaf->Release();
+  ++hint->misses;
+  ++hint->rejected;
+  return false;
+}
+
+void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hint) const {
+  Node n(leaf.data());
+  SM_DASSERT(n.is_leaf());
+  hint->version = n.version();
+  if (fences_known) return;
+  hint->tree = instance_id_;
+  hint->leaf = leaf.page_id();
+  // Straight from the slot directory: every node has both fence slots (btree_node.h, 2).
+  hint->low_prefix = KeyPrefix(n.SlotBytes(kLowFenceSlot));
+  hint->high_infinite = n.high_infinite();
+  hint->high_prefix = hint->high_infinite ? 0 : KeyPrefix(n.SlotBytes(kHighFenceSlot));
+}
+
 Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
                                  Path* path) {
   path->clear();
@@ -240,13 +304,24 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
                      bool for_update) const {
   SM_TRY(CheckKey(key));
+  LeafHint* const hint = ctx.hint;
   for (;;) {
     LockWait wait;
     {
       PageHandle leaf;
-      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      bool fences_known = false;
+      const bool hinted =
+          hint != nullptr &&
+          FixHintedLeaf(key, LatchMode::kShared, nullptr, hint, &leaf, &fences_known);
+      if (!hinted) {
+        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+      }
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());
+      // A read for update is followed by its write: remember its leaf. A plain read that
+      // descended does not displace the leaf the caller's writes use, and a random read
+      // elsewhere (a read-only table) then costs only FixHintedLeaf's test.
+      if (hint != nullptr && (hinted || for_update)) RememberLeaf(leaf, fences_known, hint);
       bool found;
       uint16_t index = node.LowerBound(key, &found);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
@@ -300,8 +375,15 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     Status s;
     if (x_level == 0) {
       PageHandle leaf;
-      SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
+      bool fences_known = false;
+      if (ctx.hint == nullptr ||
+          !FixHintedLeaf(key, LatchMode::kExclusive, site, ctx.hint, &leaf, &fences_known)) {
+        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
+      }
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait);
+      // Still the leaf for the key whatever happened: the optimistic stage never splits, so
+      // fences known before the write are known after it.
+      if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
     } else {
       SM_CTX(kCtxSplit);
       pessimistic_descents_.fetch_add(1, std::memory_order_relaxed);
@@ -309,6 +391,9 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       Path path;
       SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
       s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait);
+      // Finished: path holds the leaf that took the record (after a split, the half that did).
+      bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
+      if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
     }
     // Every latch is released here.
     if (retry == Retry::kNone || !s.ok()) return s;

@@ -67,12 +67,47 @@
 //      exclusively), "btree.split" (before a pessimistic descent), "btree.cursor.seek",
 //      "btree.cursor.next".
 //
+// Leaf hints. A point operation given a LeafHint (OpContext::hint) skips the descent when the
+// leaf it remembers still covers the key: transactions mostly revisit the leaf they just used
+// (a read for update, then the update; consecutive inserts into one leaf). Lookup and the
+// optimistic stage of Insert/Update/Upsert/Delete (FixHintedLeaf):
+//   a. compare the key's first 8 bytes with those of the fences kept in the hint (KeyPrefix),
+//      without latching anything: a hint that cannot cover the key (a random lookup elsewhere)
+//      costs two integer comparisons. Strictly inside: the key is inside the fences; equal to
+//      one: maybe (decided in c);
+//   b. mark the leaf's CTX site as the descent would, then fix the remembered page directly in
+//      the leaf mode (shared, or exclusive for a write). Nothing else is latched at that moment,
+//      so protocol 5's order holds trivially;
+//   c. use it only if it is still a leaf of this tree (page type, tree_root, level 0, format
+//      version, as Cursor::FromHint checks) and either its version is the remembered one (so
+//      its fences are those whose prefixes the hint keeps) with the key strictly inside them,
+//      or it covers the key (Node::Covers, the exact test); else release it and descend from
+//      the root. From then on the operation is the descent's: the same searches, the same key
+//      locks and restarts (a lock wait restarts through the hint again), the same leaf CTX
+//      sites; only "btree.descend.inner" is not passed.
+// Why a page that passes (c) is the leaf for the key: a node's key range changes only under its
+// exclusive latch, which the check holds at least shared, and every change bumps the node's
+// version (Node::Format keeps counting). A hint is used only by the BTree object that filled it
+// (LeafHint::tree is its instance_id, unique in the process: a tree opened again, or a new tree
+// whose root reuses a freed page id, is another object). That tree's pages are never freed
+// while it can be operated on (see "Deletes"; sm/api gives a dropped tree's pages back only once
+// no operation can reach it), so the remembered page is still this tree's node; tree_root and
+// the page type are checked anyway, as a cursor does, and reject any other page.
+// Refreshing (RememberLeaf): writes and reads for update remember the leaf they used whatever
+// the outcome, a write that split the half that took the record; the pessimistic stage never
+// uses a hint. A plain Lookup refreshes the hint only if it used it: one that descended leaves
+// the hint to the caller's writes, and a random lookup elsewhere costs only the test of (a).
+// Counts are kept in the hint itself (hits, misses): a shared counter bumped by every operation
+// would bounce its cache line between the workers, which the rare events of BtreeCounters do
+// not.
+//
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -131,6 +166,61 @@ struct BtreeCounters {
 
 class Cursor;
 
+// A leaf remembered for one caller's point operations on one tree (see "Leaf hints" above).
+// Filled and refreshed by the BTree; the caller only creates it (empty), keeps it with whatever
+// it belongs to (a transaction keeps one per table) and passes it in OpContext::hint. A stale or
+// foreign hint is never wrong, only useless: every use checks it against the page.
+// Thread/fiber safety: none; one operation at a time uses a hint.
+struct LeafHint {
+  uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
+  PageId leaf;
+  uint64_t version = 0;  // the leaf's Node::version() when last used
+  // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
+  // and meaningless when high_infinite.
+  uint64_t low_prefix = 0;
+  uint64_t high_prefix = 0;
+  bool high_infinite = false;
+  // Statistics: operations that used the leaf; that descended instead (of those, `rejected`
+  // fixed the page first and found it no longer covers the key).
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t rejected = 0;
+
+  void Clear() {
+    tree = 0;
+    leaf = PageId();
+  }
+};
+
+// The first 8 bytes of `key` as a big-endian integer, zero-padded: a <= b (memcmp order, a
+// proper prefix first) implies KeyPrefix(a) <= KeyPrefix(b), so KeyPrefix(a) < KeyPrefix(b)
+// implies a < b. What a LeafHint keeps of a fence: eight bytes decide most comparisons of
+// short keys (TPC-C's are 2 to 8 bytes long, but for the customer-name index) at the cost of
+// two integer compares, and keeping them costs two loads where copying the fences cost two
+// string copies.
+inline uint64_t KeyPrefix(std::string_view key) {
+  const auto* p = reinterpret_cast<const unsigned char*>(key.data());
+  size_t n = key.size();
+  uint64_t word;
+  if (n >= 8) {
+    std::memcpy(&word, p, sizeof(word));
+    return __builtin_bswap64(word);
+  }
+  if (n >= 4) {  // the first four and the last four bytes (they overlap), zero-padded
+    uint32_t first;
+    uint32_t last;
+    std::memcpy(&first, p, sizeof(first));
+    std::memcpy(&last, p + n - 4, sizeof(last));
+    uint64_t tail = __builtin_bswap32(last) & ((uint64_t{1} << (8 * (n - 4))) - 1);
+    return (uint64_t{__builtin_bswap32(first)} << 32) | (tail << (8 * (8 - n)));
+  }
+  if (n == 0) return 0;
+  // The first, middle and last byte (n = 1: one byte thrice; 2: the last twice), the bytes
+  // beyond the key masked off.
+  uint64_t three = (uint64_t{p[0]} << 16) | (uint64_t{p[n / 2]} << 8) | p[n - 1];
+  return (three & (0xffffffu << (8 * (3 - n)))) << 40;
+}
+
 // Types private to the btree*.cc files (defined in btree_internal.h and btree_verify.cc).
 namespace btree_internal {
 struct LockWait;
@@ -153,6 +243,8 @@ class BTree {
   BTree& operator=(const BTree&) = delete;
 
   PageId root_page_id() const { return root_id_; }
+  // Unique among the BTree objects of the process (never 0): whose a LeafHint is.
+  uint64_t instance_id() const { return instance_id_; }
   bool unique() const { return unique_; }
 
   // NotFound if absent; *value receives a copy. The key is read-locked (kRead), or, with
@@ -205,6 +297,18 @@ class BTree {
   // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
   Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
                        threads::CtxSite* leaf_site, buffer::PageHandle* leaf) const;
+  // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
+  // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
+  // remembered one, so the hint's fences are current. False: nothing is held; descend.
+  // Inline (btree.cc): the test without latching; FixHintedPage does the rest.
+  bool FixHintedLeaf(std::string_view key, threads::LatchMode mode, threads::CtxSite* leaf_site,
+                     LeafHint* hint, buffer::PageHandle* leaf, bool* fences_known) const;
+  bool FixHintedPage(std::string_view key, bool inside, threads::LatchMode mode,
+                     threads::CtxSite* leaf_site, LeafHint* hint, buffer::PageHandle* leaf,
+                     bool* fences_known) const;
+  // Refreshes the hint with the latched `leaf` (fences_known: FixHintedLeaf said so, and
+  // nothing has changed the fences since).
+  void RememberLeaf(const buffer::PageHandle& leaf, bool fences_known, LeafHint* hint) const;
   // Descent that latches the nodes at levels <= x_level exclusively (those above shared, with
   // coupling) and retains the unsafe suffix of the exclusive part (protocol 3).
   Status DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
@@ -281,6 +385,7 @@ class BTree {
 
   buffer::BufferPool* const pool_;
   const PageId root_id_;
+  const uint64_t instance_id_;
   const bool unique_;
   BtreeLogger* const logger_;
   // A logger was given: record operations keep before-images for it, and structure changes

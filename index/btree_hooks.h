@@ -93,6 +93,7 @@ class PageHandle;
 namespace sm::index {
 
 class BTree;
+struct LeafHint;
 
 // ---- Logging -----------------------------------------------------------------------------------
 
@@ -165,6 +166,9 @@ struct OpContext {
   void* txn = nullptr;           // opaque to the tree; passed to BtreeLogger's record calls
                                  // (a txn::Txn* for a tree logged by BtreeWal)
   KeyLockHook* locks = nullptr;  // null: no key locking
+  // Null: every point operation descends from the root. Else the caller's remembered leaf of
+  // this tree (btree.h, "Leaf hints"), tried first and refreshed by the operation.
+  LeafHint* hint = nullptr;
 };
 
 }  // namespace sm::index

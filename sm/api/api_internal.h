@@ -82,6 +82,13 @@ class TransactionImpl final : public Transaction {
   // table). Kept from one operation, and one transaction, to the next, so that the table's
   // intention lock is asked of the lock manager once per transaction, not once per operation.
   index::TxnKeyLocks* KeyLocks(uint32_t table_id);
+  // The leaf hint of table `table_id` (index/btree.h, "Leaf hints"), or null (no hint) for ids
+  // beyond the inline ones. Kept across operations and transactions like the hooks: a read
+  // for update and the update that follows, or the inserts of one order's lines, land in one
+  // leaf; a hint left by an earlier transaction is checked on use like any other.
+  index::LeafHint* Hint(uint32_t table_id) {
+    return table_id < kInlineTableIds ? &hints_[table_id] : nullptr;
+  }
 
  private:
   // The hooks of table ids below this live in the object itself (a transaction object used
@@ -98,6 +105,7 @@ class TransactionImpl final : public Transaction {
   std::unique_ptr<txn::Txn> txn_;
   std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
   std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
+  index::LeafHint hints_[kInlineTableIds];                            // by table id
 };
 
 class TableImpl final : public Table {

@@ -175,14 +175,15 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
-  return tree_->Lookup(key, value, index::OpContext{t->txn(), t->KeyLocks(id_)}, for_update);
+  return tree_->Lookup(key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)},
+                       for_update);
 }
 
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(op));
-  index::OpContext ctx{t->txn(), t->KeyLocks(id_)};
+  index::OpContext ctx{t->txn(), t->KeyLocks(id_), t->Hint(id_)};
   switch (op) {
     case Op::kInsert:
       return tree_->Insert(key, value, ctx);

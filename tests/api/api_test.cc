@@ -284,6 +284,51 @@ TEST_CASE("a transaction object serves tables of any id, transaction after trans
   REQUIRE(db->Close().ok());
 }
 
+TEST_CASE("a read for update and its update share the transaction's leaf hint for the table",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(19);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
+  Table* u = nullptr;
+  REQUIRE(db->CreateTable("u", &u).ok());
+  std::unique_ptr<Transaction> a;
+  REQUIRE(db->Begin(&a).ok());
+  for (int i = 0; i < 5000; i += 2) REQUIRE(t->Insert(a.get(), Key(i), "v").ok());
+  REQUIRE(a->Commit().ok());
+  auto hint_of = [](Transaction* txn, Table* table) {
+    return static_cast<api::TransactionImpl*>(txn)->Hint(table->id());
+  };
+
+  REQUIRE(db->Begin(&a).ok());
+  const index::LeafHint* hint = hint_of(a.get(), t);
+  REQUIRE(hint != nullptr);
+  REQUIRE(hint != hint_of(a.get(), u));  // one per table
+  std::string value;
+  const uint64_t hits = hint->hits;
+  REQUIRE(t->Get(a.get(), Key(1000), &value).ok());  // the load's leaf is elsewhere: a miss
+  REQUIRE(t->GetForUpdate(a.get(), Key(3000), &value).ok());
+  REQUIRE(t->Update(a.get(), Key(3000), "w").ok());
+  REQUIRE(hint->hits == hits + 1);
+  REQUIRE(t->Insert(a.get(), Key(3001), "new").ok());  // the same leaf
+  REQUIRE(hint->hits == hits + 2);
+  REQUIRE(u->Upsert(a.get(), Key(3000), "other").ok());  // another table, another hint
+  REQUIRE(hint->hits == hits + 2);
+  REQUIRE(a->Commit().ok());
+
+  // A transaction begun on the same object keeps the hint; it is checked on use.
+  REQUIRE(db->Begin(&a).ok());
+  REQUIRE(hint_of(a.get(), t) == hint);
+  REQUIRE(t->GetForUpdate(a.get(), Key(3001), &value).ok());
+  REQUIRE(value == "new");
+  REQUIRE(hint->hits == hits + 3);
+  REQUIRE(t->Get(a.get(), Key(3000), &value).ok());
+  REQUIRE(value == "w");
+  REQUIRE(u->Get(a.get(), Key(3000), &value).ok());
+  REQUIRE(value == "other");
+  REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
   Table* t = nullptr;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
@@ -76,45 +77,59 @@ void RunFibers(threads::Runtime& runtime, int fibers, Fn fn) {
 }
 
 // One fiber owning the keys n with n % fibers == self: it alone changes them, so its own model
-// predicts every result, while its keys share leaves with every other fiber's.
+// predicts every result, while its keys share leaves with every other fiber's. With hints, its
+// point operations go through its own leaf hint (btree.h, "Leaf hints"), and half of them stay
+// near the previous key, so that the hint is used while the other fibers split its leaf.
 class OwnerFiber {
  public:
-  OwnerFiber(BTree* tree, int self, int fibers, uint64_t keys, uint64_t seed, Failures* failures)
-      : tree_(tree), self_(self), fibers_(fibers), keys_(keys), rng_(seed), failures_(failures) {}
+  OwnerFiber(BTree* tree, int self, int fibers, uint64_t keys, uint64_t seed, Failures* failures,
+             bool hints)
+      : tree_(tree),
+        self_(self),
+        fibers_(fibers),
+        keys_(keys),
+        rng_(seed),
+        failures_(failures),
+        hints_(hints) {}
 
   void Run(uint64_t ops) {
     for (uint64_t op = 0; op < ops; ++op) Step(op);
   }
   const Model& model() const { return model_; }
+  const index::LeafHint& hint() const { return hint_; }
 
  private:
   void Step(uint64_t op) {
-    uint64_t n = (rng_() % keys_) * fibers_ + self_;
+    uint64_t slot = rng_() % keys_;
+    if (hints_ && rng_() % 2 == 0) slot = (last_slot_ + rng_() % 3) % keys_;
+    last_slot_ = slot;
+    uint64_t n = slot * fibers_ + self_;
     std::string key = Key64(n);
+    const index::OpContext ctx{nullptr, nullptr, hints_ ? &hint_ : nullptr};
     bool present = model_.count(key) != 0;
     std::string value = ValueFor(n, op, 20 + rng_() % 150);
     Status s;
     switch (rng_() % 8) {
       case 0:
       case 1:
-        s = tree_->Insert(key, value);
+        s = tree_->Insert(key, value, ctx);
         failures_->Check("insert",
                          s.code() == (present ? Status::Code::kDuplicate : Status::Code::kOk), s);
         if (!present) model_[key] = value;
         break;
       case 2:
-        s = tree_->Update(key, value);
+        s = tree_->Update(key, value, ctx);
         failures_->Check("update",
                          s.code() == (present ? Status::Code::kOk : Status::Code::kNotFound), s);
         if (present) model_[key] = value;
         break;
       case 3:
-        s = tree_->Upsert(key, value);
+        s = tree_->Upsert(key, value, ctx);
         failures_->Check("upsert", s.ok(), s);
         model_[key] = value;
         break;
       case 4:
-        s = tree_->Delete(key);
+        s = tree_->Delete(key, ctx);
         failures_->Check("delete",
                          s.code() == (present ? Status::Code::kOk : Status::Code::kNotFound), s);
         model_.erase(key);
@@ -124,7 +139,7 @@ class OwnerFiber {
         break;
       default: {
         std::string got;
-        s = tree_->Lookup(key, &got);
+        s = tree_->Lookup(key, &got, ctx, rng_() % 2 == 0);
         failures_->Check("lookup",
                          s.code() == (present ? Status::Code::kOk : Status::Code::kNotFound), s);
         if (present && s.ok() && got != model_[key]) failures_->Add("lookup: wrong value");
@@ -164,16 +179,20 @@ class OwnerFiber {
   uint64_t keys_;
   std::mt19937_64 rng_;
   Failures* failures_;
+  const bool hints_;
+  index::LeafHint hint_;
+  uint64_t last_slot_ = 0;
   Model model_;
 };
 
-void RunOwners(TreeEnv& env, int fibers, uint64_t keys_per_fiber, uint64_t ops, uint64_t seed) {
+void RunOwners(TreeEnv& env, int fibers, uint64_t keys_per_fiber, uint64_t ops, uint64_t seed,
+               bool hints = false) {
   auto runtime = sm::test::MakeRuntime(2);
   Failures failures;
   std::vector<std::unique_ptr<OwnerFiber>> owners;
   for (int f = 0; f < fibers; ++f) {
     owners.push_back(std::make_unique<OwnerFiber>(env.tree.get(), f, fibers, keys_per_fiber,
-                                                  seed + f, &failures));
+                                                  seed + f, &failures, hints));
   }
   RunFibers(*runtime, fibers, [&](int f) { owners[f]->Run(ops); });
   runtime->Shutdown();
@@ -182,6 +201,19 @@ void RunOwners(TreeEnv& env, int fibers, uint64_t keys_per_fiber, uint64_t ops, 
   Model all;
   for (const auto& owner : owners) all.insert(owner->model().begin(), owner->model().end());
   RequireSameAsModel(*env.tree, all);
+  sm::test::RequireVerified(*env.tree);
+  if (hints) {
+    uint64_t hits = 0, misses = 0, rejected = 0;
+    for (const auto& owner : owners) {
+      hits += owner->hint().hits;
+      misses += owner->hint().misses;
+      rejected += owner->hint().rejected;
+    }
+    std::printf("  hint hits %llu, misses %llu (%llu rejected)\n",
+                static_cast<unsigned long long>(hits), static_cast<unsigned long long>(misses),
+                static_cast<unsigned long long>(rejected));
+    REQUIRE(hits > 0);
+  }
 }
 
 }  // namespace
@@ -192,6 +224,22 @@ TEST_CASE("btree concurrency: fibers on two workers with disjoint interleaved ke
   TreeEnv env(1024);
   RunOwners(env, 8, 2000, 6000, seed);
   REQUIRE(env.tree->counters().leaf_splits > 0);
+}
+
+TEST_CASE("btree concurrency: fibers on two workers with leaf hints",
+          "[random][btree][concurrency][hint]") {
+  uint64_t seed = sm::test::TestSeed("btree fibers with hints");
+  TreeEnv env(1024);
+  RunOwners(env, 8, 2000, 6000, seed, /*hints=*/true);
+  REQUIRE(env.tree->counters().leaf_splits > 0);
+}
+
+TEST_CASE("btree concurrency: fibers with leaf hints in a pool much smaller than the tree",
+          "[random][btree][concurrency][hint]") {
+  uint64_t seed = sm::test::TestSeed("btree small pool fibers with hints");
+  TreeEnv env(64);
+  RunOwners(env, 6, 8000, 8000, seed, /*hints=*/true);
+  REQUIRE(env.pool->stats().evictions > 0);
 }
 
 // A stand-in for the STEPS scheduler: every B-tree CTX point yields to the next fiber of the
@@ -226,7 +274,13 @@ TEST_CASE("btree concurrency: fibers switch at every CTX point", "[random][btree
   TreeEnv env(1024);
   threads::SetAllCtxSitesEnabled(true);
   threads::SetCtxHandler(&YieldingCtxHandler);
-  RunOwners(env, 8, 1500, 3000, seed);
+  // Half the fibers' rounds with leaf hints: the hinted path marks the leaf sites too, and
+  // with no exclusive latch held.
+  const bool hints = GENERATE(false, true);
+  g_ctx_switches = 0;
+  g_ctx_with_exclusive = 0;
+  g_ctx_sites.clear();
+  RunOwners(env, 8, 1500, 3000, seed, hints);
   threads::SetCtxHandler(nullptr);
   threads::SetAllCtxSitesEnabled(false);
   REQUIRE(g_ctx_switches.load() > 10000);

@@ -308,7 +308,10 @@ TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit]
   TreeEnv env(32);
   for (uint64_t n : {10, 20, 30}) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
   RecordingLocks locks;
-  index::OpContext ctx{nullptr, &locks};
+  // With a leaf hint (btree.h, "Leaf hints") the same locks are asked for in the same order.
+  index::LeafHint hint;
+  const bool hinted = GENERATE(false, true);
+  index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   std::string value;
   REQUIRE(env.tree->Insert(Key64(15), "v", ctx).ok());
   REQUIRE(env.tree->Insert(Key64(35), "v", ctx).ok());
@@ -330,6 +333,7 @@ TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit]
                              "wait write " + K(26), "try read-next " + K(30), "try read " + K(10),
                              "try write " + K(30), "try insert-next EOI", "try write " + K(31)});
   REQUIRE(env.tree->counters().lock_waits == 0);
+  if (hinted) REQUIRE(hint.hits == 9);  // all but the first of the ten operations
 }
 
 TEST_CASE("btree hooks: a write that waits at the leaf restarts and searches again",
@@ -341,7 +345,10 @@ TEST_CASE("btree hooks: a write that waits at the leaf restarts and searches aga
     model[Key64(n)] = "v";
   }
   RecordingLocks locks;
-  index::OpContext ctx{nullptr, &locks};
+  // A restart after a wait goes through the leaf hint again, and asks for the same locks.
+  index::LeafHint hint;
+  const bool hinted = GENERATE(false, true);
+  index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   std::function<void()> meanwhile;  // what another transaction does while the write waits
   locks.while_waiting = [&] { meanwhile(); };
   auto run = [&](uint64_t busy, std::function<void()> other, std::function<Status()> op) {
@@ -415,9 +422,16 @@ TEST_CASE("btree hooks: the next key is found across leaves, past empty ones",
   RequireVerified(*env.tree, &stats);
   REQUIRE(stats.empty_leaves > 0);
   RecordingLocks locks;
-  index::OpContext ctx{nullptr, &locks};
+  index::LeafHint hint;
+  const bool hinted = GENERATE(false, true);
+  std::string value;
+  // Remembers the leaf of 1000 (a read for update, without locks): the insert of 1001 then
+  // starts there.
+  if (hinted) REQUIRE(env.tree->Lookup(Key64(1000), &value, {nullptr, nullptr, &hint}, true).ok());
+  index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   REQUIRE(env.tree->Insert(Key64(1001), "v", ctx).ok());
   REQUIRE(locks.NonWrite() == std::vector<std::string>{"try insert-next " + K(3000)});
+  if (hinted) REQUIRE(hint.hits == 1);
 }
 
 TEST_CASE("btree hooks: scans lock every key returned and the key after the range",
@@ -456,7 +470,11 @@ TEST_CASE("btree hooks: a lock that would wait is waited for with no latch held"
   TreeEnv env(32);
   for (uint64_t n = 10; n <= 50; n += 10) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
   RecordingLocks locks;
-  index::OpContext ctx{nullptr, &locks};
+  index::LeafHint hint;
+  const bool hinted = GENERATE(false, true);
+  std::string value;
+  if (hinted) REQUIRE(env.tree->Lookup(Key64(10), &value, {nullptr, nullptr, &hint}, true).ok());
+  index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
   // While "waiting", other operations on the same leaf must get through: the latches are free.
   int waits = 0;
   locks.while_waiting = [&] {
@@ -470,6 +488,8 @@ TEST_CASE("btree hooks: a lock that would wait is waited for with no latch held"
   REQUIRE(locks.NonWrite() == std::vector<std::string>{"try insert-next " + K(20),
                                                        "wait insert-next " + K(20),
                                                        "try insert-next " + K(20)});
+  // Both attempts used the leaf, the second after the version had changed meanwhile.
+  if (hinted) REQUIRE(hint.hits == 2);
   locks.calls.clear();
   locks.busy_once = {Key64(30)};
   Cursor cursor(env.tree.get(),
