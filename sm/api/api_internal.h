@@ -249,11 +249,11 @@ class DatabaseImpl final : public Database {
   mutable threads::Mutex tables_mu_;  // guards tables_, next_table_id_
   std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;
   std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
+  uint32_t next_table_id_ = kFirstUserTableId;
 
   threads::Mutex reclaim_mu_;  // one reclamation at a time; guards pending_drops_
   std::vector<PendingDrop> pending_drops_;
   std::atomic<bool> keep_dropped_pages_{false};
-  uint32_t next_table_id_ = kFirstUserTableId;
 };
 
 // TableImpl::Resolve, here where DatabaseImpl is complete.
