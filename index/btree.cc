@@ -510,7 +510,7 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
   // space stay as they are, so UpdateLeafValue's rebuild of the whole record is not needed.
   // memmove: the caller's value may lie in this page.
   bool in_place = value.size() == current.size();
-  char* value_bytes = node.page() + (current.data() - node.page());
+  char* value_bytes = node.MutableValueAt(index);
   if (in_place) {
     std::memmove(value_bytes, value.data(), value.size());
   } else {

@@ -219,6 +219,12 @@ class Node {
   }
   // Leaf: value of record i.
   std::string_view ValueAt(uint16_t i) const;
+  // Leaf: value of record i, writable in place (a change of the same length; the caller bumps
+  // the version).
+  char* MutableValueAt(uint16_t i) const {
+    std::string_view value = ValueAt(i);
+    return page_ + (value.data() - page_);
+  }
   // Inner: child c_i for i in [0, count()]; c_0 is the leftmost child, c_i (i > 0) belongs to
   // separator i - 1.
   PageId ChildAt(uint16_t i) const;

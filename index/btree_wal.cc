@@ -243,6 +243,14 @@ int FirstRangeWithout(const DiffOp& op, std::string_view value,
   return -1;
 }
 
+// Writes what `from` picks (old or new bytes) of every range into `value` (of op.value_bytes).
+void WriteRanges(const DiffOp& op, char* value, std::string_view DiffOp::Range::*from) {
+  for (uint8_t r = 0; r < op.count; ++r) {
+    const DiffOp::Range& range = op.ranges[r];
+    std::memcpy(value + range.offset, (range.*from).data(), (range.*from).size());
+  }
+}
+
 std::string RangeName(const DiffOp& op, int r) {
   const DiffOp::Range& range = op.ranges[static_cast<size_t>(r)];
   return "range " + std::to_string(r) + " (bytes " + std::to_string(range.offset) + ".." +
@@ -368,12 +376,6 @@ Status RedoOp(const log::LogRecordView& record, char* page) {
   return Status::OK();
 }
 
-// Value i's bytes, writable: ValueAt's view points into the page `node` wraps.
-char* MutableValue(Node& node, uint16_t i) {
-  std::string_view value = node.ValueAt(i);
-  return node.page() + (value.data() - node.page());
-}
-
 // RecordHandler::redo_page of btree_update_diff and btree_clr_update_diff, as RedoOp: the
 // record at record_index must have the key, the logged length and the old bytes in every
 // range; then the ranges' new bytes are written in place (the length, so the slot, stays).
@@ -395,11 +397,7 @@ Status RedoUpdateDiff(const log::LogRecordView& record, char* page) {
     return Mismatch(record, "record " + std::to_string(i) + ": " + RangeName(op, r) +
                                 " does not hold the old bytes");
   }
-  char* bytes = MutableValue(node, i);
-  for (uint8_t k = 0; k < op.count; ++k) {
-    const DiffOp::Range& range = op.ranges[k];
-    std::memcpy(bytes + range.offset, range.new_bytes.data(), range.new_bytes.size());
-  }
+  WriteRanges(op, node.MutableValueAt(i), &DiffOp::Range::new_bytes);
   node.BumpVersion();
   SM_DASSERT(node.slots().CheckInvariants());
   return Status::OK();
@@ -490,10 +488,7 @@ Status UndoUpdateDiff(txn::UndoContext& ctx, const log::LogRecordView& record) {
     return Status::Corruption("undo of " + RecordName(record) + ": " + RangeName(op, r) +
                               " of the value does not hold the bytes the update wrote");
   }
-  for (uint8_t k = 0; k < op.count; ++k) {
-    const DiffOp::Range& range = op.ranges[k];
-    std::memcpy(value.data() + range.offset, range.old_bytes.data(), range.old_bytes.size());
-  }
+  WriteRanges(op, value.data(), &DiffOp::Range::old_bytes);
   s = tree->Update(op.key, value, op_ctx);
   if (s.IsNotFound()) return KeyAbsent(record, op.root);
   if (s.ok() && UndoHook()) UndoHook()();

@@ -40,12 +40,12 @@ bool Overlap(const std::vector<TxnId>& a, const std::vector<TxnId>& b) {
   return false;
 }
 
-// FreePage refuses a fixed page. Nothing reaches a dropped tree's pages any more, but the
-// background writer may be writing one back (it pins the page for the copy): wait for it.
+// FreePage refuses a fixed page (Busy). Nothing reaches a dropped tree's pages any more, but
+// the background writer may be writing one back (it pins the page for the copy): wait for it.
 Status FreeUnfixed(buffer::BufferPool* pool, PageId id) {
   for (int attempt = 0;; ++attempt) {
     Status s = pool->FreePage(id);
-    if (!s.IsInvalidArgument() || attempt == 1000) return s;
+    if (s.code() != Status::Code::kBusy || attempt == 1000) return s;
     threads::SleepFor(std::chrono::milliseconds(1));
   }
 }

@@ -330,8 +330,8 @@ Status BufferPool::Forget(PageId id) {
     frame = part.map.Find(id.value());
     if (frame != nullptr) {
       if (frame->pin_count.load(std::memory_order_acquire) != 0) {  // as in TryEvict
-        return Status::InvalidArgument("page " + std::to_string(id.value()) +
-                                       " is fixed and cannot be freed");
+        return Status::Busy("page " + std::to_string(id.value()) +
+                            " is fixed and cannot be freed");
       }
       part.map.Erase(id.value());
     }

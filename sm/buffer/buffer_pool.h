@@ -182,7 +182,7 @@ class BufferPool {
   // and dirty. No read is issued.
   Status FixNew(PageType type, PageHandle* handle);
   // Frees page `id` in the volume and drops it from the pool. The page must not be fixed
-  // (InvalidArgument, and nothing changes).
+  // (Busy, and nothing changes: a write-back may hold it for a moment).
   Status FreePage(PageId id);
   // Recovery's redo of a logged free: the same, except that a page already free stays free.
   Status RedoFreePage(PageId id);
@@ -241,7 +241,7 @@ class BufferPool {
   void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
   void ReturnToFreeList(Frame* frame);
   // Drops page `id` from the pool (its frame, dirty or not, returns to the free list) unless it
-  // is fixed: InvalidArgument then. Not cached: OK.
+  // is fixed: Busy then. Not cached: OK.
   Status Forget(PageId id);
   void WriterLoop();
   Lsn WriterRoundLimit();
