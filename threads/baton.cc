@@ -135,15 +135,19 @@ bool Baton::WaitOnThread(Clock::time_point deadline, bool timed) {
   return true;
 }
 
-void SleepFor(std::chrono::nanoseconds duration) {
+void SleepUntil(Baton::Clock::time_point deadline) {
   if (Fiber::Current() == nullptr) {
-    std::this_thread::sleep_for(duration);
+    std::this_thread::sleep_until(deadline);
     return;
   }
   WaitReasonScope reason(WaitReason::kSleep);
   Baton never_posted;
-  bool posted = never_posted.WaitFor(duration);
+  bool posted = never_posted.WaitUntil(deadline);
   SM_ASSERT(!posted);
+}
+
+void SleepFor(std::chrono::nanoseconds duration) {
+  SleepUntil(Baton::Clock::now() + duration);
 }
 
 }  // namespace sm::threads

@@ -55,6 +55,9 @@ class Baton {
   std::atomic<uintptr_t> state_{0};
 };
 
+// Suspends the calling fiber (or sleeps the calling thread) until `deadline` has passed.
+// Fibers sleeping on one worker wake in deadline order.
+void SleepUntil(Baton::Clock::time_point deadline);
 // Suspends the calling fiber (or sleeps the calling thread) for at least `duration`.
 void SleepFor(std::chrono::nanoseconds duration);
 
