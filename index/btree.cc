@@ -476,6 +476,7 @@ Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key
                           std::string_view value, const OpContext& ctx) {
   Node node(leaf.data());
   SM_TRY(node.InsertLeafRecord(index, key, value));  // the caller made room
+  leaf.set_owner_hint(static_cast<uint16_t>(index + 1));  // the split planner's (btree_split.cc)
   node.BumpVersion();
   leaf.MarkDirty();
   if (!logs_) return Status::OK();

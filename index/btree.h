@@ -362,11 +362,12 @@ class BTree {
   Status SplitPath(Path* path, const PendingEntry& pending, bool* escalate);
   Status PlanPath(const Path& path, const PendingEntry& pending, std::vector<LevelSplit>* plans,
                   bool* grow_root, bool* escalate) const;
-  // Plans a split of `node` that leaves both halves able to take `pending`. Corruption if no
-  // split point works, which the capacity static_asserts of btree_node.h rule out for a
-  // well-formed node.
+  // Plans a split of `node` that leaves both halves able to take `pending`; last_insert is the
+  // node's frame's owner hint (the index of the last insert into it, plus one; 0: unknown).
+  // Corruption if no split point works, which the capacity static_asserts of btree_node.h rule
+  // out for a well-formed node.
   static Status PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
-                          SplitPlan* plan);
+                          uint16_t last_insert, SplitPlan* plan);
   // Fixes `count` new pages, all or none (a failure frees those already taken).
   Status AllocatePages(size_t count, std::vector<buffer::PageHandle>* pages);
   void FreeUnusedPages(std::vector<buffer::PageHandle>* pages);

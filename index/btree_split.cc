@@ -38,9 +38,18 @@
 //                  node's own entry.
 //
 // Split point (PlanSplit): among the points whose halves both fit with their fences, the most
-// balanced by bytes, except for an append at the right end of the rightmost node of a level
-// (ascending inserts), where the rightmost point comes first so the left node stays full.
+// balanced by bytes, except for a sequential insert, where the point nearest to "just after
+// the pending entry" comes first: the left node keeps everything up to the new entry and
+// stays full, and the stream's next inserts land at its end. An insert is sequential when it
+// goes right after the node's previous insert (the frame's owner hint, kept in memory by
+// ApplyInsert and PostSeparator, as InnoDB keeps PAGE_LAST_INSERT), or after every record of
+// the rightmost node of a level. Ascending inserts then fill their nodes, at the right end of
+// a level and where several ascending streams meet inside it (TPC-C's orders, order lines and
+// new orders grow at the end of each district's range), where a 50/50 split would leave every
+// left half half empty for good. The hint is only a heuristic: a stale one (a delete moved the
+// records, the frame was reloaded) costs a less balanced split, never a wrong one.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -93,7 +102,8 @@ struct Candidate {
   size_t right_bytes;
 };
 
-std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, bool append) {
+// target: the preferred point for a sequential insert, or -1 for the most balanced.
+std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, int target) {
   uint16_t m = v.size();
   std::vector<size_t> prefix(m + 1, 0);
   for (uint16_t i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + v.Need(i);
@@ -110,8 +120,11 @@ std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, bool appen
     return c.left_bytes > c.right_bytes ? c.left_bytes - c.right_bytes
                                         : c.right_bytes - c.left_bytes;
   };
+  auto distance = [target](const Candidate& c) { return std::abs(int{c.point} - target); };
   std::stable_sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
-    return append ? a.point > b.point : imbalance(a) < imbalance(b);
+    if (target < 0) return imbalance(a) < imbalance(b);
+    // Equally near: the higher point, which keeps more in the left node.
+    return distance(a) != distance(b) ? distance(a) < distance(b) : a.point > b.point;
   });
   return out;
 }
@@ -119,14 +132,20 @@ std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, bool appen
 }  // namespace
 
 Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
-                        SplitPlan* plan) {
+                        uint16_t last_insert, SplitPlan* plan) {
   SM_DASSERT(!pending.replaces || node.is_leaf());
   VirtualEntries v(node, pending);
   bool leaf = node.is_leaf();
-  bool append = !pending.replaces && pending.index == node.count() && node.high_infinite();
+  bool sequential =
+      !pending.replaces &&
+      ((last_insert != 0 && last_insert == pending.index) ||  // right after the last insert
+       (pending.index == node.count() && node.high_infinite()));
+  // Leaf: the first entry of the right half is the one after the pending entry. Inner: the
+  // entry after the pending one is promoted (the nearest other when there is none).
+  int target = sequential ? pending.index + 1 : -1;
   size_t low_need = SlottedPage::SpaceNeeded(node.low_fence().size());
   size_t high_need = SlottedPage::SpaceNeeded(node.high_fence().size());
-  for (const Candidate& c : Candidates(v, leaf, append)) {
+  for (const Candidate& c : Candidates(v, leaf, target)) {
     std::string separator =
         leaf ? ShortestSeparator(v.Key(c.point - 1), v.Key(c.point)) : std::string(v.Key(c.point));
     size_t separator_need = SlottedPage::SpaceNeeded(separator.size());
@@ -160,7 +179,8 @@ Status BTree::PlanPath(const Path& path, const PendingEntry& leaf_pending,
   for (size_t depth = path.size() - 1;; --depth) {
     Node node(path[depth].data());
     plans->push_back(LevelSplit{depth, {}});
-    SM_TRY(PlanSplit(node, path[depth].page_id(), pending, &plans->back().plan));
+    SM_TRY(PlanSplit(node, path[depth].page_id(), pending, path[depth].owner_hint(),
+                     &plans->back().plan));
     std::string_view separator = plans->back().plan.separator;
     if (depth == 0) {
       // The top of the path splits: the root grows; any other node needs its parent, which
@@ -332,6 +352,7 @@ void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator, P
   uint16_t index = parent.UpperBound(separator);
   SM_DASSERT(index == 0 || parent.KeyAt(static_cast<uint16_t>(index - 1)) < separator);
   SM_ASSERT(parent.InsertInnerRecord(index, separator, child).ok());  // planned to fit
+  parent_page.set_owner_hint(static_cast<uint16_t>(index + 1));  // see "Split point"
   parent.BumpVersion();
   parent_page.MarkDirty();
 }

@@ -233,6 +233,7 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = volume_->ReadPage(id, frame->data);
   frame->fpi_epoch = 0;
+  frame->owner_hint = 0;
   if (!s.ok() && s.IsCorruption() && kind.may_be_new && IsZeroPage(frame->data)) {
     // A page allocated before the crash whose first write never reached the disk: the
     // record being redone formats it (invariant: page LSN 0 makes every record apply).

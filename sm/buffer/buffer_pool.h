@@ -104,6 +104,9 @@ struct alignas(64) Frame {
   // The full-page-image epoch the page's image was last logged in (changed under the
   // exclusive latch; 0 after a load). See BufferPool::AdvanceFpiEpoch.
   uint32_t fpi_epoch = 0;
+  // A word the page's owner keeps in memory only (never logged or written; 0 after a load):
+  // the B-tree's position of its last insert into the node (PageHandle::owner_hint).
+  uint16_t owner_hint = 0;
   // -- end of the first cache line --
   threads::Mutex write_mu;  // serializes write-backs (invariant 7)
   // When the page last became dirty: no older change is missing on disk. Stored before
@@ -118,7 +121,7 @@ struct alignas(64) Frame {
   Status load_status;     // the failed load's Status, written before `loaded`
 };
 static_assert(sizeof(threads::Latch) + 2 * sizeof(uint32_t) + sizeof(PageId) + sizeof(char*) +
-                      sizeof(uint32_t) <=
+                      sizeof(uint32_t) + sizeof(uint16_t) <=
                   64,
               "the fix path's fields of a Frame fit in one cache line");
 
@@ -147,6 +150,10 @@ class PageHandle {
   // Requires the exclusive latch.
   bool NeedsFullImage(uint32_t* epoch) const;
   void FullImageLogged(uint32_t epoch) const;
+  // The frame's owner hint (Frame::owner_hint): a heuristic, so any value must be safe to
+  // read. Written under the exclusive latch; read under either.
+  uint16_t owner_hint() const { return frame_->owner_hint; }
+  void set_owner_hint(uint16_t hint) const { frame_->owner_hint = hint; }
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
