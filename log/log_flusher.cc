@@ -45,6 +45,15 @@ void LogManager::FlusherMain() {
 }
 
 std::chrono::steady_clock::time_point LogManager::NextWake() const {
+  // A request beyond the walk: some piece below it was still being copied when the walk
+  // passed, and its inserter may not have seen the request (Publish). Look again soon rather
+  // than sleep on a wake that may never come; the piece is normally published within
+  // microseconds.
+  uint64_t filled = filled_walk_;
+  if (durable_request_.load(std::memory_order_seq_cst) > filled ||
+      write_request_.load(std::memory_order_seq_cst) > filled) {
+    return std::chrono::steady_clock::now() + kUnpublishedPoll;
+  }
   int64_t deadline = async_deadline_ns_.load(std::memory_order_seq_cst);
   if (deadline == 0) return std::chrono::steady_clock::time_point::max();
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline));

@@ -84,6 +84,7 @@ Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
   uint64_t length = RecordBytes(record.payload.size());
   // acquire: the copy into the ring stays below the reservation (ReadFromRing relies on it).
   uint64_t start = insert_.fetch_add(length, std::memory_order_acquire);
+  PrefetchNextRecord(start + length);
   // A link that does not point backwards would make the record read back as corrupt.
   SM_ASSERT(record.prev_lsn.value() < start);
   SM_ASSERT(record.undo_next.value() < start);
@@ -94,6 +95,20 @@ Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
   *lsn = Lsn(start);
   if (end_lsn != nullptr) *end_lsn = Lsn(start + length);
   return Status::OK();
+}
+
+// prfchw: __builtin_prefetch(p, 1) becomes PREFETCHW (x86-64 since Broadwell and on every AMD
+// CPU; older CPUs execute it as a NOP) instead of a plain read prefetch.
+__attribute__((target("prfchw"))) void LogManager::PrefetchNextRecord(uint64_t pos) const {
+  // The next record's lines, for writing, while this one is copied: a copy into lines not in
+  // the cache leaves its stores waiting for them, and the next locked instruction (a latch
+  // release, the next reservation) waits for those stores (x86 drains the store buffer
+  // first). Ownership requested now arrives before the next insert.
+  const char* next = ring_.data() + pos % ring_bytes_;
+  const char* ring_end = ring_.data() + ring_bytes_;
+  for (int line = 0; line < kPrefetchLines && next + line * 64 < ring_end; ++line) {
+    __builtin_prefetch(next + line * 64, 1);
+  }
 }
 
 uint64_t LogManager::ReuseLimit() const {
@@ -157,12 +172,15 @@ void LogManager::Publish(uint64_t from, uint64_t from_offset, uint64_t to, bool 
   SM_DASSERT(to - from <= ring_bytes_);
   SM_DASSERT(from_offset == from % ring_bytes_);
   // The ring is slot_count_ slots of kRecordAlignment bytes, so from's slot is its offset's.
-  // seq_cst (with the loads below): if the flusher looked at this slot before the store, the
-  // loads here see whatever request made it look, and we wake it (durable_request_).
+  // release: publishes the ring bytes to the flusher's walk. Not seq_cst: on x86 that store is
+  // an xchg, which waits for every store before it (the record's copy into the ring) to
+  // drain, and it was the costliest instruction of an insert. Without it the checks below
+  // may miss a request made while this piece was in flight; the flusher covers that case
+  // itself (NextWake polls while a request lies beyond what it could walk).
   slots_[from_offset / kRecordAlignment].store(to | (continued ? 1 : 0),
-                                               std::memory_order_seq_cst);
-  if (durable_request_.load(std::memory_order_seq_cst) > from ||
-      write_request_.load(std::memory_order_seq_cst) > from ||
+                                               std::memory_order_release);
+  if (durable_request_.load(std::memory_order_relaxed) > from ||
+      write_request_.load(std::memory_order_relaxed) > from ||
       to - written_.load(std::memory_order_relaxed) >= eager_write_bytes_) {
     wake_.Post();
   }
@@ -185,8 +203,11 @@ void LogManager::RequestDurable(uint64_t lsn) {
 }
 
 void LogManager::ArmAsyncDeadline() {
-  // seq_cst: a commit that sees a deadline armed relies on the flusher's later exchange (and
-  // walk of the slots) to include its record.
+  // The fence orders the commit record's publication (a release store) before the load: either
+  // this load sees the deadline the flusher has not yet taken, whose exchange and later walk
+  // then see the record, or it sees none and arms one (Dekker's pattern, with the flusher's
+  // seq_cst exchange and walk). One fence per async commit instead of one per record.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (async_deadline_ns_.load(std::memory_order_seq_cst) != 0) return;
   int64_t expected = 0;
   int64_t deadline =

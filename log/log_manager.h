@@ -34,7 +34,8 @@
 //   anyone needs durability (a Flush, an async-commit deadline, Close), Sync every segment file
 //   written since the last sync, publish durable and wake the committers it satisfies - one
 //   fdatasync for all of them (group commit). Then it sleeps on its Baton until a Flush, a space
-//   waiter, an eager-write threshold, an async deadline or Close wakes it.
+//   waiter, an eager-write threshold, an async deadline or Close wakes it (or, while a request
+//   lies beyond the published prefix, for at most kUnpublishedPoll: see Publish).
 //
 // Commit modes (Commit): kDurable waits for the commit record to be durable; kAsync returns at
 // once and guarantees the flusher syncs it within async_flush_interval; kNone returns at once
@@ -292,6 +293,11 @@ class LogManager {
   void ReleaseDurable(uint64_t lsn);
   void SetFatal(const Status& cause);
   std::chrono::steady_clock::time_point NextWake() const;
+  // Asks for the ring lines from pos on (the next record's) for writing (Insert).
+  void PrefetchNextRecord(uint64_t pos) const;
+  static constexpr int kPrefetchLines = 4;
+  // How soon the flusher looks again while a request lies beyond its walk (NextWake).
+  static constexpr std::chrono::microseconds kUnpublishedPoll{50};
 
   io::FileSystem* const fs_;
   const LogOptions options_;
@@ -300,9 +306,8 @@ class LogManager {
   const uint64_t slot_count_;
   const uint64_t eager_write_bytes_;  // filled - written that wakes the flusher to write
   io::AlignedBuffer ring_;
-  // Completion slots (Insert protocol, step 3). seq_cst stores by inserters and loads by the
-  // flusher: release/acquire publishes the ring bytes; seq_cst closes the race with the
-  // requests below.
+  // Completion slots (Insert protocol, step 3). Release stores by inserters, seq_cst loads by
+  // the flusher: release/acquire publishes the ring bytes (see Publish for the requests).
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;
   uint64_t open_end_ = kFirstLsn;  // where the log ended at open
 
@@ -314,13 +319,15 @@ class LogManager {
   alignas(64) std::atomic<uint64_t> written_{kFirstLsn};
   std::atomic<uint64_t> durable_{kFirstLsn};
   std::atomic<uint64_t> filled_{kFirstLsn};  // published copy of the flusher's walk (stats)
-  // Requests to the flusher. seq_cst, with the seq_cst slot stores and loads: an inserter that
-  // publishes after the flusher looked at its slot must see the request that made the flusher
-  // look, and then wakes the flusher itself (see Publish).
+  // Requests to the flusher, raised by FetchMax (a full barrier) and then a Post. An inserter
+  // that publishes a piece below a request wakes the flusher if it sees the request; if the
+  // flusher walked before the piece was published and the inserter did not see the request,
+  // the flusher finds the request beyond its walk and polls (NextWake) instead of sleeping.
   alignas(64) std::atomic<uint64_t> durable_request_{kFirstLsn};
   std::atomic<uint64_t> write_request_{kFirstLsn};  // inserters waiting for ring space
-  // The earliest async-commit deadline (steady_clock ns; 0: none armed). seq_cst for the same
-  // reason: a commit that sees it armed relies on the flusher's later exchange and walk.
+  // The earliest async-commit deadline (steady_clock ns; 0: none armed). seq_cst, with a fence
+  // in ArmAsyncDeadline: a commit that sees it armed relies on the flusher's later exchange
+  // and walk.
   std::atomic<int64_t> async_deadline_ns_{0};
   // Close and TEST_Kill tell the flusher to leave (seq_cst / release stores, read after the
   // Baton wakes it; the thread join orders everything else).
