@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include <sys/mman.h>
@@ -36,16 +37,25 @@ struct StagingBuffer {
   char* data;
 };
 
-// The frames' memory, in 2 MiB-aligned whole huge pages and advised to be backed by
-// transparent huge pages: a random page access over a pool of gigabytes otherwise misses the
-// TLB almost every time (a 4 KiB page per 8 KiB frame), and the page walk costs as much as the
-// cache miss it precedes. Where the kernel gives no huge pages the advice is ignored.
+// The frames' memory (and their descriptors'), in 2 MiB-aligned whole huge pages and advised
+// to be backed by transparent huge pages: a random page access over a pool of gigabytes
+// otherwise misses the TLB almost every time (a 4 KiB page per 8 KiB frame; per 21 frame
+// descriptors), and the page walk costs as much as the cache miss it precedes. Where the
+// kernel gives no huge pages the advice is ignored.
 char* AllocateFrameMemory(size_t bytes) {
   constexpr size_t kHugePage = 2u << 20;
   size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   char* memory = static_cast<char*>(std::aligned_alloc(kHugePage, rounded));
   if (memory != nullptr) (void)madvise(memory, rounded, MADV_HUGEPAGE);
   return memory;
+}
+
+// Null if the memory cannot be had (Create reports it).
+Frame* NewFrames(size_t count) {
+  auto* frames = reinterpret_cast<Frame*>(AllocateFrameMemory(count * sizeof(Frame)));
+  if (frames == nullptr) return nullptr;
+  for (size_t i = 0; i < count; ++i) new (&frames[i]) Frame();
+  return frames;
 }
 
 size_t PartitionCountFor(size_t frames) {
@@ -109,7 +119,7 @@ Status BufferPool::Create(space::Volume* volume, const BufferPoolOptions& option
   }
   if (volume == nullptr) return Status::InvalidArgument("buffer pool needs a volume");
   pool->reset(new BufferPool(volume, options, frames));
-  if ((*pool)->memory_ == nullptr) {
+  if ((*pool)->memory_ == nullptr || (*pool)->frames_ == nullptr) {
     pool->reset();
     return Status::NoSpace("cannot allocate the buffer pool's memory");
   }
@@ -120,11 +130,11 @@ BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, 
     : volume_(volume),
       options_(options),
       memory_(AllocateFrameMemory(frames * kPageBytes), &std::free),
-      frames_(new Frame[frames]),
+      frames_(NewFrames(frames), FrameArrayDeleter{frames}),
       frame_count_(frames),
       partitions_(new Partition[PartitionCountFor(frames)]),
       partition_mask_(PartitionCountFor(frames) - 1) {
-  if (memory_ == nullptr) return;
+  if (memory_ == nullptr || frames_ == nullptr) return;
   free_frames_.reserve(frames);
   for (size_t i = frames; i-- > 0;) {
     frames_[i].data = memory_.get() + i * kPageBytes;
@@ -133,6 +143,12 @@ BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, 
 }
 
 BufferPool::~BufferPool() { StopWriter(); }
+
+void BufferPool::FrameArrayDeleter::operator()(Frame* frames) const {
+  if (frames == nullptr) return;
+  for (size_t i = 0; i < count; ++i) frames[i].~Frame();
+  std::free(frames);
+}
 
 BufferPool::Partition& BufferPool::PartitionOf(PageId id) const {
   // Fibonacci hashing spreads consecutive page ids over partitions.

@@ -257,7 +257,12 @@ class BufferPool {
   space::Volume* volume_;
   const BufferPoolOptions options_;
   std::unique_ptr<char, void (*)(void*)> memory_;
-  std::unique_ptr<Frame[]> frames_;
+  // The frame descriptors, in huge pages too (buffer_pool.cc, AllocateFrameMemory).
+  struct FrameArrayDeleter {
+    size_t count = 0;
+    void operator()(Frame* frames) const;
+  };
+  std::unique_ptr<Frame[], FrameArrayDeleter> frames_;
   size_t frame_count_;
   std::unique_ptr<Partition[]> partitions_;
   size_t partition_mask_;
