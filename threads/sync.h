@@ -83,7 +83,8 @@ class Latch {
   uint32_t shared_count() const {
     return static_cast<uint32_t>(word_.load(std::memory_order_relaxed) & kSharedMask);
   }
-  bool IsFree() const { return (word_.load(std::memory_order_relaxed) & ~kWaiters) == 0; }
+  // acquire: a caller that sees the latch free sees the last holder's accesses done.
+  bool IsFree() const { return (word_.load(std::memory_order_acquire) & ~kWaiters) == 0; }
 
  private:
   static constexpr uint64_t kSharedMask = 0xffffffffull;

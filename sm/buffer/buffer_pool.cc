@@ -178,17 +178,24 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
     frame = part.map.Find(id.value());
     if (frame != nullptr) {
       // The page's first two cache lines (every page type's headers, a B-tree node's first
-      // slots), fetched while the pin and the latch wait for the frame's own line. The address
-      // comes from the frame's index, not from frame->data, which would wait for that line.
+      // slots), fetched while the latch waits for the frame's own line. The address comes
+      // from the frame's index, not from frame->data, which would wait for that line.
       const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
       __builtin_prefetch(data);
       __builtin_prefetch(data + 64);
+      ++part.hits;
+      // The usual hit: resident and its latch free. Taken under the partition lock, the latch
+      // alone keeps the frame (invariant 2).
+      if (frame->state.load(std::memory_order_acquire) == FrameState::kResident &&
+          TryLatch(frame, mode)) [[likely]] {
+        HandOver(frame, mode, /*pinned=*/false, handle);
+        return Status::OK();
+      }
       // relaxed: ordered against eviction by the partition lock (invariant 2).
       frame->pin_count.fetch_add(1, std::memory_order_relaxed);
-      ++part.hits;
     }
   }
-  if (frame != nullptr) [[likely]] {
+  if (frame != nullptr) {
     // A resident page (the usual hit) needs neither FixExisting's wait for a load nor its
     // failed-load check.
     if (frame->state.load(std::memory_order_acquire) != FrameState::kResident) [[unlikely]] {
@@ -239,10 +246,26 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
 
 void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle) {
   frame->latch.Acquire(mode);
+  HandOver(frame, mode, /*pinned=*/true, handle);
+}
+
+bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
+  return mode == LatchMode::kShared ? frame->latch.TryAcquireShared()
+                                    : frame->latch.TryAcquireExclusive();
+}
+
+void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle) {
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
   handle->mode_ = mode;
+  handle->pinned_ = pinned;
+}
+
+bool BufferPool::InUse(const Frame& frame) {
+  // acquire: pairs with the last Unpin's or unlatch's release, so the last user's accesses to
+  // the page happen before the frame is reused.
+  return frame.pin_count.load(std::memory_order_acquire) != 0 || !frame.latch.IsFree();
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
@@ -321,10 +344,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
   }
   frame->latch.AcquireExclusive();
   InitPage(frame->data, id, type);
-  frame->referenced.store(true, std::memory_order_relaxed);
-  handle->frame_ = frame;
-  handle->pool_ = this;
-  handle->mode_ = LatchMode::kExclusive;
+  HandOver(frame, LatchMode::kExclusive, /*pinned=*/true, handle);
   handle->MarkDirty();
   return Status::OK();
 }
@@ -346,7 +366,7 @@ Status BufferPool::Forget(PageId id) {
     std::lock_guard<threads::SpinLock> guard(part.lock);
     frame = part.map.Find(id.value());
     if (frame != nullptr) {
-      if (frame->pin_count.load(std::memory_order_acquire) != 0) {  // as in TryEvict
+      if (InUse(*frame)) {  // as in TryEvict
         return Status::Busy("page " + std::to_string(id.value()) +
                             " is fixed and cannot be freed");
       }
@@ -379,7 +399,7 @@ Status BufferPool::ClaimFrame(Frame** out) {
   for (size_t step = 0; step < 4 * n; ++step) {
     Frame* f = &frames_[clock_hand_.fetch_add(1, std::memory_order_relaxed) % n];
     if (f->state.load(std::memory_order_acquire) != FrameState::kResident) continue;
-    if (f->pin_count.load(std::memory_order_relaxed) != 0) continue;
+    if (InUse(*f)) continue;
     if (f->referenced.exchange(false, std::memory_order_relaxed)) continue;
     if (f->dirty.load(std::memory_order_acquire)) {
       if (step < 2 * n) {
@@ -403,9 +423,7 @@ bool BufferPool::TryEvict(Frame* f) {
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
   if (part.map.Find(id.value()) != f) return false;  // remapped meanwhile
-  // acquire: pairs with the last Unpin's release, so the last user's accesses to the page
-  // happen before the frame is reused.
-  if (f->pin_count.load(std::memory_order_acquire) != 0) return false;
+  if (InUse(*f)) return false;
   if (f->dirty.load(std::memory_order_acquire)) return false;
   if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
   part.map.Erase(id.value());
@@ -511,7 +529,7 @@ size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit) {
   for (size_t i = 0; i < frame_count_ && written < max_pages; ++i) {
     Frame* f = &frames_[i];
     if (!f->dirty.load(std::memory_order_acquire)) continue;
-    if (f->pin_count.load(std::memory_order_relaxed) != 0) continue;  // in use: later
+    if (InUse(*f)) continue;  // in use: later
     if (f->rec_lsn.load(std::memory_order_relaxed) >= rec_lsn_limit) continue;  // young: later
     // A failure leaves the page dirty (invariant 6); the writer retries next round and the
     // fixer that needs the frame gets the error.
@@ -637,14 +655,14 @@ bool BufferPool::CheckInvariants() const {
     free_count = free_frames_.size();
     for (Frame* f : free_frames_) {
       if (f->state.load(std::memory_order_relaxed) != FrameState::kFree) return false;
-      if (f->pin_count.load(std::memory_order_relaxed) != 0) return false;
+      if (InUse(*f)) return false;
     }
   }
   size_t dirty = 0, pinned = 0, evicted_free = 0;
   for (size_t i = 0; i < frame_count_; ++i) {
     const Frame& f = frames_[i];
     if (f.dirty.load(std::memory_order_relaxed)) ++dirty;
-    if (f.pin_count.load(std::memory_order_relaxed) != 0) ++pinned;
+    if (InUse(f)) ++pinned;
     if (f.state.load(std::memory_order_relaxed) == FrameState::kFree) ++evicted_free;
     if (f.dirty.load(std::memory_order_relaxed) &&
         f.state.load(std::memory_order_relaxed) != FrameState::kResident) {

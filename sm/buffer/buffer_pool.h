@@ -3,8 +3,12 @@
 // Owns: the frames and their memory, the page table (page id -> frame), pin counts, the
 // clock hand, write-back (eviction and the background writer) and the pool statistics.
 //
-// Fixing a page pins its frame (so it cannot be evicted) and latches it shared or exclusive
-// (threads::Latch: a fiber that waits is suspended). A PageHandle unfixes when it dies.
+// Fixing a page keeps its frame from eviction and latches it shared or exclusive
+// (threads::Latch: a fiber that waits is suspended). A PageHandle unfixes when it dies. A hit
+// whose latch is free takes the latch under the partition lock, and the latch alone keeps the
+// frame (a frame is in use while pinned or latched: invariant 2); otherwise the fixer pins the
+// frame under the lock and then waits for the latch. The fast way spares a hit two atomic
+// read-modify-writes (pin and unpin), each of which also waits for the store buffer to drain.
 //
 // Frame state machine (Frame::state), transitions under the page-table partition lock:
 //   kFree     --Claim (Fix miss / FixNew)-->           kLoading (mapped, pinned by the loader)
@@ -16,9 +20,10 @@
 //
 // Invariants:
 //   1. A page id maps to at most one frame; a mapped frame is kLoading or kResident.
-//   2. pin_count is incremented only under the partition lock of the frame's page, and an
-//      eviction checks pin_count == 0 under the same lock, so a pinned frame is never
-//      evicted. Unpinning needs no lock.
+//   2. A frame is in use while pin_count > 0 or its latch is held. pin_count is incremented,
+//      and a fix that does not pin takes the latch, only under the partition lock of the
+//      frame's page; an eviction (or a Forget) checks both under the same lock, so a frame in
+//      use is never evicted. Unpinning and unlatching need no lock.
 //   3. A frame's bytes change only under its exclusive latch; write-back copies them under
 //      a shared latch, so a page is never written half-modified.
 //   4. WAL rule: before a dirty page is written, the log is made durable up to its page LSN
@@ -125,7 +130,8 @@ static_assert(sizeof(threads::Latch) + 2 * sizeof(uint32_t) + sizeof(PageId) + s
                   64,
               "the fix path's fields of a Frame fit in one cache line");
 
-// A fixed page: pinned and latched until Release() or destruction. Movable, not copyable.
+// A fixed page: latched (and pinned, unless the latch was taken under the partition lock)
+// until Release() or destruction. Movable, not copyable.
 class PageHandle {
  public:
   PageHandle() = default;
@@ -163,6 +169,7 @@ class PageHandle {
   Frame* frame_ = nullptr;
   BufferPool* pool_ = nullptr;
   threads::LatchMode mode_ = threads::LatchMode::kShared;
+  bool pinned_ = true;  // false: the latch alone keeps the frame (invariant 2)
 };
 
 class BufferPool {
@@ -233,6 +240,12 @@ class BufferPool {
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
   // Latches a pinned, resident frame and hands it to *handle.
   void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Takes the latch if it is free now (never waits).
+  static bool TryLatch(Frame* frame, threads::LatchMode mode);
+  // Fills *handle with a frame the caller latched (and pinned, if `pinned`).
+  void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle);
+  // Pinned or latched (invariant 2).
+  static bool InUse(const Frame& frame);
   Status ClaimFrame(Frame** frame);
   bool PinIfResident(Frame* frame);
   bool TryEvict(Frame* frame);
@@ -301,6 +314,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
     frame_ = other.frame_;
     pool_ = other.pool_;
     mode_ = other.mode_;
+    pinned_ = other.pinned_;
     other.frame_ = nullptr;
   }
   return *this;
@@ -309,7 +323,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
 inline void PageHandle::Release() {
   if (frame_ == nullptr) return;
   frame_->latch.Release(mode_);
-  pool_->Unpin(frame_);
+  if (pinned_) pool_->Unpin(frame_);
   frame_ = nullptr;
 }
 
