@@ -20,12 +20,15 @@ namespace sm::buffer {
 
 using threads::LatchMode;
 
-// A slice of the page table. hits is counted under the lock it already holds, so the hit
-// path touches no shared counter.
+// A slice of the page table. hits is counted on the line the hit reads anyway (the table's
+// array pointer), without a read-modify-write: two fixes of one partition at the same moment
+// on two workers may count one hit.
 struct alignas(64) BufferPool::Partition {
   mutable threads::SpinLock lock;
-  FrameTable map;                            // guarded by lock
-  uint64_t hits = 0;                         // guarded by lock
+  FrameTable map;  // guarded by lock, except FindUnlocked
+  std::atomic<uint64_t> hits{0};
+
+  void CountHit() { hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 };
 
 namespace {
@@ -172,22 +175,30 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
   handle->Release();
   if (!id.valid()) return Status::InvalidArgument("page id 0 is the volume header");
   Partition& part = PartitionOf(id);
+  // The usual hit takes no lock (invariant 2): latch the frame the table seems to map, then
+  // check that it holds the page, loaded. Anything else goes the locked way.
+  if (Frame* seen = part.map.FindUnlocked(id.value()); seen != nullptr) [[likely]] {
+    PrefetchPage(seen);
+    if (TryLatch(seen, mode)) [[likely]] {
+      if (seen->page_id.load(std::memory_order_acquire) == id &&
+          seen->state.load(std::memory_order_acquire) == FrameState::kResident) [[likely]] {
+        part.CountHit();
+        HandOver(seen, mode, /*pinned=*/false, handle);
+        return Status::OK();
+      }
+      seen->latch.Release(mode);
+    }
+  }
   Frame* frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
     frame = part.map.Find(id.value());
     if (frame != nullptr) {
-      // The page's first two cache lines (every page type's headers, a B-tree node's first
-      // slots), fetched while the latch waits for the frame's own line. The address comes
-      // from the frame's index, not from frame->data, which would wait for that line.
-      const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
-      __builtin_prefetch(data);
-      __builtin_prefetch(data + 64);
-      ++part.hits;
-      // The usual hit: resident and its latch free. Taken under the partition lock, the latch
-      // alone keeps the frame (invariant 2).
+      part.CountHit();
+      // Resident with its latch free (the unlocked try met a move in the table or a latch
+      // that was just released): the latch alone keeps the frame.
       if (frame->state.load(std::memory_order_acquire) == FrameState::kResident &&
-          TryLatch(frame, mode)) [[likely]] {
+          TryLatch(frame, mode)) {
         HandOver(frame, mode, /*pinned=*/false, handle);
         return Status::OK();
       }
@@ -196,8 +207,8 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
     }
   }
   if (frame != nullptr) {
-    // A resident page (the usual hit) needs neither FixExisting's wait for a load nor its
-    // failed-load check.
+    // A resident page whose latch is taken (pinned above, now waiting for the latch) needs
+    // neither FixExisting's wait for a load nor its failed-load check.
     if (frame->state.load(std::memory_order_acquire) != FrameState::kResident) [[unlikely]] {
       return FixExisting(frame, mode, handle);
     }
@@ -242,6 +253,15 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
   }
   LatchPinned(frame, mode, handle);
   return Status::OK();
+}
+
+void BufferPool::PrefetchPage(const Frame* frame) const {
+  // The page's first two cache lines (every page type's headers, a B-tree node's first
+  // slots), fetched while the latch waits for the frame's own line. The address comes from
+  // the frame's index, not from frame->data, which would wait for that line.
+  const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
+  __builtin_prefetch(data);
+  __builtin_prefetch(data + 64);
 }
 
 void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle) {
@@ -329,6 +349,9 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     volume_->FreePage(id).PermitUnchecked();  // best effort: the page was never used
     return s;
   }
+  // Latched before it is mapped: no fix (an unlocked one either) sees the page unformatted.
+  // An unlocked fix may hold the free frame's latch for a moment, until it finds no page.
+  frame->latch.AcquireExclusive();
   Partition& part = PartitionOf(id);
   {
     std::lock_guard<threads::SpinLock> guard(part.lock);
@@ -342,7 +365,6 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     frame->state.store(FrameState::kResident, std::memory_order_release);
     part.map.Insert(id.value(), frame);
   }
-  frame->latch.AcquireExclusive();
   InitPage(frame->data, id, type);
   HandOver(frame, LatchMode::kExclusive, /*pinned=*/true, handle);
   handle->MarkDirty();
@@ -366,7 +388,9 @@ Status BufferPool::Forget(PageId id) {
     std::lock_guard<threads::SpinLock> guard(part.lock);
     frame = part.map.Find(id.value());
     if (frame != nullptr) {
-      if (InUse(*frame)) {  // as in TryEvict
+      // As in TryEvict: not pinned, and latched through the unmapping (invariant 2).
+      if (frame->pin_count.load(std::memory_order_acquire) != 0 ||
+          !frame->latch.TryAcquireExclusive()) {
         return Status::Busy("page " + std::to_string(id.value()) +
                             " is fixed and cannot be freed");
       }
@@ -377,6 +401,9 @@ Status BufferPool::Forget(PageId id) {
     if (frame->dirty.exchange(false, std::memory_order_relaxed)) {
       dirty_count_.fetch_sub(1, std::memory_order_relaxed);
     }
+    frame->state.store(FrameState::kFree, std::memory_order_relaxed);
+    frame->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
+    frame->latch.ReleaseExclusive();
     ReturnToFreeList(frame);
   }
   return Status::OK();
@@ -423,14 +450,22 @@ bool BufferPool::TryEvict(Frame* f) {
   Partition& part = PartitionOf(id);
   std::lock_guard<threads::SpinLock> guard(part.lock);
   if (part.map.Find(id.value()) != f) return false;  // remapped meanwhile
-  if (InUse(*f)) return false;
-  if (f->dirty.load(std::memory_order_acquire)) return false;
-  if (f->state.load(std::memory_order_relaxed) != FrameState::kResident) return false;
-  part.map.Erase(id.value());
-  f->state.store(FrameState::kFree, std::memory_order_relaxed);
-  f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
-  evictions_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  // acquire: pairs with the last Unpin's release, so the last user's accesses to the page
+  // happen before the frame is reused.
+  if (f->pin_count.load(std::memory_order_acquire) != 0) return false;
+  // Held through the unmapping (invariant 2): an unlocked fix that latches the frame later
+  // finds it holding no page.
+  if (!f->latch.TryAcquireExclusive()) return false;
+  bool evict = !f->dirty.load(std::memory_order_acquire) &&
+               f->state.load(std::memory_order_relaxed) == FrameState::kResident;
+  if (evict) {
+    part.map.Erase(id.value());
+    f->state.store(FrameState::kFree, std::memory_order_relaxed);
+    f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+  f->latch.ReleaseExclusive();
+  return evict;
 }
 
 bool BufferPool::PinIfResident(Frame* f) {
@@ -603,7 +638,7 @@ BufferPoolStats BufferPool::stats() const {
   BufferPoolStats st;
   for (size_t p = 0; p <= partition_mask_; ++p) {
     std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
-    st.hits += partitions_[p].hits;
+    st.hits += partitions_[p].hits.load(std::memory_order_relaxed);
   }
   st.misses = misses_.load(std::memory_order_relaxed);
   st.reads = reads_.load(std::memory_order_relaxed);

@@ -4,11 +4,14 @@
 // clock hand, write-back (eviction and the background writer) and the pool statistics.
 //
 // Fixing a page keeps its frame from eviction and latches it shared or exclusive
-// (threads::Latch: a fiber that waits is suspended). A PageHandle unfixes when it dies. A hit
-// whose latch is free takes the latch under the partition lock, and the latch alone keeps the
-// frame (a frame is in use while pinned or latched: invariant 2); otherwise the fixer pins the
-// frame under the lock and then waits for the latch. The fast way spares a hit two atomic
-// read-modify-writes (pin and unpin), each of which also waits for the store buffer to drain.
+// (threads::Latch: a fiber that waits is suspended). A PageHandle unfixes when it dies. The
+// usual hit takes no lock and no pin: it looks the page up in the table without the
+// partition lock, latches the frame it finds if the latch is free, and checks that the frame
+// holds the page, loaded; the latch alone then keeps the frame (invariant 2). Anything else
+// (a miss, a busy latch, a frame that moved) takes the partition lock, where a busy latch
+// means pin first, then wait for the latch. A hit so costs two atomic read-modify-writes (the
+// latch and its release) instead of five (lock, pin, latch, release, unpin), each of which
+// also waits for the store buffer to drain.
 //
 // Frame state machine (Frame::state), transitions under the page-table partition lock:
 //   kFree     --Claim (Fix miss / FixNew)-->           kLoading (mapped, pinned by the loader)
@@ -20,10 +23,13 @@
 //
 // Invariants:
 //   1. A page id maps to at most one frame; a mapped frame is kLoading or kResident.
-//   2. A frame is in use while pin_count > 0 or its latch is held. pin_count is incremented,
-//      and a fix that does not pin takes the latch, only under the partition lock of the
-//      frame's page; an eviction (or a Forget) checks both under the same lock, so a frame in
-//      use is never evicted. Unpinning and unlatching need no lock.
+//   2. A frame is in use while pin_count > 0 or its latch is held. pin_count is incremented
+//      only under the partition lock of the frame's page. An eviction (or a Forget) checks
+//      pin_count == 0 under the same lock and holds the frame's latch exclusively while it
+//      unmaps the frame and clears its page id and state. So a pinned frame is never evicted,
+//      and a fix that latched a frame without the lock (or under it) and then finds it holding
+//      its page, resident, keeps that page until it unlatches. Unpinning and unlatching need
+//      no lock. A new page's frame is latched before it is mapped.
 //   3. A frame's bytes change only under its exclusive latch; write-back copies them under
 //      a shared latch, so a page is never written half-modified.
 //   4. WAL rule: before a dirty page is written, the log is made durable up to its page LSN
@@ -240,6 +246,8 @@ class BufferPool {
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
   // Latches a pinned, resident frame and hands it to *handle.
   void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Prefetches the first lines of the frame's page.
+  void PrefetchPage(const Frame* frame) const;
   // Takes the latch if it is free now (never waits).
   static bool TryLatch(Frame* frame, threads::LatchMode mode);
   // Fills *handle with a frame the caller latched (and pinned, if `pinned`).

@@ -2,22 +2,29 @@
 // addressing with linear probing. It replaces std::unordered_map, whose lookup - once per page
 // fix - divides by a prime bucket count and follows a node pointer.
 //
-// Owns: a power-of-two array of slots. Page id 0 (PageId::Invalid, never a data page) marks an
-// empty slot.
+// Owns: a power-of-two array of slots (and the smaller arrays it outgrew). Page id 0
+// (PageId::Invalid, never a data page) marks an empty slot.
 //
 // Invariants:
 //   1. An entry lies in the probe run that starts at its home slot (Home), with no empty slot
 //      between the home slot and the entry; so Find may stop at the first empty slot.
 //   2. At most half of the slots are full (Insert doubles the array first), so every probe
 //      meets an empty slot.
+//   3. An array, once published, stays allocated until the table dies: a reader without the
+//      lock (FindUnlocked) may still be probing one the table has outgrown.
 // Erase keeps 1 without tombstones: it moves each later entry of the run whose home slot does
 // not lie between the hole and the entry back into the hole (Knuth's algorithm R).
 //
-// Thread/fiber safety: none of its own; the partition's lock guards it.
+// Thread/fiber safety: Find, Insert, Erase, size and ForEach under the partition's lock.
+// FindUnlocked may run concurrently with all of them: the slots are atomics (relaxed: plain
+// loads and stores on x86), so it never reads torn words, but it may miss an entry being moved
+// or return a frame that no longer holds the page; its caller validates (BufferPool::FixImpl).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace sm::buffer {
@@ -26,37 +33,55 @@ struct Frame;
 
 class FrameTable {
  public:
-  FrameTable() : slots_(size_t{1} << kInitialBits) {}
+  FrameTable() { Publish(std::make_unique<Array>(kInitialBits)); }
 
   // The frame mapped to page `id` (non-zero), or null.
   Frame* Find(uint64_t id) const {
-    for (size_t i = Home(id);; i = Next(i)) {
-      const Slot& slot = slots_[i];
-      if (slot.id == id) return slot.frame;
-      if (slot.id == 0) return nullptr;
+    const Array& a = *arrays_.back();
+    for (size_t i = Home(id, a.bits);; i = Next(i, a)) {
+      const Slot& slot = a.slots[i];
+      uint64_t slot_id = slot.id.load(std::memory_order_relaxed);
+      if (slot_id == id) return slot.frame.load(std::memory_order_relaxed);
+      if (slot_id == 0) return nullptr;
     }
+  }
+
+  // Find without the lock: the frame that was mapped to `id` at some moment of the probe, a
+  // frame that held another page (a slot read mid-move), or null (also when the entry was
+  // being moved). Any result must be validated against the frame itself.
+  Frame* FindUnlocked(uint64_t id) const {
+    const Array& a = *current_.load(std::memory_order_acquire);
+    size_t i = Home(id, a.bits);
+    for (size_t probes = 0; probes <= a.mask; ++probes, i = Next(i, a)) {
+      const Slot& slot = a.slots[i];
+      uint64_t slot_id = slot.id.load(std::memory_order_relaxed);
+      if (slot_id == id) return slot.frame.load(std::memory_order_relaxed);
+      if (slot_id == 0) return nullptr;
+    }
+    return nullptr;  // only while slots move under it; the caller takes the lock then
   }
 
   // Maps `id` (non-zero, not mapped) to `frame`.
   void Insert(uint64_t id, Frame* frame) {
-    if (2 * (count_ + 1) > slots_.size()) Grow();
-    Place(id, frame);
+    if (2 * (count_ + 1) > arrays_.back()->mask + 1) Grow();
+    Place(*arrays_.back(), id, frame);
     ++count_;
   }
 
   // Unmaps `id`; false if it was not mapped.
   bool Erase(uint64_t id) {
-    size_t hole = Home(id);
-    for (; slots_[hole].id != id; hole = Next(hole)) {
-      if (slots_[hole].id == 0) return false;
+    Array& a = *arrays_.back();
+    size_t hole = Home(id, a.bits);
+    for (; IdAt(a, hole) != id; hole = Next(hole, a)) {
+      if (IdAt(a, hole) == 0) return false;
     }
-    for (size_t j = Next(hole); slots_[j].id != 0; j = Next(j)) {
-      if (Distance(Home(slots_[j].id), j) >= Distance(hole, j)) {
-        slots_[hole] = slots_[j];
+    for (size_t j = Next(hole, a); IdAt(a, j) != 0; j = Next(j, a)) {
+      if (Distance(Home(IdAt(a, j), a.bits), j, a) >= Distance(hole, j, a)) {
+        Set(a, hole, IdAt(a, j), a.slots[j].frame.load(std::memory_order_relaxed));
         hole = j;
       }
     }
-    slots_[hole] = Slot{};
+    Set(a, hole, 0, nullptr);
     --count_;
     return true;
   }
@@ -66,8 +91,10 @@ class FrameTable {
   // Calls fn(id, frame) for every entry (CheckInvariants).
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const Slot& slot : slots_) {
-      if (slot.id != 0) fn(slot.id, slot.frame);
+    const Array& a = *arrays_.back();
+    for (size_t i = 0; i <= a.mask; ++i) {
+      uint64_t id = IdAt(a, i);
+      if (id != 0) fn(id, a.slots[i].frame.load(std::memory_order_relaxed));
     }
   }
 
@@ -77,31 +104,52 @@ class FrameTable {
   static constexpr uint64_t kMultiplier = 0xC2B2AE3D27D4EB4Full;
 
   struct Slot {
-    uint64_t id = 0;
-    Frame* frame = nullptr;
+    std::atomic<uint64_t> id{0};
+    std::atomic<Frame*> frame{nullptr};
+  };
+  struct Array {
+    explicit Array(int b) : bits(b), mask((size_t{1} << b) - 1), slots(new Slot[mask + 1]) {}
+    const int bits;
+    const size_t mask;
+    const std::unique_ptr<Slot[]> slots;
   };
 
-  size_t Home(uint64_t id) const { return (id * kMultiplier) >> (64 - bits_); }
-  size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
-  size_t Distance(size_t from, size_t to) const { return (to - from) & (slots_.size() - 1); }
+  static size_t Home(uint64_t id, int bits) { return (id * kMultiplier) >> (64 - bits); }
+  static size_t Next(size_t i, const Array& a) { return (i + 1) & a.mask; }
+  static size_t Distance(size_t from, size_t to, const Array& a) { return (to - from) & a.mask; }
+  static uint64_t IdAt(const Array& a, size_t i) {
+    return a.slots[i].id.load(std::memory_order_relaxed);
+  }
+  // The frame first: a reader that sees the new id sees a frame that is at worst stale.
+  static void Set(Array& a, size_t i, uint64_t id, Frame* frame) {
+    a.slots[i].frame.store(frame, std::memory_order_relaxed);
+    a.slots[i].id.store(id, std::memory_order_relaxed);
+  }
 
-  void Place(uint64_t id, Frame* frame) {
-    size_t i = Home(id);
-    while (slots_[i].id != 0) i = Next(i);
-    slots_[i] = Slot{id, frame};
+  static void Place(Array& a, uint64_t id, Frame* frame) {
+    size_t i = Home(id, a.bits);
+    while (IdAt(a, i) != 0) i = Next(i, a);
+    Set(a, i, id, frame);
+  }
+
+  void Publish(std::unique_ptr<Array> array) {
+    arrays_.push_back(std::move(array));
+    // release: a reader that loads the new array sees its slots filled.
+    current_.store(arrays_.back().get(), std::memory_order_release);
   }
 
   void Grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    ++bits_;
-    for (const Slot& slot : old) {
-      if (slot.id != 0) Place(slot.id, slot.frame);
+    const Array& old = *arrays_.back();
+    auto grown = std::make_unique<Array>(old.bits + 1);
+    for (size_t i = 0; i <= old.mask; ++i) {
+      uint64_t id = IdAt(old, i);
+      if (id != 0) Place(*grown, id, old.slots[i].frame.load(std::memory_order_relaxed));
     }
+    Publish(std::move(grown));
   }
 
-  std::vector<Slot> slots_;
-  int bits_ = kInitialBits;
+  std::vector<std::unique_ptr<Array>> arrays_;  // every array published; the last is current
+  std::atomic<const Array*> current_{nullptr};  // == arrays_.back(), for FindUnlocked
   size_t count_ = 0;
 };
 
