@@ -357,11 +357,24 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
 
 void LockManager::ReleaseRequest(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
-  WakeList wakes;
   bucket.latch.lock();
   SM_DASSERT(req->state == RequestState::kGranted || req->inherited);
   // An inherited request that was revoked is out of the table already.
-  if (req->state != RequestState::kRevoked) Unlink(bucket, req, &wakes);
+  if (req->state != RequestState::kRevoked) {
+    const LockHead* head = req->head;
+    if (!head->waiting.empty() || !head->converting.empty()) [[unlikely]] {
+      ReleaseQueued(bucket, req);  // unlocks the bucket
+      return;
+    }
+    // Nobody queued, so nobody to grant: no wake list to fill and post (nearly every release).
+    Unlink(bucket, req, nullptr);
+  }
+  bucket.latch.unlock();
+}
+
+void LockManager::ReleaseQueued(Bucket& bucket, LockRequest* req) {
+  WakeList wakes;
+  Unlink(bucket, req, &wakes);
   bucket.latch.unlock();
   wakes.PostAll();
 }
@@ -420,12 +433,16 @@ LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id, LockOwner* c
   return head;
 }
 
-// Takes a holder (granted or inherited) off its head and grants whom that unblocks.
+// Takes a holder (granted or inherited) off its head and grants whom that unblocks (`wakes`
+// may be null if nobody is queued on the head).
 void LockManager::Unlink(Bucket& bucket, LockRequest* req, WakeList* wakes) {
   LockHead* head = req->head;
   head->granted.erase(head->granted.iterator_to(*req));
   head->RemoveGranted(req->mode);
-  if (!head->waiting.empty() || !head->converting.empty()) GrantWaiters(head, wakes);
+  if (!head->waiting.empty() || !head->converting.empty()) {
+    SM_ASSERT(wakes != nullptr);
+    GrantWaiters(head, wakes);
+  }
   FreeHeadIfEmpty(bucket, head, req->owner);  // only its owner releases a request
 }
 

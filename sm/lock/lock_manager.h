@@ -248,6 +248,9 @@ class LockManager {
   void HandleTimeout(LockOwner* owner, LockRequest* req);
   Status FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted);
   void ReleaseRequest(LockRequest* req);
+  // ReleaseRequest's path when requests are queued on the head: grants and wakes them. Called
+  // with the bucket latched; releases it.
+  static void ReleaseQueued(Bucket& bucket, LockRequest* req);
   // Gives up whatever a dying owner keeps, adds its statistics to retired_stats_, and
   // unregisters it.
   void Retire(LockOwner* owner);
