@@ -124,8 +124,11 @@ Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, Range
   SM_UNREACHABLE();
 }
 
-Status LockManager::Acquire(LockOwner* owner, const LockId& id, uint64_t mix, LockMode mode,
-                            LockDuration duration, LockWait wait) {
+// Inlined into Lock and LockHierarchical (the queueing path is Enqueue, out of line): the call
+// and the frame of a function that could wait cost TPC-C about 27 instructions per lock.
+[[gnu::always_inline]] inline Status LockManager::Acquire(LockOwner* owner, const LockId& id,
+                                                          uint64_t mix, LockMode mode,
+                                                          LockDuration duration, LockWait wait) {
   Bucket& bucket = BucketFor(mix);
   // A request is only built once it must be queued or kept (an instant lock granted at once,
   // a third of all requests in TPC-C, needs none); the pool is filled before the latch so
@@ -155,6 +158,11 @@ Status LockManager::Acquire(LockOwner* owner, const LockId& id, uint64_t mix, Lo
     owner->AddHeld(req);
     return Status::OK();
   }
+  return Enqueue(owner, bucket, head, id, mix, mode, duration, wait);
+}
+
+Status LockManager::Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head, const LockId& id,
+                            uint64_t mix, LockMode mode, LockDuration duration, LockWait wait) {
   if (wait == LockWait::kNoWait) {
     bucket.latch.unlock();
     ++owner->stats_.refusals;

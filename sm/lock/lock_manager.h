@@ -243,6 +243,13 @@ class LockManager {
   Bucket& BucketFor(uint64_t mix) const { return buckets_[mix & bucket_mask_]; }
   Status Acquire(LockOwner* owner, const LockId& id, uint64_t mix, LockMode mode,
                  LockDuration duration, LockWait wait);
+  // Acquire's path for a request that cannot be granted now: refused (kNoWait), or queued and
+  // waited for. Called with the bucket latched; releases it. Out of line (noinline), so that
+  // what is left of Acquire, the immediate grant of nearly every request, is small enough to
+  // inline into Lock and LockHierarchical.
+  [[gnu::noinline]] Status Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head,
+                                   const LockId& id, uint64_t mix, LockMode mode,
+                                   LockDuration duration, LockWait wait);
   Status Convert(LockOwner* owner, LockRequest* req, LockMode target, LockWait wait);
   Status WaitForGrant(LockOwner* owner, LockRequest* req, LockMode wanted);
   void HandleTimeout(LockOwner* owner, LockRequest* req);
