@@ -346,7 +346,6 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
   while (it != owner->held_.begin()) {
     LockRequest* req = &*--it;
     if (req->inherited) {  // not used by this transaction: not kept any longer
-      ReleaseRequest(req);
       req->inherited = false;
       --owner->inherited_count_;
     } else if (inherit == Inherit::kIntentions && IsInheritable(req->id, req->mode) &&
@@ -355,18 +354,20 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
       continue;
     } else {
       --owner->held_count_;
-      ReleaseRequest(req);
     }
+    ReleaseRequest(req);  // one call site: it is inlined
     it = owner->held_.erase(it);
     owner->FreeRequest(req);
   }
   owner->RebuildCache();
 }
 
-void LockManager::ReleaseRequest(LockRequest* req) {
+[[gnu::always_inline]] inline void LockManager::ReleaseRequest(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   bucket.latch.lock();
-  SM_DASSERT(req->state == RequestState::kGranted || req->inherited);
+  // Held, or inherited (ReleaseHeld clears `inherited` first) and perhaps revoked.
+  SM_DASSERT(req->state == RequestState::kGranted || req->state == RequestState::kInherited ||
+             req->state == RequestState::kRevoked);
   // An inherited request that was revoked is out of the table already.
   if (req->state != RequestState::kRevoked) {
     const LockHead* head = req->head;
