@@ -444,6 +444,25 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
                : ApplyInsert(*leaf, index, key, value, ctx);
 }
 
+namespace {
+
+// BTree::TryLock's work, inlined into the tree's own key-lock calls (LockAtLeaf, TryLockAt),
+// where the call cost as much as the work; the cursor calls BTree::TryLock.
+[[gnu::always_inline]] inline Status TryLockOrNoteWait(const OpContext& ctx,
+                                                       const KeyLockRequest& request,
+                                                       btree_internal::LockWait* wait) {
+  if (ctx.locks == nullptr) return Status::OK();
+  Status s = ctx.locks->TryLockKey(request);
+  if (s.code() != Status::Code::kBusy) return s;
+  wait->pending = true;
+  wait->key.assign(request.key);
+  wait->end_of_index = request.end_of_index;
+  wait->purpose = request.purpose;
+  return Status::OK();
+}
+
+}  // namespace
+
 Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx, PageHandle& leaf,
                          uint16_t index, bool found, LockWait* wait) const {
   if (ctx.locks == nullptr) return Status::OK();
@@ -451,9 +470,9 @@ Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx,
   if (found) {
     switch (op) {
       case WriteOp::kInsert:  // S keeps the key present, so Duplicate stays true (serializable)
-        return TryLock(ctx, KeyLockRequest{key, false, KeyLockPurpose::kRead}, wait);
+        return TryLockOrNoteWait(ctx, KeyLockRequest{key, false, KeyLockPurpose::kRead}, wait);
       case WriteOp::kUpsert:
-        return TryLock(ctx, write, wait);
+        return TryLockOrNoteWait(ctx, write, wait);
       case WriteOp::kUpdate:  // kWrite taken by Write
         return Status::OK();
       case WriteOp::kDelete:
@@ -469,7 +488,7 @@ Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx,
   // the gap never holds the key against that reader's own insert of it.
   SM_TRY(TryLockAt(ctx, leaf, index, KeyLockPurpose::kInsertNext, wait));
   if (wait->pending) return Status::OK();
-  return TryLock(ctx, write, wait);
+  return TryLockOrNoteWait(ctx, write, wait);
 }
 
 Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key,
@@ -560,14 +579,7 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
 // ---- key locks ---------------------------------------------------------------------------------
 
 Status BTree::TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const {
-  if (ctx.locks == nullptr) return Status::OK();
-  Status s = ctx.locks->TryLockKey(request);
-  if (s.code() != Status::Code::kBusy) return s;
-  wait->pending = true;
-  wait->key.assign(request.key);
-  wait->end_of_index = request.end_of_index;
-  wait->purpose = request.purpose;
-  return Status::OK();
+  return TryLockOrNoteWait(ctx, request, wait);
 }
 
 Status BTree::TryLockAt(const OpContext& ctx, PageHandle& leaf, uint16_t index,
@@ -575,13 +587,13 @@ Status BTree::TryLockAt(const OpContext& ctx, PageHandle& leaf, uint16_t index,
   if (ctx.locks == nullptr) return Status::OK();
   Node node(leaf.data());
   if (index < node.count()) {
-    return TryLock(ctx, KeyLockRequest{node.KeyAt(index), false, purpose}, wait);
+    return TryLockOrNoteWait(ctx, KeyLockRequest{node.KeyAt(index), false, purpose}, wait);
   }
   std::string next;
   bool end_of_index = false;
   std::vector<PageHandle> passed;  // latched until the lock is asked for
   SM_TRY(KeyAfterLeaf(leaf, &next, &end_of_index, &passed));
-  return TryLock(ctx, KeyLockRequest{next, end_of_index, purpose}, wait);
+  return TryLockOrNoteWait(ctx, KeyLockRequest{next, end_of_index, purpose}, wait);
 }
 
 Status BTree::WaitForLock(const OpContext& ctx, const LockWait& wait) const {

@@ -243,11 +243,21 @@ class LockManager {
   Bucket& BucketFor(uint64_t mix) const { return buckets_[mix & bucket_mask_]; }
   Status Acquire(LockOwner* owner, const LockId& id, uint64_t mix, LockMode mode,
                  LockDuration duration, LockWait wait);
+  // Acquire's path for a request that cannot be granted now: refused (kNoWait), or queued and
+  // waited for. Called with the bucket latched; releases it. Out of line (noinline), so that
+  // what is left of Acquire, the immediate grant of nearly every request, is small enough to
+  // inline into Lock and LockHierarchical.
+  [[gnu::noinline]] Status Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head,
+                                   const LockId& id, uint64_t mix, LockMode mode,
+                                   LockDuration duration, LockWait wait);
   Status Convert(LockOwner* owner, LockRequest* req, LockMode target, LockWait wait);
   Status WaitForGrant(LockOwner* owner, LockRequest* req, LockMode wanted);
   void HandleTimeout(LockOwner* owner, LockRequest* req);
   Status FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted);
   void ReleaseRequest(LockRequest* req);
+  // ReleaseRequest's path when requests are queued on the head: grants and wakes them. Called
+  // with the bucket latched; releases it.
+  static void ReleaseQueued(Bucket& bucket, LockRequest* req);
   // Gives up whatever a dying owner keeps, adds its statistics to retired_stats_, and
   // unregisters it.
   void Retire(LockOwner* owner);

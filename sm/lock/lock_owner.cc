@@ -1,4 +1,5 @@
-// LockOwner: the per-transaction request and head pools, lock list and lock hash.
+// LockOwner: the per-transaction request and head pools, lock list and lock hash (the helpers
+// the lock and release paths call per request are inline in lock_owner.h).
 #include "sm/lock/lock_owner.h"
 
 #include <algorithm>
@@ -47,13 +48,6 @@ LockMode LockOwner::HeldMode(const LockId& id) const {
   return req->mode;  // kNone for a new request that is still waiting
 }
 
-LockRequest* LockOwner::Find(const LockId& id, uint64_t mix) const {
-  for (LockRequest* r = cache_[CacheSlot(mix)]; r != nullptr; r = r->cache_next) {
-    if (r->id == id) return r;
-  }
-  return nullptr;
-}
-
 void LockOwner::GrowPool() {
   // A chunk per 64 requests, kept for the owner's life: a warm owner never allocates.
   request_chunks_.emplace_back(new LockRequest[kRequestChunk]);
@@ -61,66 +55,10 @@ void LockOwner::GrowPool() {
   for (size_t i = 0; i < kRequestChunk; ++i) FreeRequest(&chunk[i]);
 }
 
-LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
-  SM_ASSERT(free_requests_ != nullptr);  // ReserveRequest
-  LockRequest* req = free_requests_;
-  free_requests_ = req->cache_next;
-  SM_DASSERT(req->state == RequestState::kFree);
-  req->cache_next = nullptr;
-  req->head = nullptr;
-  req->owner = this;
-  req->id = id;
-  req->mix = mix;
-  req->mode = LockMode::kNone;
-  req->wait_mode = LockMode::kNone;
-  return req;
-}
-
-LockHead* LockOwner::TakeHead() {
-  LockHead* head = free_heads_;
-  SM_ASSERT(head != nullptr);  // ReserveHead
-  free_heads_ = head->next;
-  --free_head_count_;
-  head->next = nullptr;
-  return head;
-}
-
-void LockOwner::GiveHead(LockHead* head) {
-  SM_DASSERT(head->empty() && head->granted_mask == 0);
-  if (free_head_count_ == kMaxFreeHeads) {
-    delete head;  // heads drift from the owners that empty them to those that fill them
-    return;
-  }
-  head->next = free_heads_;
-  free_heads_ = head;
-  ++free_head_count_;
-}
-
-void LockOwner::FreeRequest(LockRequest* req) {
-  req->state = RequestState::kFree;
-  req->head = nullptr;
-  req->cache_next = free_requests_;
-  free_requests_ = req;
-}
-
-void LockOwner::AddHeld(LockRequest* req) {
-  SM_DASSERT(Find(req->id, req->mix) == nullptr);  // invariant 5 of lock_table.h
-  Link(req);
-  ++held_count_;
-}
-
 void LockOwner::RemoveHeld(LockRequest* req) {
   SM_DASSERT(!req->inherited);
   Unlink(req);
   --held_count_;
-}
-
-void LockOwner::Link(LockRequest* req) {
-  held_.push_back(*req);
-  LockRequest** slot = &cache_[CacheSlot(req->mix)];
-  req->cache_next = *slot;
-  *slot = req;
-  if (held_count_ + inherited_count_ >= cache_mask_ + 1) GrowCache();  // chains about one long
 }
 
 void LockOwner::Unlink(LockRequest* req) {

@@ -45,6 +45,7 @@
 
 #include <boost/intrusive/list_hook.hpp>
 
+#include "sm/common/assert.h"
 #include "sm/common/ids.h"
 #include "sm/lock/lock_id.h"
 #include "sm/lock/lock_mode.h"
@@ -199,5 +200,71 @@ class LockOwner {
 
   boost::intrusive::list_member_hook<> registry_hook_;  // LockManager::owners_
 };
+
+// The per-request helpers of the acquisition and release paths, inline: each is a few
+// stores, less than the call that reached it from lock_manager.cc.
+
+inline LockRequest* LockOwner::Find(const LockId& id, uint64_t mix) const {
+  for (LockRequest* r = cache_[CacheSlot(mix)]; r != nullptr; r = r->cache_next) {
+    if (r->id == id) return r;
+  }
+  return nullptr;
+}
+
+inline LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
+  SM_ASSERT(free_requests_ != nullptr);  // ReserveRequest
+  LockRequest* req = free_requests_;
+  free_requests_ = req->cache_next;
+  SM_DASSERT(req->state == RequestState::kFree);
+  req->cache_next = nullptr;
+  req->head = nullptr;
+  req->owner = this;
+  req->id = id;
+  req->mix = mix;
+  req->mode = LockMode::kNone;
+  req->wait_mode = LockMode::kNone;
+  return req;
+}
+
+inline LockHead* LockOwner::TakeHead() {
+  LockHead* head = free_heads_;
+  SM_ASSERT(head != nullptr);  // ReserveHead
+  free_heads_ = head->next;
+  --free_head_count_;
+  head->next = nullptr;
+  return head;
+}
+
+inline void LockOwner::GiveHead(LockHead* head) {
+  SM_DASSERT(head->empty() && head->granted_mask == 0);
+  if (free_head_count_ == kMaxFreeHeads) {
+    delete head;  // heads drift from the owners that empty them to those that fill them
+    return;
+  }
+  head->next = free_heads_;
+  free_heads_ = head;
+  ++free_head_count_;
+}
+
+inline void LockOwner::FreeRequest(LockRequest* req) {
+  req->state = RequestState::kFree;
+  req->head = nullptr;
+  req->cache_next = free_requests_;
+  free_requests_ = req;
+}
+
+inline void LockOwner::AddHeld(LockRequest* req) {
+  SM_DASSERT(Find(req->id, req->mix) == nullptr);  // invariant 5 of lock_table.h
+  Link(req);
+  ++held_count_;
+}
+
+inline void LockOwner::Link(LockRequest* req) {
+  held_.push_back(*req);
+  LockRequest** slot = &cache_[CacheSlot(req->mix)];
+  req->cache_next = *slot;
+  *slot = req;
+  if (held_count_ + inherited_count_ >= cache_mask_ + 1) GrowCache();  // chains about one long
+}
 
 }  // namespace sm::lock
