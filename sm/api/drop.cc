@@ -35,9 +35,13 @@
 //   3. While a drop's entry exists, its root page id r names its tree's root, or was freed by
 //      FinishDrop (its record logged before the entry's deletion). A tree created after that
 //      free may have r as its root; it was created after the drop, so its table id is larger
-//      (ids only grow while the entry holds the drop's id in the catalog).
-//   4. Only Open walks a drop that a crash left behind, before any transaction or allocation
-//      can run, and Open fails if a walk fails (ResumeDrops).
+//      (ids only grow while the entry holds the drop's id in the catalog). The other order,
+//      the entry's deletion first, would leak the root if a crash came between the two (a
+//      free whose record misses the log, or whose map change misses a checkpoint, is redone
+//      by nothing once no entry names the page).
+//   4. A drop that a crash left behind is walked only while no transaction or allocation can
+//      run: by Open (ResumeDrops), which fails if a walk fails, or by the Close of an Open that
+//      failed before it.
 //
 // Why the walk after a crash is safe (WalkDropped, ReadDroppedNode). Some of the tree's pages
 // may have been freed by durable records and then reused: the walk must neither free a page of
@@ -144,10 +148,6 @@ Status DatabaseImpl::ResumeDrops() {
     std::lock_guard<threads::Mutex> guard(reclaim_mu_);
     for (PendingDrop& drop : pending_drops_) {
       SM_DASSERT(drop.users.empty());
-      if (RootOwnedElsewhere(drop)) {
-        drop.walked = true;  // invariant 3: FinishDrop freed the root; only the entry is left
-        continue;
-      }
       SM_TRY(WalkDropped(&drop));  // invariant 4
     }
   }
@@ -254,6 +254,13 @@ Status DatabaseImpl::FinishDrop(PendingDrop* drop, bool* held) {
 // gets them leaves first (invariant 2). On a tree nothing has freed from (a drop in this run)
 // it accepts every page; see the file comment for a tree a crash left half freed.
 Status DatabaseImpl::WalkDropped(PendingDrop* drop) {
+  if (RootOwnedElsewhere(*drop)) {
+    // Invariant 3: FinishDrop freed the root before a crash and a newer tree has it; only the
+    // entry is left. (Never so for a drop of this run: its root is allocated until FinishDrop.)
+    drop->root_owned = false;
+    drop->walked = true;
+    return Status::OK();
+  }
   std::vector<PageId> next;
   uint16_t top = 0;
   Status s = ReadDroppedNode(drop->root, drop->root, kAnyLevel, &drop->root_owned, &top, &next);
