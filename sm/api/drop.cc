@@ -187,7 +187,7 @@ Status DatabaseImpl::ReclaimDropped() {
     bool finished = false;
     Status s = Reclaim(&*it, &finished);
     it = finished ? pending_drops_.erase(it) : it + 1;
-    SM_TRY(s);
+    if (!s.ok()) return s;
   }
   return Status::OK();
 }
