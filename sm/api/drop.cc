@@ -192,7 +192,7 @@ Status DatabaseImpl::ReclaimDropped() {
   return Status::OK();
 }
 
-// A test's limit on page-free records (TEST_LimitReclaim); always true in production.
+// A test's limit on reclamation steps (TEST_LimitReclaim); always true in production.
 bool DatabaseImpl::TakeReclaimChunk() {
   int64_t left = reclaim_chunks_left_.load(std::memory_order_relaxed);
   if (left == 0) return false;
@@ -220,10 +220,10 @@ Status DatabaseImpl::Reclaim(PendingDrop* drop, bool* finished) {
   if (held) return Status::OK();
   *finished = true;
   if (drop->unreadable == 0) return Status::OK();
-  return Status::Corruption(DropName(drop->table_id) + ": " + std::to_string(drop->unreadable) +
-                            " of its pages did not read back intact and stay allocated (first: "
-                            "page " +
-                            std::to_string(drop->first_unreadable.value()) + ")");
+  std::string why = std::to_string(drop->unreadable) + " of its pages are left allocated: ";
+  why += "they did not read back intact (the first: page " +
+         std::to_string(drop->first_unreadable.value()) + ")";
+  return Status::Corruption(DropName(drop->table_id) + ": " + why);
 }
 
 // The root last (invariant 2), then the entry. The root's record is logged again if its free
