@@ -10,8 +10,12 @@
 // value = CatalogEntry (catalog.cc). DDL runs in an internal serializable transaction that
 // locks the name's key, so concurrent DDL on one name serializes and a crash in the middle is
 // undone like any transaction. Table ids are never reused within a database run (max + 1).
+// Names that begin with a NUL byte are the engine's: a dropped table whose pages are not yet
+// all given back has an entry of kind kDropped under PendingDropKey(its id) (drop.cc); users
+// may not create or drop such names.
 //
-// Thread/fiber safety: as sm/sm.h says; tables_mu_ guards the handle map.
+// Thread/fiber safety: as sm/sm.h says; tables_mu_ guards the handle map, reclaim_mu_ the
+// pending drops (taken before tables_mu_ where both are held).
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,7 @@
 #include "sm/lock/lock_manager.h"
 #include "sm/sm.h"
 #include "sm/space/volume.h"
+#include "sm/txn/page_frees.h"
 #include "sm/txn/txn_manager.h"
 #include "steps/steps.h"
 #include "threads/runtime.h"
@@ -41,7 +46,9 @@ namespace sm::api {
 inline constexpr uint32_t kCatalogTableId = 1;
 inline constexpr uint32_t kFirstUserTableId = 2;
 
-enum class TableKind : uint8_t { kTable = 1, kIndex = 2 };
+// kDropped: a pending-drop entry (drop.cc), never a table. Builds before it refuse a catalog
+// that holds one (a damaged entry) rather than misread it.
+enum class TableKind : uint8_t { kTable = 1, kIndex = 2, kDropped = 3 };
 
 struct CatalogEntry {
   TableKind kind = TableKind::kTable;
@@ -50,6 +57,9 @@ struct CatalogEntry {
 };
 std::string EncodeCatalogEntry(const CatalogEntry& entry);
 Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, CatalogEntry* entry);
+// The catalog key of table `table_id`'s pending-drop entry: NUL, "drop", the id big-endian.
+std::string PendingDropKey(uint32_t table_id);
+inline bool IsReservedName(std::string_view name) { return !name.empty() && name[0] == '\0'; }
 
 // The meta file ("sm.meta"): what identifies a database directory and where its catalog is.
 struct MetaData {
@@ -198,21 +208,38 @@ class DatabaseImpl final : public Database {
   // fail (their aborts are refused); destroy them, then the database, then call
   // io::FaultInjectionFileSystem::SimulateCrash.
   void TEST_Crash();
-  // Test hook: keep every dropped table's pages allocated from now on (the state a crash
-  // between a drop and its reclamation leaves: pages allocated in no tree).
+  // Test hook: from now on reclamation gives nothing back in this run: dropped tables' pages
+  // stay allocated in no tree, and their pending-drop entries stay in the catalog (the state a
+  // crash right after a drop committed leaves; the next Open finishes them).
   void TEST_KeepDroppedPages() { keep_dropped_pages_.store(true, std::memory_order_relaxed); }
+  // Test hook: from now on page-free records cover at most `chunk_pages` pages, and after
+  // `chunks` more steps (a page-free record, the root's included, or the removal of a
+  // pending-drop entry) reclamation stops as with TEST_KeepDroppedPages: a crash then finds a
+  // drop reclaimed in part.
+  void TEST_LimitReclaim(uint32_t chunk_pages, int64_t chunks) {
+    reclaim_chunk_pages_.store(chunk_pages, std::memory_order_relaxed);
+    reclaim_chunks_left_.store(chunks, std::memory_order_relaxed);
+  }
+  // Test hook: drops whose reclamation has not finished (in this run's memory).
+  size_t TEST_PendingDrops();
 
  private:
   // A dropped table whose pages are not yet given back (drop.cc). Once walked, `pages` holds
-  // every page of its tree; `logged` of them are covered by page-free records and `freed` are
+  // the pages of its tree below the root, leaves first, and `root_owned` whether the root is
+  // still the tree's; `logged` of the pages are covered by page-free records and `freed` are
   // free (freed <= logged), so a reclamation that failed half way resumes where it stopped.
   struct PendingDrop {
-    TableImpl* table = nullptr;
+    uint32_t table_id = 0;
+    PageId root;
     std::vector<TxnId> users;  // the transactions active when it was dropped
     bool walked = false;
+    bool root_owned = false;
+    bool root_freed = false;
     std::vector<PageId> pages;
     size_t logged = 0;
     size_t freed = 0;
+    uint64_t unreadable = 0;  // pages the walk could not read (left allocated)
+    PageId first_unreadable;
   };
   Status OpenParts(bool create);
   Status StartSteps();
@@ -225,9 +252,18 @@ class DatabaseImpl final : public Database {
   Status VerifyLog(std::string* report);
   Status Create(std::string_view name, TableKind kind, Table** table);
   Status CatalogOp(std::string_view name, const std::function<Status(txn::Txn*, index::OpContext&)>& op);
+  Status CatalogTxn(const std::function<Status(txn::Txn*, index::OpContext&)>& op);
   // Gives back the pages of every dropped table that no transaction can still use (drop.cc).
   Status ReclaimDropped();
-  Status Reclaim(PendingDrop* drop);
+  Status Reclaim(PendingDrop* drop, bool* finished);
+  Status WalkDropped(PendingDrop* drop);
+  Status ReadDroppedNode(PageId id, PageId root, int level, bool* mine, uint16_t* node_level,
+                         std::vector<PageId>* children);
+  Status FinishDrop(PendingDrop* drop, bool* held);
+  bool TakeReclaimChunk();
+  // Open: finishes the drops LoadCatalog found pending (drop.cc).
+  Status ResumeDrops();
+  bool RootOwnedElsewhere(const PendingDrop& drop);
   void Teardown();
 
   const Options options_;
@@ -253,7 +289,10 @@ class DatabaseImpl final : public Database {
 
   threads::Mutex reclaim_mu_;  // one reclamation at a time; guards pending_drops_
   std::vector<PendingDrop> pending_drops_;
+  // Test hooks (relaxed: a test sets them before the drops they affect, on the same thread).
   std::atomic<bool> keep_dropped_pages_{false};
+  std::atomic<uint32_t> reclaim_chunk_pages_{txn::kMaxPageFreesPerRecord};
+  std::atomic<int64_t> reclaim_chunks_left_{-1};  // -1: no limit
 };
 
 // TableImpl::Resolve, here where DatabaseImpl is complete.

@@ -1,5 +1,11 @@
 // Catalog entries and the meta file.
 //
+// Catalog entry (the value under a table's name), little-endian:
+//   u8 entry version (kEntryVersion) | u8 kind (TableKind) | u32 table id | u64 root page id
+// A pending-drop entry (drop.cc) has the same layout with kind kDropped, under
+// PendingDropKey(id) = "\0drop" + u32 id big-endian (so the entries sort by id, before every
+// user name).
+//
 // Meta file "sm.meta", one 4096-byte block, little-endian:
 //   +0  char[8] magic "SMDBMETA"
 //   +8  u32     format version (kMetaVersion)
@@ -47,7 +53,8 @@ Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, Catalog
   if (!in.GetFixed8(&version) || !in.GetFixed8(&kind) || !in.GetFixed32(&id) ||
       !in.GetFixed64(&root) || !in.done() || version != kEntryVersion ||
       (kind != static_cast<uint8_t>(TableKind::kTable) &&
-       kind != static_cast<uint8_t>(TableKind::kIndex)) ||
+       kind != static_cast<uint8_t>(TableKind::kIndex) &&
+       kind != static_cast<uint8_t>(TableKind::kDropped)) ||
       id < kFirstUserTableId || root == 0) {
     return Status::Corruption("catalog entry of table '" + std::string(name) + "' is damaged");
   }
@@ -55,6 +62,12 @@ Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, Catalog
   entry->id = id;
   entry->root = PageId(root);
   return Status::OK();
+}
+
+std::string PendingDropKey(uint32_t table_id) {
+  std::string key("\0drop", 5);
+  for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(table_id >> shift));
+  return key;
 }
 
 Status WriteMeta(io::FileSystem* fs, const std::string& dir, const MetaData& meta) {

@@ -221,6 +221,7 @@ Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
   SM_TRY(LoadCatalog());
   report->tables = tables_.size();
   SM_TRY(RemarkTreePages(report));
+  SM_TRY(ResumeDrops());  // no transaction has begun yet
   txns_->StartCheckpointer();
   return Status::OK();
 }
@@ -246,21 +247,41 @@ Status DatabaseImpl::RemarkTreePages(OpenReport* report) {
   return volume_->Sync();
 }
 
+// Tables get handles; pending-drop entries become pending drops with no users (drop.cc). Their
+// ids count for next_table_id_, so no table created while one is pending reuses its id.
 Status DatabaseImpl::LoadCatalog() {
   index::Cursor cursor(catalog_.get());
-  std::lock_guard<threads::Mutex> guard(tables_mu_);
-  for (Status s = cursor.SeekToFirst(); cursor.Valid(); s = cursor.Next()) {
-    SM_TRY(s);
-    CatalogEntry entry;
-    SM_TRY(DecodeCatalogEntry(cursor.key(), cursor.value(), &entry));
-    index::BtreeOptions tree_options;
-    tree_options.logger = wal_.get();
-    std::unique_ptr<index::BTree> tree;
-    SM_TRY(index::BTree::Open(pool_.get(), entry.root, tree_options, &tree));
-    std::string name(cursor.key());
-    tables_[name] = std::make_unique<TableImpl>(this, name, entry, std::move(tree));
-    next_table_id_ = std::max(next_table_id_, entry.id + 1);
+  std::vector<PendingDrop> pending;
+  {
+    std::lock_guard<threads::Mutex> guard(tables_mu_);
+    for (Status s = cursor.SeekToFirst(); cursor.Valid(); s = cursor.Next()) {
+      SM_TRY(s);
+      CatalogEntry entry;
+      SM_TRY(DecodeCatalogEntry(cursor.key(), cursor.value(), &entry));
+      next_table_id_ = std::max(next_table_id_, entry.id + 1);
+      // (A table under a NUL-prefixed name, created before such names were reserved, is still
+      // a table: the kind decides, and a pending-drop entry must sit under its own key.)
+      if (entry.kind == TableKind::kDropped) {
+        if (cursor.key() != PendingDropKey(entry.id)) {
+          return Status::Corruption("pending-drop entry of table id " + std::to_string(entry.id) +
+                                    " is under the wrong key");
+        }
+        PendingDrop drop;
+        drop.table_id = entry.id;
+        drop.root = entry.root;
+        pending.push_back(std::move(drop));
+        continue;
+      }
+      index::BtreeOptions tree_options;
+      tree_options.logger = wal_.get();
+      std::unique_ptr<index::BTree> tree;
+      SM_TRY(index::BTree::Open(pool_.get(), entry.root, tree_options, &tree));
+      std::string name(cursor.key());
+      tables_[name] = std::make_unique<TableImpl>(this, name, entry, std::move(tree));
+    }
   }
+  std::lock_guard<threads::Mutex> guard(reclaim_mu_);
+  for (PendingDrop& drop : pending) pending_drops_.push_back(std::move(drop));
   return Status::OK();
 }
 
@@ -270,7 +291,16 @@ Status DatabaseImpl::CatalogOp(std::string_view name,
                                const std::function<Status(txn::Txn*, index::OpContext&)>& op) {
   SM_TRY(CheckOpen());
   if (name.empty()) return Status::InvalidArgument("a table name must not be empty");
+  if (IsReservedName(name)) {
+    return Status::InvalidArgument("table names beginning with a NUL byte are reserved");
+  }
   SM_TRY(index::BTree::CheckKey(name));
+  return CatalogTxn(op);
+}
+
+// CatalogOp's transaction, without its checks: reclamation removes pending-drop entries with it,
+// also from Close, after the database stopped taking calls.
+Status DatabaseImpl::CatalogTxn(const std::function<Status(txn::Txn*, index::OpContext&)>& op) {
   std::unique_ptr<txn::Txn> txn;
   SM_TRY(txns_->Begin(txn::Isolation::kSerializable, &txn));
   index::TxnKeyLocks key_locks(locks_.get(), txn->lock_owner(), txn->isolation(),

@@ -1,4 +1,4 @@
-// DropTable and the reclamation of a dropped table's pages.
+// DropTable and the reclamation of a dropped table's pages, across crashes.
 //
 // A drop removes the table from the catalog in a durable transaction and marks its handle
 // dropped, so that every later operation through it returns NotFound. Its pages go back to the
@@ -7,27 +7,77 @@
 // so the drop remembers which transactions were active and the pages wait until all of those
 // have finished. A transaction that begins after the drop sees the mark (it was set before the
 // active list was read, and Begin enters that list under the same mutex). Reclamation runs at
-// the end of DropTable, in CreateTable (so the space is reused), in Checkpoint and in Close
-// (where no transaction is active).
+// the end of DropTable, in CreateTable (so the space is reused), in Checkpoint, in Close (where
+// no transaction is active) and in Open (ResumeDrops, before any transaction begins).
 //
-// Reclaiming a tree: walk it once for its pages (BTree::Verify's walk), then in chunks log a
-// page-free record (sm/txn/page_frees.h) and free the chunk's pages in the pool and the volume.
-// A crash before a chunk's record is durable leaves those pages allocated in no tree (Verify
-// reads and reports them, as it always did); a crash after it frees them again at restart.
-// Progress is kept, so a reclamation that failed (an I/O error of the log) resumes where it
-// stopped and never walks a half-freed tree.
+// Durable state: the drop's transaction deletes the table's catalog entry and inserts, in the
+// same transaction, a pending-drop entry (kind kDropped, its table id and root, under
+// PendingDropKey(id): catalog.cc). The entry goes only when the reclamation is complete. So a
+// drop that commits is reclaimed even if the process dies before or during the reclamation,
+// an aborted drop leaves no entry, and checkpoints and log truncation cannot lose the state
+// (it is catalog data, logged and redone like any). Open turns each entry into a pending drop
+// with no users (LoadCatalog) and finishes it.
+//
+// Reclaiming one drop (Reclaim), the state machine of a PendingDrop:
+//   pending --WalkDropped--> walked: the pages below the root, level by level, leaves first
+//   walked --Reclaim, per chunk--> the chunk logged in a page-free record (sm/txn/page_frees.h),
+//           then freed in the pool and the volume
+//   all freed --FinishDrop--> the root's page-free record, the root freed, then the entry
+//           deleted in a durable catalog transaction; the drop leaves pending_drops_.
+// Progress is kept in memory, so a reclamation that failed (an I/O error) resumes where it
+// stopped and never walks a half-freed tree during a run.
+//
+// Invariants:
+//   1. A page is freed only after a page-free record naming it was logged (a crash before that
+//      record is durable leaves it allocated, and the entry makes the next Open free it).
+//   2. Pages are freed level by level, leaves first, the root last. So at any crash the freed
+//      pages of a dropped tree are closed downwards: below a freed node everything is freed.
+//   3. While a drop's entry exists, its root page id r names its tree's root, or was freed by
+//      FinishDrop (its record logged before the entry's deletion). A tree created after that
+//      free may have r as its root; it was created after the drop, so its table id is larger
+//      (ids only grow while the entry holds the drop's id in the catalog). The other order,
+//      the entry's deletion first, would leak the root if a crash came between the two (a
+//      free whose record misses the log, or whose map change misses a checkpoint, is redone
+//      by nothing once no entry names the page).
+//   4. A drop that a crash left behind is walked only while no transaction or allocation can
+//      run: by Open (ResumeDrops), which fails if a walk fails, or by the Close of an Open that
+//      failed before it.
+//
+// Why the walk after a crash is safe (WalkDropped, ReadDroppedNode). Some of the tree's pages
+// may have been freed by durable records and then reused: the walk must neither free a page of
+// another tree nor free a page twice. At Open, after redo, a page the tree once had is one of:
+// still the tree's node (allocated, its content the tree's); free; allocated to a newer tree
+// (its content that tree's node, with that tree's tree_root); or allocated in no tree (the map
+// reached the disk with a newer allocation whose log records did not: content stale). The walk
+// descends only into pages that are allocated, read back intact, and are B-tree nodes of the
+// current format with tree_root r, the expected level and kNodeRoot exactly at r. By
+// invariant 2 a page it rejects has nothing unfreed below it, so nothing of the tree is missed;
+// a page it accepts is the tree's, or stale and in no tree (freeing it reclaims a leak). A
+// newer tree whose root is r (invariant 3) is recognized first: if a live table or a pending
+// drop with a larger id names r, this drop's walk is over and only its entry goes
+// (RootOwnedElsewhere); a newer tree at r that no entry names is a create that never
+// committed, whose root page is allocated in no tree: the walk frees it. Nothing else frees
+// pages during Open, and a page is freed only if the allocation map says it is allocated, so
+// nothing is freed twice. A page that does not read back intact is left allocated (it cannot be
+// told apart; Verify reports it) and the reclamation reports Corruption once it is done.
 #include <algorithm>
 #include <chrono>
 #include <string>
 
+#include "index/btree_node.h"
 #include "sm/api/api_internal.h"
 #include "sm/common/assert.h"
+#include "sm/io/aligned_buffer.h"
+#include "sm/page/page.h"
 #include "sm/txn/page_frees.h"
 #include "threads/baton.h"
 
 namespace sm::api {
 
 namespace {
+
+// The root's level is what the walk learns from it.
+constexpr int kAnyLevel = -1;
 
 // Both ascending.
 bool Overlap(const std::vector<TxnId>& a, const std::vector<TxnId>& b) {
@@ -50,37 +100,77 @@ Status FreeUnfixed(buffer::BufferPool* pool, PageId id) {
   }
 }
 
+std::string DropName(uint32_t table_id) {
+  return "dropped table (id " + std::to_string(table_id) + ")";
+}
+
 }  // namespace
 
 Status DatabaseImpl::DropTable(std::string_view name) {
+  CatalogEntry entry;
   SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
-    Status s = catalog_->Delete(name, ctx);
+    std::string bytes;
+    Status s = catalog_->Lookup(name, &bytes, ctx, /*for_update=*/true);
     if (s.IsNotFound()) return Status::NotFound("no table '" + std::string(name) + "'");
-    return s;
+    SM_TRY(s);
+    SM_TRY(DecodeCatalogEntry(name, bytes, &entry));
+    SM_TRY(catalog_->Delete(name, ctx));
+    CatalogEntry pending = entry;
+    pending.kind = TableKind::kDropped;
+    return catalog_->Insert(PendingDropKey(entry.id), EncodeCatalogEntry(pending), ctx);
   }));
-  TableImpl* dropped = nullptr;
   {
     std::lock_guard<threads::Mutex> guard(tables_mu_);
     auto it = tables_.find(name);
     if (it != tables_.end()) {
       it->second->MarkDropped();
-      dropped = it->second.get();
       dropped_.push_back(std::move(it->second));
       tables_.erase(it);
     }
   }
-  if (dropped == nullptr) return Status::OK();
   {
     std::lock_guard<threads::Mutex> guard(reclaim_mu_);
     PendingDrop drop;
-    drop.table = dropped;
+    drop.table_id = entry.id;
+    drop.root = entry.root;
     drop.users = txns_->ActiveTxnIds();  // after the mark: see the file comment
     pending_drops_.push_back(std::move(drop));
   }
   // The drop itself is done and durable; pages that cannot go back yet (a transaction that
-  // was active at the drop still runs, or an error) are retried by Checkpoint and Close.
+  // was active at the drop still runs, or an error) are retried by Checkpoint and Close, and
+  // after a crash by Open.
   ReclaimDropped().PermitUnchecked();
   return Status::OK();
+}
+
+Status DatabaseImpl::ResumeDrops() {
+  {
+    std::lock_guard<threads::Mutex> guard(reclaim_mu_);
+    for (PendingDrop& drop : pending_drops_) {
+      SM_DASSERT(drop.users.empty());
+      SM_TRY(WalkDropped(&drop));  // invariant 4
+    }
+  }
+  // Walked: from here on a failure is retried like any other (Checkpoint, Close).
+  ReclaimDropped().PermitUnchecked();
+  return Status::OK();
+}
+
+// Invariant 3: the entry with the largest table id that names a root owns it.
+bool DatabaseImpl::RootOwnedElsewhere(const PendingDrop& drop) {
+  for (const PendingDrop& other : pending_drops_) {
+    if (other.root == drop.root && other.table_id > drop.table_id) return true;
+  }
+  std::lock_guard<threads::Mutex> guard(tables_mu_);
+  for (const auto& [name, table] : tables_) {
+    if (table->tree()->root_page_id() == drop.root) return true;
+  }
+  return false;
+}
+
+size_t DatabaseImpl::TEST_PendingDrops() {
+  std::lock_guard<threads::Mutex> guard(reclaim_mu_);
+  return pending_drops_.size();
 }
 
 Status DatabaseImpl::ReclaimDropped() {
@@ -94,31 +184,30 @@ Status DatabaseImpl::ReclaimDropped() {
       ++it;
       continue;
     }
-    SM_TRY(Reclaim(&*it));
-    it = pending_drops_.erase(it);
+    bool finished = false;
+    Status s = Reclaim(&*it, &finished);
+    it = finished ? pending_drops_.erase(it) : it + 1;
+    if (!s.ok()) return s;
   }
   return Status::OK();
 }
 
-Status DatabaseImpl::Reclaim(PendingDrop* drop) {
-  if (!drop->walked) {
-    index::VerifyOptions walk;
-    walk.pages = &drop->pages;
-    Status s = drop->table->tree()->Verify(nullptr, walk);
-    if (!s.ok()) {
-      // A damaged tree's pages cannot be told apart from others: they stay allocated (Verify
-      // goes on reporting them), and the drop is not retried.
-      drop->pages.clear();
-      drop->walked = true;
-      return Status::Corruption("table '" + drop->table->name() +
-                                "' was dropped, but its pages could not be reclaimed: " +
-                                s.ToString());
-    }
-    drop->walked = true;
-  }
+// A test's limit on reclamation steps (TEST_LimitReclaim); always true in production.
+bool DatabaseImpl::TakeReclaimChunk() {
+  int64_t left = reclaim_chunks_left_.load(std::memory_order_relaxed);
+  if (left == 0) return false;
+  if (left > 0) reclaim_chunks_left_.store(left - 1, std::memory_order_relaxed);
+  return true;
+}
+
+Status DatabaseImpl::Reclaim(PendingDrop* drop, bool* finished) {
+  *finished = false;
+  if (!drop->walked) SM_TRY(WalkDropped(drop));
+  const size_t chunk_pages = reclaim_chunk_pages_.load(std::memory_order_relaxed);
   while (drop->freed < drop->pages.size()) {
     if (drop->freed == drop->logged) {
-      size_t n = std::min<size_t>(txn::kMaxPageFreesPerRecord, drop->pages.size() - drop->logged);
+      if (!TakeReclaimChunk()) return Status::OK();
+      size_t n = std::min(chunk_pages, drop->pages.size() - drop->logged);
       SM_TRY(txn::LogPageFrees(txns_.get(),
                                std::span<const PageId>(drop->pages.data() + drop->logged, n)));
       drop->logged += n;
@@ -126,6 +215,136 @@ Status DatabaseImpl::Reclaim(PendingDrop* drop) {
     SM_TRY(FreeUnfixed(pool_.get(), drop->pages[drop->freed]));
     ++drop->freed;
   }
+  bool held = false;
+  SM_TRY(FinishDrop(drop, &held));
+  if (held) return Status::OK();
+  *finished = true;
+  if (drop->unreadable == 0) return Status::OK();
+  std::string why = std::to_string(drop->unreadable) + " of its pages are left allocated: ";
+  why += "they did not read back intact (the first: page " +
+         std::to_string(drop->first_unreadable.value()) + ")";
+  return Status::Corruption(DropName(drop->table_id) + ": " + why);
+}
+
+// The root last (invariant 2), then the entry. The root's record is logged again if its free
+// failed before (redo of a free is idempotent, and the root stays allocated until freed here,
+// so no allocation can come between the two records). *held: a test's limit stopped it.
+Status DatabaseImpl::FinishDrop(PendingDrop* drop, bool* held) {
+  *held = false;
+  if (drop->root_owned && !drop->root_freed) {
+    if (!TakeReclaimChunk()) {
+      *held = true;
+      return Status::OK();
+    }
+    const PageId root = drop->root;
+    SM_TRY(txn::LogPageFrees(txns_.get(), std::span<const PageId>(&root, 1)));
+    SM_TRY(FreeUnfixed(pool_.get(), root));
+    drop->root_freed = true;
+  }
+  if (!TakeReclaimChunk()) {
+    *held = true;
+    return Status::OK();
+  }
+  return CatalogTxn([&](txn::Txn*, index::OpContext& ctx) -> Status {
+    return catalog_->Delete(PendingDropKey(drop->table_id), ctx);
+  });
+}
+
+// Level by level from the root, keeping only the pages ReadDroppedNode accepts; drop->pages
+// gets them leaves first (invariant 2). On a tree nothing has freed from (a drop in this run)
+// it accepts every page; see the file comment for a tree a crash left half freed.
+Status DatabaseImpl::WalkDropped(PendingDrop* drop) {
+  if (RootOwnedElsewhere(*drop)) {
+    // Invariant 3: FinishDrop freed the root before a crash and a newer tree has it; only the
+    // entry is left. (Never so for a drop of this run: its root is allocated until FinishDrop.)
+    drop->root_owned = false;
+    drop->walked = true;
+    return Status::OK();
+  }
+  std::vector<PageId> next;
+  uint16_t top = 0;
+  Status s = ReadDroppedNode(drop->root, drop->root, kAnyLevel, &drop->root_owned, &top, &next);
+  if (s.IsCorruption()) {
+    s.PermitUnchecked();
+    drop->root_owned = false;
+    drop->unreadable = 1;
+    drop->first_unreadable = drop->root;
+  } else {
+    SM_TRY(s);
+  }
+  std::vector<std::vector<PageId>> levels;  // top down
+  for (int level = top - 1; drop->root_owned && level >= 0; --level) {
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    std::vector<PageId> accepted, children;
+    for (PageId id : next) {
+      bool mine = false;
+      uint16_t unused = 0;
+      s = ReadDroppedNode(id, drop->root, level, &mine, &unused, &children);
+      if (s.IsCorruption()) {
+        s.PermitUnchecked();
+        if (drop->unreadable++ == 0) drop->first_unreadable = id;
+        continue;
+      }
+      SM_TRY(s);
+      if (mine) accepted.push_back(id);
+    }
+    levels.push_back(std::move(accepted));
+    next = std::move(children);
+  }
+  drop->pages.clear();
+  for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
+    drop->pages.insert(drop->pages.end(), it->begin(), it->end());
+  }
+  drop->walked = true;
+  return Status::OK();
+}
+
+// *mine: page `id` is allocated and a node of the tree rooted at `root` at `level` (kAnyLevel:
+// the root itself, whose level goes to *node_level). If so, an inner node's children are
+// appended to *children. Corruption: the page does not read back intact.
+Status DatabaseImpl::ReadDroppedNode(PageId id, PageId root, int level, bool* mine,
+                                     uint16_t* node_level, std::vector<PageId>* children) {
+  *mine = false;
+  if (!id.valid() || id.value() >= volume_->page_count() || !volume_->IsAllocated(id)) {
+    return Status::OK();
+  }
+  buffer::PageHandle page;
+  Status fixed = pool_->Fix(id, threads::LatchMode::kShared, &page);
+  if (fixed.IsCorruption()) {
+    // An all-zero page was allocated and never written (after a crash: a newer allocation
+    // whose map reached the disk and nothing else): in no tree, and not this tree's node.
+    io::AlignedBuffer buf(kPageBytes);
+    Status read = volume_->ReadPage(id, buf.data());
+    if (read.IsCorruption() && IsZeroPage(buf.data())) {
+      read.PermitUnchecked();
+      fixed.PermitUnchecked();
+      return Status::OK();
+    }
+    read.PermitUnchecked();
+  }
+  SM_TRY(fixed);
+  const PageHeader* header = HeaderOf(page.data());
+  const auto type = static_cast<PageType>(header->type);
+  if (type != PageType::kBtreeLeaf && type != PageType::kBtreeInner) return Status::OK();
+  index::Node node(page.data());
+  const index::BtreeNodeHeader& h = node.header();
+  if (h.format_version != index::kBtreeNodeFormatVersion || h.tree_root != root.value() ||
+      node.is_root() != (id == root) || (type == PageType::kBtreeLeaf) != (h.level == 0) ||
+      (level != kAnyLevel && h.level != level) || !node.slots().CheckInvariants() ||
+      node.slots().slot_count() < index::kFirstRecordSlot) {
+    return Status::OK();
+  }
+  if (!node.is_leaf()) {
+    // ChildAt trusts the record's length; a node that passed the checks above was written by
+    // this engine, but the length is cheap to check.
+    for (uint16_t i = 0; i < node.count(); ++i) {
+      if (node.RawRecord(i).size() < index::kInnerRecordOverheadBytes) return Status::OK();
+    }
+    for (uint16_t i = 0; i <= node.count(); ++i) children->push_back(node.ChildAt(i));
+  }
+  *node_level = h.level;
+  *mine = true;
   return Status::OK();
 }
 

@@ -14,8 +14,9 @@
 // The caller's rule (deferred free, as in Shore): log the record only once nothing can reach
 // the pages any more - the catalog change that dropped the tree is durable and no transaction
 // that might still use the tree is active - and free the pages (BufferPool::FreePage) only
-// after logging. Then a crash before the record is durable leaks the pages at worst, and a
-// crash after it frees them at restart.
+// after logging. Then a crash after the record is durable frees them at restart, and a crash
+// before it leaves them allocated: the caller must remember them durably to free them later
+// (sm/api/drop.cc keeps a pending-drop catalog entry until its last record).
 //
 // Redo is idempotent: a page already free stays free, a cached copy of it (an earlier record
 // of the same restart fixed it) leaves the pool, and a page found torn earlier in the same
