@@ -214,6 +214,7 @@ class Database {
   // Checkpoints, writes every page, and closes; later calls return Closed.
   [[nodiscard]] virtual Status Close() = 0;
 
+  // Names starting with a NUL byte are reserved for the catalog (InvalidArgument).
   [[nodiscard]] virtual Status CreateTable(std::string_view name, Table** table) = 0;
   // A non-unique index table; see IndexKey.
   [[nodiscard]] virtual Status CreateIndex(std::string_view name, Table** index) = 0;
@@ -222,7 +223,8 @@ class Database {
   // Removes the table from the catalog, durably; handles to it then return NotFound. Its pages
   // go back to the volume for reuse once every transaction that was active at the drop has
   // finished: at once if none was, else at the next CreateTable, DropTable, Checkpoint or
-  // Close after they have.
+  // Close after they have. A crash before that does not leak them: the next Open finishes the
+  // reclamation before its first transaction.
   [[nodiscard]] virtual Status DropTable(std::string_view name) = 0;
   virtual std::vector<std::string> TableNames() = 0;
 
