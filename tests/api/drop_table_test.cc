@@ -36,12 +36,47 @@ std::string Key(int i) {
   return buf;
 }
 
-// Enough rows of 300 bytes for a tree of a few dozen pages and two levels.
-void Fill(Database* db, Table* t, int rows) {
+// Row i of a table: its key and its 300-byte value.
+struct RowShape {
+  std::string (*key)(int);
+  char fill;
+};
+
+void FillWith(Database* db, Table* t, int rows, RowShape shape) {
   std::unique_ptr<Transaction> txn;
   REQUIRE(db->Begin(&txn).ok());
-  for (int i = 0; i < rows; ++i) REQUIRE(t->Insert(txn.get(), Key(i), std::string(300, 'v')).ok());
+  for (int i = 0; i < rows; ++i) {
+    REQUIRE(t->Insert(txn.get(), shape.key(i), std::string(300, shape.fill)).ok());
+  }
   REQUIRE(txn->Commit().ok());
+}
+
+void CheckWith(Database* db, Table* t, int rows, RowShape shape) {
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  std::string value;
+  for (int i = 0; i < rows; ++i) {
+    Status s = t->Get(txn.get(), shape.key(i), &value);
+    INFO("row " << i << ": " << s.ToString());
+    REQUIRE(s.ok());
+    REQUIRE(value == std::string(300, shape.fill));
+  }
+  REQUIRE(txn->Commit().ok());
+}
+
+// Enough rows of 300 bytes for a tree of a few dozen pages and two levels.
+void Fill(Database* db, Table* t, int rows) { FillWith(db, t, rows, {Key, 'v'}); }
+void CheckRows(Database* db, Table* t, int rows) { CheckWith(db, t, rows, {Key, 'v'}); }
+Table* CreateFilled(Database* db, const char* name, int rows) {
+  Table* t = nullptr;
+  REQUIRE(db->CreateTable(name, &t).ok());
+  Fill(db, t, rows);
+  return t;
+}
+void CheckTable(Database* db, const char* name, int rows) {
+  Table* t = nullptr;
+  REQUIRE(db->OpenTable(name, &t).ok());
+  CheckRows(db, t, rows);
 }
 
 uint64_t Allocated(Database* db) { return db->stats().volume_pages_allocated; }
@@ -67,40 +102,8 @@ uint64_t PagesInNoTree(Database* db) {
 // rows make a tree of four levels.
 std::string TallKey(int i) { return std::string(990, 'p') + Key(i); }
 
-void FillTall(Database* db, Table* t, int rows) {
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(db->Begin(&txn).ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(t->Insert(txn.get(), TallKey(i), std::string(300, 'w')).ok());
-  }
-  REQUIRE(txn->Commit().ok());
-}
-
-void CheckRows(Database* db, Table* t, int rows) {
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(db->Begin(&txn).ok());
-  std::string value;
-  for (int i = 0; i < rows; ++i) {
-    Status s = t->Get(txn.get(), Key(i), &value);
-    INFO("row " << i << ": " << s.ToString());
-    REQUIRE(s.ok());
-    REQUIRE(value == std::string(300, 'v'));
-  }
-  REQUIRE(txn->Commit().ok());
-}
-
-void CheckTallRows(Database* db, Table* t, int rows) {
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(db->Begin(&txn).ok());
-  std::string value;
-  for (int i = 0; i < rows; ++i) {
-    Status s = t->Get(txn.get(), TallKey(i), &value);
-    INFO("row " << i << ": " << s.ToString());
-    REQUIRE(s.ok());
-    REQUIRE(value == std::string(300, 'w'));
-  }
-  REQUIRE(txn->Commit().ok());
-}
+void FillTall(Database* db, Table* t, int rows) { FillWith(db, t, rows, {TallKey, 'w'}); }
+void CheckTallRows(Database* db, Table* t, int rows) { CheckWith(db, t, rows, {TallKey, 'w'}); }
 
 std::vector<PageId> TreePages(Table* t) {
   std::vector<PageId> pages;
@@ -120,13 +123,9 @@ Options DurableOptions(io::FileSystem* fs) {
 TEST_CASE("a dropped table's pages are freed and reused by the next table", "[unit][api]") {
   io::FaultInjectionFileSystem fs(71);
   std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
-  Table* keep = nullptr;
-  REQUIRE(db->CreateTable("keep", &keep).ok());
-  Fill(db.get(), keep, 100);
+  CreateFilled(db.get(), "keep", 100);
   const uint64_t before = Allocated(db.get());
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
-  Fill(db.get(), t, 2000);
+  CreateFilled(db.get(), "t", 2000);
   const uint64_t filled = Allocated(db.get());
   REQUIRE(filled > before + 50);
   REQUIRE(db->DropTable("t").ok());
@@ -134,9 +133,7 @@ TEST_CASE("a dropped table's pages are freed and reused by the next table", "[un
   REQUIRE(db->Verify().ok());
 
   const uint64_t file_pages = db->stats().volume_pages;
-  Table* again = nullptr;
-  REQUIRE(db->CreateTable("again", &again).ok());
-  Fill(db.get(), again, 2000);
+  CreateFilled(db.get(), "again", 2000);
   CHECK(db->stats().volume_pages == file_pages);  // the freed pages served, the file did not grow
   CHECK(Allocated(db.get()) == filled);
   REQUIRE(db->Verify().ok());
@@ -148,9 +145,7 @@ TEST_CASE("a dropped table's pages wait for the transactions active at the drop"
   io::FaultInjectionFileSystem fs(72);
   std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
   const uint64_t before = Allocated(db.get());
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
-  Fill(db.get(), t, 1000);
+  Table* t = CreateFilled(db.get(), "t", 1000);
   const uint64_t filled = Allocated(db.get());
   std::unique_ptr<Transaction> user;
   REQUIRE(db->Begin(&user).ok());
@@ -178,9 +173,7 @@ TEST_CASE("Close gives back the pages of a drop that waited", "[unit][api]") {
   uint64_t filled = 0;
   {
     std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("t", &t).ok());
-    Fill(db.get(), t, 1000);
+    CreateFilled(db.get(), "t", 1000);
     filled = Allocated(db.get());
     std::unique_ptr<Transaction> user;
     REQUIRE(db->Begin(&user).ok());
@@ -203,9 +196,7 @@ TEST_CASE("after a crash, redo frees a dropped table's pages again", "[crash][ap
       Options o = test::SmallDbOptions(&fs);
       o.commit_mode = CommitMode::kDurable;
       std::unique_ptr<Database> db = MustOpen(o);
-      Table* t = nullptr;
-      REQUIRE(db->CreateTable("t", &t).ok());
-      Fill(db.get(), t, 1500);
+      CreateFilled(db.get(), "t", 1500);
       // A checkpoint makes the full allocation map durable; the frees after it reach the map
       // on disk only through redo.
       REQUIRE(db->Checkpoint().ok());
@@ -214,9 +205,7 @@ TEST_CASE("after a crash, redo frees a dropped table's pages again", "[crash][ap
       dropped = Allocated(db.get());
       REQUIRE(dropped < filled - 20);
       // Something durable after the drop, so the page-free records are durable too.
-      Table* u = nullptr;
-      REQUIRE(db->CreateTable("u", &u).ok());
-      Fill(db.get(), u, 10);
+      CreateFilled(db.get(), "u", 10);
       static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
     }
     fs.SimulateCrash(mode);
@@ -229,6 +218,27 @@ TEST_CASE("after a crash, redo frees a dropped table's pages again", "[crash][ap
     REQUIRE(db->Verify().ok());
     REQUIRE(db->Close().ok());
   }
+}
+
+// A durable database holding a table "keep" of 100 rows; *before: its allocated pages then.
+std::unique_ptr<Database> OpenWithKeep(io::FaultInjectionFileSystem* fs, uint64_t* before) {
+  std::unique_ptr<Database> db = MustOpen(DurableOptions(fs));
+  CreateFilled(db.get(), "keep", 100);
+  *before = Allocated(db.get());
+  return db;
+}
+
+// Crashes the file system, reopens, and checks that the drop of "t" is complete: no table "t",
+// no drop pending, no allocated page outside every tree.
+std::unique_ptr<Database> ReopenAfterDropCrash(io::FaultInjectionFileSystem* fs,
+                                               io::CrashMode mode) {
+  fs->SimulateCrash(mode);
+  std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(fs));
+  Table* t = nullptr;
+  CHECK(db->OpenTable("t", &t).IsNotFound());
+  CHECK(Impl(db.get())->TEST_PendingDrops() == 0);
+  CHECK(PagesInNoTree(db.get()) == 0);
+  return db;
 }
 
 TEST_CASE("table names beginning with a NUL byte are reserved", "[unit][api]") {
@@ -248,14 +258,8 @@ TEST_CASE("a crash right after a drop committed: Open gives the pages back", "[c
     io::FaultInjectionFileSystem fs(81);
     uint64_t before = 0, filled = 0, file_pages = 0;
     {
-      std::unique_ptr<Database> db = MustOpen(DurableOptions(&fs));
-      Table* keep = nullptr;
-      REQUIRE(db->CreateTable("keep", &keep).ok());
-      Fill(db.get(), keep, 100);
-      before = Allocated(db.get());
-      Table* t = nullptr;
-      REQUIRE(db->CreateTable("t", &t).ok());
-      Fill(db.get(), t, 1500);
+      std::unique_ptr<Database> db = OpenWithKeep(&fs, &before);
+      CreateFilled(db.get(), "t", 1500);
       REQUIRE(db->Checkpoint().ok());  // the map on disk has the table's pages
       filled = Allocated(db.get());
       file_pages = db->stats().volume_pages;
@@ -264,13 +268,8 @@ TEST_CASE("a crash right after a drop committed: Open gives the pages back", "[c
       CHECK(Allocated(db.get()) == filled);
       Impl(db.get())->TEST_Crash();
     }
-    fs.SimulateCrash(mode);
-    std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
-    Table* t = nullptr;
-    CHECK(db->OpenTable("t", &t).IsNotFound());
-    CHECK(Impl(db.get())->TEST_PendingDrops() == 0);
+    std::unique_ptr<Database> db = ReopenAfterDropCrash(&fs, mode);
     CHECK(Allocated(db.get()) <= before + 1);  // the catalog may have grown by a page
-    CHECK(PagesInNoTree(db.get()) == 0);
     Table* again = nullptr;
     REQUIRE(db->CreateTable("t", &again).ok());  // the name is free again
     Fill(db.get(), again, 1500);
@@ -298,11 +297,7 @@ TEST_CASE("a crash in the middle of a reclamation: Open frees the rest exactly o
       uint64_t before = 0;
       std::vector<PageId> dropped;
       {
-        std::unique_ptr<Database> db = MustOpen(DurableOptions(&fs));
-        Table* keep = nullptr;
-        REQUIRE(db->CreateTable("keep", &keep).ok());
-        Fill(db.get(), keep, 100);
-        before = Allocated(db.get());
+        std::unique_ptr<Database> db = OpenWithKeep(&fs, &before);
         Table* t = nullptr;
         REQUIRE(db->CreateTable("t", &t).ok());
         FillTall(db.get(), t, 600);
@@ -327,9 +322,7 @@ TEST_CASE("a crash in the middle of a reclamation: Open frees the rest exactly o
         CHECK(Impl(db.get())->TEST_PendingDrops() == 1);
         // A table created since reuses freed pages; its commit makes the page-free records
         // durable.
-        Table* u = nullptr;
-        REQUIRE(db->CreateTable("u", &u).ok());
-        Fill(db.get(), u, 400);
+        Table* u = CreateFilled(db.get(), "u", 400);
         std::vector<PageId> reused = TreePages(u);
         std::vector<PageId> common;
         std::set_intersection(dropped.begin(), dropped.end(), reused.begin(), reused.end(),
@@ -341,33 +334,18 @@ TEST_CASE("a crash in the middle of a reclamation: Open frees the rest exactly o
         if (checkpoint) REQUIRE(db->Checkpoint().ok());  // the map on disk shows the reuse
         Impl(db.get())->TEST_Crash();
       }
-      fs.SimulateCrash(mode);
       {
-        std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
-        Table* t = nullptr;
-        CHECK(db->OpenTable("t", &t).IsNotFound());
-        CHECK(Impl(db.get())->TEST_PendingDrops() == 0);
-        CHECK(PagesInNoTree(db.get()) == 0);
-        Table* keep = nullptr;
-        Table* u = nullptr;
-        REQUIRE(db->OpenTable("keep", &keep).ok());
-        REQUIRE(db->OpenTable("u", &u).ok());
-        CheckRows(db.get(), keep, 100);
-        CheckRows(db.get(), u, 400);
+        std::unique_ptr<Database> db = ReopenAfterDropCrash(&fs, mode);
+        CheckTable(db.get(), "keep", 100);
+        CheckTable(db.get(), "u", 400);
         CHECK(Allocated(db.get()) < before + dropped.size() / 2);
         // A table created after the crash takes the freed pages and keeps its data.
-        Table* v = nullptr;
-        REQUIRE(db->CreateTable("v", &v).ok());
-        Fill(db.get(), v, 2000);
+        CreateFilled(db.get(), "v", 2000);
         REQUIRE(db->Close().ok());
       }
       std::unique_ptr<Database> db = MustOpen(test::SmallDbOptions(&fs));
-      Table* u = nullptr;
-      Table* v = nullptr;
-      REQUIRE(db->OpenTable("u", &u).ok());
-      REQUIRE(db->OpenTable("v", &v).ok());
-      CheckRows(db.get(), u, 400);
-      CheckRows(db.get(), v, 2000);
+      CheckTable(db.get(), "u", 400);
+      CheckTable(db.get(), "v", 2000);
       CHECK(PagesInNoTree(db.get()) == 0);
       REQUIRE(db->Close().ok());
     }
@@ -381,9 +359,7 @@ TEST_CASE("a crash while a transaction holds a drop's pages back: Open gives the
   {
     std::unique_ptr<Database> db = MustOpen(DurableOptions(&fs));
     before = Allocated(db.get());
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("t", &t).ok());
-    Fill(db.get(), t, 1000);
+    Table* t = CreateFilled(db.get(), "t", 1000);
     filled = Allocated(db.get());
     std::unique_ptr<Transaction> user;
     REQUIRE(db->Begin(&user).ok());
