@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace sm::buffer {
@@ -50,10 +51,15 @@ class FrameTable {
   // frame that held another page (a slot read mid-move), or null (also when the entry was
   // being moved). Any result must be validated against the frame itself.
   Frame* FindUnlocked(uint64_t id) const {
-    const Array& a = *current_.load(std::memory_order_acquire);
-    size_t i = Home(id, a.bits);
-    for (size_t probes = 0; probes <= a.mask; ++probes, i = Next(i, a)) {
-      const Slot& slot = a.slots[i];
+    // One load gives both the slots and their count (see current_), so a lookup waits for
+    // this line, the slot's and nothing in between.
+    uintptr_t current = current_.load(std::memory_order_acquire);
+    const Slot* slots = reinterpret_cast<const Slot*>(current & ~kBitsMask);
+    const int bits = static_cast<int>(current & kBitsMask);
+    const size_t mask = (size_t{1} << bits) - 1;
+    size_t i = Home(id, bits);
+    for (size_t probes = 0; probes <= mask; ++probes, i = (i + 1) & mask) {
+      const Slot& slot = slots[i];
       uint64_t slot_id = slot.id.load(std::memory_order_relaxed);
       if (slot_id == id) return slot.frame.load(std::memory_order_relaxed);
       if (slot_id == 0) return nullptr;
@@ -103,15 +109,34 @@ class FrameTable {
   // Not BufferPool::PartitionOf's multiplier: the ids of one partition share its hash bits.
   static constexpr uint64_t kMultiplier = 0xC2B2AE3D27D4EB4Full;
 
-  struct Slot {
+  // Slots come in arrays aligned to kSlotsAlignment, whose low bits carry the array's size
+  // (bits) in current_.
+  static constexpr size_t kSlotsAlignment = 64;
+  static constexpr uintptr_t kBitsMask = kSlotsAlignment - 1;
+
+  struct alignas(16) Slot {
     std::atomic<uint64_t> id{0};
     std::atomic<Frame*> frame{nullptr};
   };
+  struct SlotsDeleter {
+    size_t count = 0;
+    void operator()(Slot* slots) const {
+      for (size_t i = 0; i < count; ++i) slots[i].~Slot();
+      ::operator delete[](slots, std::align_val_t{kSlotsAlignment});
+    }
+  };
+  static Slot* NewSlots(size_t count) {
+    auto* slots = static_cast<Slot*>(
+        ::operator new[](count * sizeof(Slot), std::align_val_t{kSlotsAlignment}));
+    for (size_t i = 0; i < count; ++i) new (&slots[i]) Slot();
+    return slots;
+  }
   struct Array {
-    explicit Array(int b) : bits(b), mask((size_t{1} << b) - 1), slots(new Slot[mask + 1]) {}
+    explicit Array(int b)
+        : bits(b), mask((size_t{1} << b) - 1), slots(NewSlots(mask + 1), SlotsDeleter{mask + 1}) {}
     const int bits;
     const size_t mask;
-    const std::unique_ptr<Slot[]> slots;
+    const std::unique_ptr<Slot[], SlotsDeleter> slots;
   };
 
   static size_t Home(uint64_t id, int bits) { return (id * kMultiplier) >> (64 - bits); }
@@ -133,9 +158,12 @@ class FrameTable {
   }
 
   void Publish(std::unique_ptr<Array> array) {
+    static_assert(sizeof(uintptr_t) * 8 - 1 <= kBitsMask, "every array size fits the low bits");
     arrays_.push_back(std::move(array));
+    const Array& a = *arrays_.back();
     // release: a reader that loads the new array sees its slots filled.
-    current_.store(arrays_.back().get(), std::memory_order_release);
+    current_.store(reinterpret_cast<uintptr_t>(a.slots.get()) | static_cast<uintptr_t>(a.bits),
+                   std::memory_order_release);
   }
 
   void Grow() {
@@ -149,7 +177,8 @@ class FrameTable {
   }
 
   std::vector<std::unique_ptr<Array>> arrays_;  // every array published; the last is current
-  std::atomic<const Array*> current_{nullptr};  // == arrays_.back(), for FindUnlocked
+  // arrays_.back() for FindUnlocked: its slots' address with its bits in the low bits.
+  std::atomic<uintptr_t> current_{0};
   size_t count_ = 0;
 };
 
