@@ -28,7 +28,9 @@ struct alignas(64) BufferPool::Partition {
   FrameTable map;  // guarded by lock, except FindUnlocked
   std::atomic<uint64_t> hits{0};
 
-  void CountHit() { hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  void CountHit() {
+    hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 };
 
 namespace {
