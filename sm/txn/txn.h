@@ -95,7 +95,9 @@ class Txn {
   Lsn compensation_undo_next_;
   std::string payload_buffer_;
   lock::LockOwner lock_owner_;
-  // TxnManager's table of active transactions (guarded by its mutex).
+  // TxnManager's table of active transactions: the shard Begin put it in, and its place there
+  // (guarded by that shard's mutex).
+  uint8_t active_shard_ = 0;
   boost::intrusive::list_member_hook<> active_hook_;
 };
 

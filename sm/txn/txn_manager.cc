@@ -3,6 +3,7 @@
 #include "sm/txn/txn_manager.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "sm/txn/page_images.h"
 #include "sm/txn/record_handlers.h"
 #include "threads/ctx_point.h"
+#include "threads/worker.h"
 
 namespace sm::txn {
 
@@ -48,9 +50,9 @@ TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::B
 
 TxnManager::~TxnManager() {
   StopCheckpointer();
-  {
-    std::lock_guard<threads::Mutex> guard(active_mu_);
-    SM_ASSERT(active_.empty());  // every transaction must be finished (or destroyed) first
+  for (ActiveShard& shard : active_) {
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    SM_ASSERT(shard.list.empty());  // every transaction must be finished (or destroyed) first
   }
   recycled_.clear();  // their LockOwners leave the lock manager, which outlives us
 }
@@ -90,13 +92,22 @@ Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
   } else {
     fresh.reset(new Txn(this, id, isolation));
   }
+  fresh->active_shard_ = static_cast<uint8_t>(CallerActiveShard());
   {
-    std::lock_guard<threads::Mutex> guard(active_mu_);
-    active_.push_back(*fresh);
+    ActiveShard& shard = active_[fresh->active_shard_];
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    shard.list.push_back(*fresh);
   }
   counters_.begun.fetch_add(1, std::memory_order_relaxed);
   *txn = std::move(fresh);
   return Status::OK();
+}
+
+size_t TxnManager::CallerActiveShard() {
+  if (threads::Worker* worker = threads::Worker::Current()) {
+    return static_cast<size_t>(worker->index()) % kActiveShards;
+  }
+  return std::hash<std::thread::id>{}(std::this_thread::get_id()) % kActiveShards;
 }
 
 bool TxnManager::Reusable(const Txn& txn) const {
@@ -289,8 +300,9 @@ void TxnManager::ReleaseLocks(Txn* txn) {
 void TxnManager::Finish(Txn* txn, TxnState state) {
   txn->state_ = state;
   {
-    std::lock_guard<threads::Mutex> guard(active_mu_);
-    active_.erase(active_.iterator_to(*txn));
+    ActiveShard& shard = active_[txn->active_shard_];
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    shard.list.erase(shard.list.iterator_to(*txn));
   }
   switch (state) {
     case TxnState::kCommitted:
@@ -309,10 +321,9 @@ void TxnManager::Finish(Txn* txn, TxnState state) {
 
 std::vector<TxnId> TxnManager::ActiveTxnIds() const {
   std::vector<TxnId> ids;
-  {
-    std::lock_guard<threads::Mutex> guard(active_mu_);
-    ids.reserve(active_.size());
-    for (const Txn& txn : active_) ids.push_back(txn.id());
+  for (const ActiveShard& shard : active_) {
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    for (const Txn& txn : shard.list) ids.push_back(txn.id());
   }
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -327,8 +338,10 @@ TxnStats TxnManager::stats() const {
   stats.failed = counters_.failed.load(std::memory_order_relaxed);
   stats.records_undone = counters_.records_undone.load(std::memory_order_relaxed);
   stats.checkpoints = counters_.checkpoints.load(std::memory_order_relaxed);
-  std::lock_guard<threads::Mutex> guard(active_mu_);
-  stats.active = active_.size();
+  for (const ActiveShard& shard : active_) {
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    stats.active += shard.list.size();
+  }
   return stats;
 }
 

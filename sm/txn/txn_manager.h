@@ -219,8 +219,17 @@ class TxnManager final : public log::RecoveryTarget {
   // "Commit"); raised before the release.
   std::atomic<uint64_t> released_commit_end_{0};
   TornPages torn_;  // restart only (single-threaded)
-  mutable threads::Mutex active_mu_;  // guards active_
-  ActiveList active_;
+  // The active transactions, in shards: a worker's fibers begin theirs in the shard of the
+  // worker's index, so that workers share no mutex (a fiber parked on a contended one costs
+  // its wake-up a system call) and no cache line per Begin and Finish. Other threads use a
+  // shard by a hash of their id. Readers of the whole table visit the shards one by one.
+  static constexpr size_t kActiveShards = 16;
+  struct alignas(64) ActiveShard {
+    mutable threads::Mutex mu;  // guards list
+    ActiveList list;
+  };
+  static size_t CallerActiveShard();
+  ActiveShard active_[kActiveShards];
   threads::SpinLock recycled_mu_;  // guards recycled_; held for a push or a pop only
   std::vector<std::unique_ptr<Txn>> recycled_;  // finished, lock-free Txns for Begin
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time

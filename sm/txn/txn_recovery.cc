@@ -93,9 +93,11 @@ Status TxnManager::Checkpoint(CheckpointReport* report) {
   // page writes left unsynced at a crash are of pages changed - and imaged - after this point.
   pool_->AdvanceFpiEpoch();
   SM_TRY(pool_->FlushAll());
-  {
-    std::lock_guard<threads::Mutex> guard(active_mu_);
-    for (Txn& txn : active_) {
+  // Shard by shard: a transaction missing from the snapshot because it registered after its
+  // shard was visited logs nothing before our begin record, so analysis meets all of it.
+  for (ActiveShard& shard : active_) {
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    for (Txn& txn : shard.list) {
       // Under the chain lock: a record inserted before our begin record has updated these
       // fields by the time we read them (TxnManager::LogRecord holds the lock across both).
       std::lock_guard<threads::Mutex> chain(txn.chain_lock_);
