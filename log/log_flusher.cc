@@ -138,42 +138,25 @@ Status LogManager::WriteChunk(uint64_t from, uint64_t to) {
   std::shared_ptr<io::File> file;
   SM_TRY(SegmentForWrite(segment, &file));
   uint64_t full_end = BlockFloor(to);
-  if (to > full_end && to - from <= kStagingBytes) {
-    // The usual flush of a group commit: a few blocks ending in a partial one. Staged whole,
-    // it goes out in one write instead of two (the full blocks from the ring, the partial one
-    // from staging): a flush's system calls are most of its cost, and durable commits wait
-    // for them.
-    SM_TRY(WriteStaged(file.get(), g.FileOffset(segment, from), from, to));
-  } else {
-    if (full_end > from) {
-      SM_TRY(file->Write(g.FileOffset(segment, from), ring_.data() + from % ring_bytes_,
-                         full_end - from));
-      counters_.bytes_written.fetch_add(full_end - from, std::memory_order_relaxed);
-      counters_.writes.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (to > full_end) {
-      SM_TRY(WriteStaged(file.get(), g.FileOffset(segment, full_end), full_end, to));
-    }
+  if (full_end > from) {
+    SM_TRY(file->Write(g.FileOffset(segment, from), ring_.data() + from % ring_bytes_,
+                       full_end - from));
+    counters_.bytes_written.fetch_add(full_end - from, std::memory_order_relaxed);
+    counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (to > full_end) {
+    // The partial last block: only [full_end, to) is published; inserters may be copying into
+    // the rest of it right now, so stage it and write zeros after the end.
+    size_t n = to - full_end;
+    std::memcpy(staging_.data(), ring_.data() + full_end % ring_bytes_, n);
+    std::memset(staging_.data() + n, 0, kLogBlockBytes - n);
+    SM_TRY(file->Write(g.FileOffset(segment, full_end), staging_.data(), kLogBlockBytes));
+    counters_.bytes_written.fetch_add(kLogBlockBytes, std::memory_order_relaxed);
+    counters_.writes.fetch_add(1, std::memory_order_relaxed);
   }
   if (std::find(dirty_segments_.begin(), dirty_segments_.end(), file) == dirty_segments_.end()) {
     dirty_segments_.push_back(std::move(file));
   }
-  return Status::OK();
-}
-
-// Writes ring bytes [from, to) at file_offset through the staging buffer, zeros after `to` up
-// to the end of its block: only [.., to) is published, and inserters may be copying into the
-// rest of that block right now, so it cannot be written from the ring.
-Status LogManager::WriteStaged(io::File* file, uint64_t file_offset, uint64_t from,
-                               uint64_t to) {
-  SM_DASSERT(to - from <= kStagingBytes);
-  size_t n = to - from;
-  size_t bytes = BlockFloor(to - 1) + kLogBlockBytes - from;
-  std::memcpy(staging_.data(), ring_.data() + from % ring_bytes_, n);
-  std::memset(staging_.data() + n, 0, bytes - n);
-  SM_TRY(file->Write(file_offset, staging_.data(), bytes));
-  counters_.bytes_written.fetch_add(bytes, std::memory_order_relaxed);
-  counters_.writes.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 

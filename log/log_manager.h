@@ -30,8 +30,7 @@
 // write and fdatasync, which would otherwise need a blocking-call thread anyway). Each round:
 //   advance filled over published slots; write [BlockFloor(written), filled) from the ring in
 //   4 KiB blocks, the last partial block staged with zeros after filled (it is written again,
-//   longer, by the next round; a range of up to kStagingBytes is staged whole and written in
-//   one call); publish written and wake inserters waiting for space; if
+//   longer, by the next round); publish written and wake inserters waiting for space; if
 //   anyone needs durability (a Flush, an async-commit deadline, Close), Sync every segment file
 //   written since the last sync, publish durable and wake the committers it satisfies - one
 //   fdatasync for all of them (group commit). Then it sleeps on its Baton until a Flush, a space
@@ -288,7 +287,6 @@ class LogManager {
   uint64_t AdvanceFilled();
   Status WriteOut(uint64_t to);
   Status WriteChunk(uint64_t from, uint64_t to);
-  Status WriteStaged(io::File* file, uint64_t file_offset, uint64_t from, uint64_t to);
   Status SyncDirty();
   Status SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::File>* file);
   void PrepareAhead();
@@ -349,9 +347,7 @@ class LogManager {
   uint64_t current_segment_start_ = 0;
   std::shared_ptr<io::File> next_segment_;
   uint64_t next_segment_start_ = 0;
-  // The partial tail of a write, or a whole short write (log_flusher.cc, WriteChunk).
-  static constexpr size_t kStagingBytes = 64 * 1024;
-  io::AlignedBuffer staging_;
+  io::AlignedBuffer staging_;  // one block: the partial tail of a write
 
   mutable threads::SpinLock fatal_lock_;
   Status fatal_status_;   // guarded by fatal_lock_; set once
