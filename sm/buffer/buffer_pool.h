@@ -98,6 +98,15 @@ class BufferPool;
 
 enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
 
+// Words the page's owner keeps in memory beside Frame::owner_hint, with the same rules (never
+// logged or written; zero when the frame gets a page; a heuristic, so any value must be safe):
+// the B-tree's latch-contention tracking of a leaf (index/btree.h, "Contention split").
+struct FrameContention {
+  uint16_t last_slot = 0;  // the record the last write changed
+  uint16_t contended = 0;  // writes that waited for the latch and changed another record
+  uint16_t writes = 0;     // writes in the current window
+};
+
 // One frame. Fields other than the atomics change only as the file comment describes.
 // The fields a fix and its release touch (latch, pin_count, state, referenced, data) come
 // first, in the frame's first cache line: a descent through pages not in the CPU cache then
@@ -115,11 +124,14 @@ struct alignas(64) Frame {
   // The full-page-image epoch the page's image was last logged in (changed under the
   // exclusive latch; 0 after a load). See BufferPool::AdvanceFpiEpoch.
   uint32_t fpi_epoch = 0;
-  // A word the page's owner keeps in memory only (never logged or written; 0 after a load):
+  // A word the page's owner keeps in memory only (never logged or written; 0 when the frame
+  // gets a page, loaded or new):
   // the B-tree's position of its last insert into the node (PageHandle::owner_hint).
   uint16_t owner_hint = 0;
   // -- end of the first cache line --
   threads::Mutex write_mu;  // serializes write-backs (invariant 7)
+  // Written under the exclusive latch, by writes only: no fix or read touches it.
+  FrameContention contention;
   // When the page last became dirty: no older change is missing on disk. Stored before
   // `dirty` is set (release) so that DirtyPages, which reads it without the latch after
   // seeing `dirty`, never sees a stale value.
@@ -166,6 +178,12 @@ class PageHandle {
   // read. Written under the exclusive latch; read under either.
   uint16_t owner_hint() const { return frame_->owner_hint; }
   void set_owner_hint(uint16_t hint) const { frame_->owner_hint = hint; }
+  // The fix found the page resident with its latch held and waited for it (the partition-lock
+  // path's blocking acquire), rather than taking it at once or after a load: a contention
+  // signal for the page's owner. Costs the hit path nothing: only the waiting path sets it.
+  bool latch_waited() const { return latch_waited_; }
+  // The frame's contention words (FrameContention); under the exclusive latch.
+  FrameContention& contention() const { return frame_->contention; }
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -176,6 +194,7 @@ class PageHandle {
   BufferPool* pool_ = nullptr;
   threads::LatchMode mode_ = threads::LatchMode::kShared;
   bool pinned_ = true;  // false: the latch alone keeps the frame (invariant 2)
+  bool latch_waited_ = false;
 };
 
 class BufferPool {
@@ -244,8 +263,9 @@ class BufferPool {
 
   Partition& PartitionOf(PageId id) const;
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
-  // Latches a pinned, resident frame and hands it to *handle.
-  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Latches a pinned, resident frame and hands it to *handle; waited: the latch was seen held
+  // (PageHandle::latch_waited).
+  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle, bool waited = false);
   // Prefetches the first lines of the frame's page.
   void PrefetchPage(const Frame* frame) const;
   // Takes the latch if it is free now (never waits).
@@ -323,6 +343,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
     pool_ = other.pool_;
     mode_ = other.mode_;
     pinned_ = other.pinned_;
+    latch_waited_ = other.latch_waited_;
     other.frame_ = nullptr;
   }
   return *this;
