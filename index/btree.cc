@@ -593,21 +593,31 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
 
 // The signal is the buffer pool's: the fix found the latch held. A write that waited and then
 // changed another record than the write before it (most likely the holder it waited for) is
-// page-level false sharing; a wait for the same record is a contention no split removes. The
-// window makes rare contention over a long time not count.
-bool BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index, bool* contender_left) {
+// page-level false sharing; a wait for the same record is a contention no split removes. A
+// write that did not wait only stores its record in the frame's first line, which its latch
+// brought into the cache; the counts, in the next line, are touched only after a wait.
+inline bool BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index, bool* contender_left) {
+  const uint16_t last = leaf.owner_slot();
+  leaf.set_owner_slot(index);
+  if ((!leaf.latch_waited() && !test_every_write_waited_) || index == last) [[likely]] {
+    return false;
+  }
+  return NoteContendedWrite(leaf, index, last, contender_left);
+}
+
+bool BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t last,
+                               bool* contender_left) {
   buffer::FrameContention& c = leaf.contention();
-  bool split = false;
-  if ((leaf.latch_waited() || test_every_write_waited_) && index != c.last_slot) {
-    *contender_left = c.last_slot < index;
-    split = ++c.contended >= contention_threshold_;
-  }
-  if (split || ++c.writes >= kContentionWindowWrites) {
+  // The node's version counts its changes: the window needs no count of its own per write.
+  const auto now = static_cast<uint16_t>(Node(leaf.data()).version());
+  if (static_cast<uint16_t>(now - c.window_start) >= kContentionWindowWrites) {
+    c.window_start = now;  // rare contention over a long time does not add up
     c.contended = 0;
-    c.writes = 0;
   }
-  c.last_slot = index;
-  return split;
+  *contender_left = last < index;
+  if (++c.contended < contention_threshold_) return false;
+  c.contended = 0;
+  return true;
 }
 
 // ---- key locks ---------------------------------------------------------------------------------

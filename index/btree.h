@@ -101,27 +101,28 @@
 // would bounce its cache line between the workers, which the rare events of BtreeCounters do
 // not.
 //
-// Contention split (LeanStore's; Alhomssi and Leis, CIDR 2021). Writers of DIFFERENT records
-// that share a leaf wait for one another at its exclusive latch, though no key lock makes them:
-// page-level false sharing (TPC-C's district rows, all in one leaf, updated by every Payment
-// and New-Order, convoyed two workers' fibers on that latch). Such a leaf is split between the
-// hot records although it is not full. The signal is the buffer pool's: the leaf's exclusive
-// fix found its latch held and waited (PageHandle::latch_waited, set only on the waiting path).
-// Each finished optimistic write counts, in the frame's in-memory words (FrameContention, like
-// the owner hint: never logged, zero when the frame gets a page), a wait before a change of a
-// record other than the one the previous write changed (most likely the holder waited for); a
-// wait for the same record is lock contention no split removes. When kContentionSplitThreshold
-// such writes fall within kContentionWindowWrites writes to the leaf (BtreeOptions can change
-// or disable it), the write, once it has finished and released its latches, splits the leaf
-// (ContentionSplit, btree_split.cc): a pessimistic descent to the leaf covering its key, then
-// the split at the written record, on the side of the previous write's record: the right half
-// starts at the written record if that one was to its left, else right after it. Nothing
-// happens if that point is an end of the leaf now (fewer than two records, or records moved
-// since) or a half would not fit with its new fence. It is an ordinary structure change
-// (SplitPath with a given leaf plan: parent posting, cascades, root growth, one redo-only
-// record), so it is crash-safe as any split, and its failure is not the write's. Counted in
-// BtreeCounters::contention_splits (also in leaf_splits). Space: each split separates records
-// that stay apart, so a tree of n records takes at most n - 1 of them.
+// Contention split (LeanStore's; Alhomssi and Leis, CIDR 2021). Writers of DIFFERENT records that
+// share a leaf wait for one another at its exclusive latch, though no key lock makes them:
+// page-level false sharing (TPC-C's district rows, all in one leaf, updated by every Payment and
+// New-Order, convoyed two workers' fibers on that latch). Such a leaf is split between the hot
+// records although it is not full. The signal is the buffer pool's: the leaf's exclusive fix found
+// its latch held and waited (PageHandle::latch_waited, set only on the waiting path). Each
+// finished optimistic write keeps the record it changed in the frame (Frame::owner_slot, an
+// in-memory word like the owner hint: never logged, zero when the frame gets a page) and counts
+// (FrameContention) a wait before a change of a record other than the one the previous write
+// changed (most likely the holder waited for); a wait for the same record is lock contention no
+// split removes. When kContentionSplitThreshold such writes fall within kContentionWindowWrites
+// changes of the leaf (counted by its node version, so that no count is kept per write;
+// BtreeOptions can change the threshold or turn the split off), the write, once it has finished
+// and released its latches, splits the leaf (ContentionSplit, btree_split.cc): a pessimistic
+// descent to the leaf covering its key, then the split at the written record, on the side of the
+// previous write's record: the right half starts at the written record if that one was to its
+// left, else right after it. Nothing happens if that point is an end of the leaf now (fewer than
+// two records, or records moved since) or a half would not fit with its new fence. It is an
+// ordinary structure change (SplitPath with a given leaf plan: parent posting, cascades, root
+// growth, one redo-only record), so it is crash-safe as any split, and its failure is not the
+// write's. Counted in BtreeCounters::contention_splits (also in leaf_splits). Space: each split
+// separates records that stay apart, so a tree of n records takes at most n - 1 of them.
 //
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
@@ -147,7 +148,7 @@ namespace sm::index {
 
 // Contention split (file comment): a leaf splits once this many writes that waited for its
 // latch changed a record other than the one the write before them changed, within a window of
-// kContentionWindowWrites writes to it.
+// kContentionWindowWrites changes of the leaf.
 inline constexpr uint16_t kContentionSplitThreshold = 8;
 inline constexpr uint16_t kContentionWindowWrites = 1024;
 
@@ -374,7 +375,11 @@ class BTree {
   // Contention split (file comment): counts a finished write of record `index` at the
   // exclusively latched `leaf`. True: the leaf should split at that record, with the other
   // contender's record on the left (*contender_left) or on the right.
+  // Inline (btree.cc): a write that did not wait; NoteContendedWrite counts one that did
+  // (`last`: the record the previous write changed).
   bool NoteLeafWrite(const buffer::PageHandle& leaf, uint16_t index, bool* contender_left);
+  bool NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index, uint16_t last,
+                          bool* contender_left);
   // With no latch held: splits the leaf covering `key` between the key's record and its
   // neighbour on the contender's side, as an ordinary structure change; nothing if that leaf
   // has no such point (fewer than two records, an end of the leaf, halves that do not fit).
