@@ -385,9 +385,9 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       }
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
-      if (retry == Retry::kNone && s.ok() && written != UINT16_MAX && contention_threshold_ != 0) {
+      // `written` is set only once the record operation was applied (so retry is kNone).
+      if (written != UINT16_MAX && s.ok())
         split_hot = NoteLeafWrite(leaf, written, &contender_left);
-      }
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
@@ -607,6 +607,7 @@ inline bool BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index, bool* c
 
 bool BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t last,
                                bool* contender_left) {
+  if (contention_threshold_ == 0) return false;
   buffer::FrameContention& c = leaf.contention();
   // The node's version counts its changes: the window needs no count of its own per write.
   const auto now = static_cast<uint16_t>(Node(leaf.data()).version());

@@ -268,8 +268,7 @@ void BufferPool::PrefetchPage(const Frame* frame) const {
 
 void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle, bool waited) {
   frame->latch.Acquire(mode);
-  HandOver(frame, mode, /*pinned=*/true, handle);
-  handle->latch_waited_ = waited;
+  HandOver(frame, mode, /*pinned=*/true, handle, waited);
 }
 
 bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
@@ -277,13 +276,14 @@ bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
                                     : frame->latch.TryAcquireExclusive();
 }
 
-void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle) {
+void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle,
+                          bool waited) {
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
   handle->mode_ = mode;
-  handle->pinned_ = pinned;
-  handle->latch_waited_ = false;
+  handle->fix_flags_ = static_cast<uint8_t>((pinned ? PageHandle::kPinned : 0) |
+                                            (waited ? PageHandle::kLatchWaited : 0));
 }
 
 bool BufferPool::InUse(const Frame& frame) {

@@ -185,7 +185,7 @@ class PageHandle {
   // The fix found the page resident with its latch held and waited for it (the partition-lock
   // path's blocking acquire), rather than taking it at once or after a load: a contention
   // signal for the page's owner. Costs the hit path nothing: only the waiting path sets it.
-  bool latch_waited() const { return latch_waited_; }
+  bool latch_waited() const { return (fix_flags_ & kLatchWaited) != 0; }
   // The frame's contention words (FrameContention); under the exclusive latch.
   FrameContention& contention() const { return frame_->contention; }
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
@@ -197,8 +197,11 @@ class PageHandle {
   Frame* frame_ = nullptr;
   BufferPool* pool_ = nullptr;
   threads::LatchMode mode_ = threads::LatchMode::kShared;
-  bool pinned_ = true;  // false: the latch alone keeps the frame (invariant 2)
-  bool latch_waited_ = false;
+  // How the fix went, in one byte (moving a handle copies no more than a bool would): kPinned
+  // (else the latch alone keeps the frame, invariant 2) and kLatchWaited (latch_waited()).
+  static constexpr uint8_t kPinned = 1;
+  static constexpr uint8_t kLatchWaited = 2;
+  uint8_t fix_flags_ = kPinned;
 };
 
 class BufferPool {
@@ -274,8 +277,10 @@ class BufferPool {
   void PrefetchPage(const Frame* frame) const;
   // Takes the latch if it is free now (never waits).
   static bool TryLatch(Frame* frame, threads::LatchMode mode);
-  // Fills *handle with a frame the caller latched (and pinned, if `pinned`).
-  void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle);
+  // Fills *handle with a frame the caller latched (and pinned, if `pinned`; waited: see
+  // PageHandle::latch_waited).
+  void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle,
+                bool waited = false);
   // Pinned or latched (invariant 2).
   static bool InUse(const Frame& frame);
   Status ClaimFrame(Frame** frame);
@@ -346,8 +351,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
     frame_ = other.frame_;
     pool_ = other.pool_;
     mode_ = other.mode_;
-    pinned_ = other.pinned_;
-    latch_waited_ = other.latch_waited_;
+    fix_flags_ = other.fix_flags_;
     other.frame_ = nullptr;
   }
   return *this;
@@ -356,7 +360,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
 inline void PageHandle::Release() {
   if (frame_ == nullptr) return;
   frame_->latch.Release(mode_);
-  if (pinned_) pool_->Unpin(frame_);
+  if (fix_flags_ & kPinned) pool_->Unpin(frame_);
   frame_ = nullptr;
 }
 
