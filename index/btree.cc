@@ -385,9 +385,10 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       }
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
-      // `written` is set only once the record operation was applied (so retry is kNone).
-      if (written != UINT16_MAX && s.ok())
+      // Set only once the record operation was applied (so retry is kNone).
+      if (written != UINT16_MAX && s.ok()) {
         split_hot = NoteLeafWrite(leaf, written, &contender_left);
+      }
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);

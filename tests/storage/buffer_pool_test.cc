@@ -528,7 +528,7 @@ TEST_CASE("the background writer writes young pages when clean frames run short"
   REQUIRE(pool->stats().writes >= 1);
 }
 
-TEST_CASE("a fix that waited for a held latch says so; a free latch or a load does not",
+TEST_CASE("a fix that waited for a held latch says so, one that found it free or loaded does not",
           "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(21);
   auto volume = MakeVolume(&fs, "data.vol");
