@@ -374,8 +374,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     Retry retry = Retry::kNone;
     LockWait wait;
     Status s;
-    bool split_hot = false;  // a contention split is due (file comment)
-    bool contender_left = false;
+    Contender contender = Contender::kNone;  // a contention split is due if not kNone
     if (x_level == 0) {
       PageHandle leaf;
       bool fences_known = false;
@@ -387,7 +386,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
       // Set only once the record operation was applied (so retry is kNone).
       if (written != UINT16_MAX && s.ok()) {
-        split_hot = NoteLeafWrite(leaf, written, &contender_left);
+        contender = NoteLeafWrite(leaf, written);
       }
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
@@ -405,11 +404,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
     }
     // Every latch is released here.
-    if (split_hot) {
-      // The write is done; the split only helps later ones, so its failure (no page free, a
-      // failed log write, which the next write meets again) is not the write's.
-      ContentionSplit(key, contender_left).PermitUnchecked();
-    }
+    if (contender != Contender::kNone) [[unlikely]]
+      SplitContendedLeaf(key, contender);
     if (retry == Retry::kNone || !s.ok()) return s;
     if (retry == Retry::kLockWait) {
       SM_TRY(WaitForLock(ctx, wait));
@@ -597,18 +593,17 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
 // page-level false sharing; a wait for the same record is a contention no split removes. A
 // write that did not wait only stores its record in the frame's first line, which its latch
 // brought into the cache; the counts, in the next line, are touched only after a wait.
-inline bool BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index, bool* contender_left) {
+inline BTree::Contender BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index) {
   const uint16_t last = leaf.owner_slot();
   leaf.set_owner_slot(index);
   if ((!leaf.latch_waited() && !test_every_write_waited_) || index == last) [[likely]] {
-    return false;
+    return Contender::kNone;
   }
-  return NoteContendedWrite(leaf, index, last, contender_left);
+  return NoteContendedWrite(leaf, index, last);
 }
 
-bool BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t last,
-                               bool* contender_left) {
-  if (contention_threshold_ == 0) return false;
+BTree::Contender BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t last) {
+  if (contention_threshold_ == 0) return Contender::kNone;
   buffer::FrameContention& c = leaf.contention();
   // The node's version counts its changes: the window needs no count of its own per write.
   const auto now = static_cast<uint16_t>(Node(leaf.data()).version());
@@ -616,10 +611,15 @@ bool BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t 
     c.window_start = now;  // rare contention over a long time does not add up
     c.contended = 0;
   }
-  *contender_left = last < index;
-  if (++c.contended < contention_threshold_) return false;
+  if (++c.contended < contention_threshold_) return Contender::kNone;
   c.contended = 0;
-  return true;
+  return last < index ? Contender::kLeft : Contender::kRight;
+}
+
+void BTree::SplitContendedLeaf(std::string_view key, Contender contender) {
+  // The write is done; the split only helps later ones, so its failure (no page free, a failed
+  // log write, which the next write meets again) is not the write's.
+  ContentionSplit(key, contender == Contender::kLeft).PermitUnchecked();
 }
 
 // ---- key locks ---------------------------------------------------------------------------------

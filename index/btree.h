@@ -372,18 +372,21 @@ class BTree {
   Status ApplyDelete(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      const OpContext& ctx);
   void Stamp(buffer::PageHandle& page, Lsn lsn);
-  // Contention split (file comment): counts a finished write of record `index` at the
-  // exclusively latched `leaf`. True: the leaf should split at that record, with the other
-  // contender's record on the left (*contender_left) or on the right.
-  // Inline (btree.cc): a write that did not wait; NoteContendedWrite counts one that did
-  // (`last`: the record the previous write changed).
-  bool NoteLeafWrite(const buffer::PageHandle& leaf, uint16_t index, bool* contender_left);
-  bool NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index, uint16_t last,
-                          bool* contender_left);
+  // Contention split (file comment): where the other contender's record is, for a leaf that
+  // should split at a written record (kNone: no split is due).
+  enum class Contender : uint8_t { kNone, kLeft, kRight };
+  // Counts a finished write of record `index` at the exclusively latched `leaf`. Inline
+  // (btree.cc): a write that did not wait; NoteContendedWrite, out of the write's code path,
+  // counts one that did (`last`: the record the previous write changed).
+  Contender NoteLeafWrite(const buffer::PageHandle& leaf, uint16_t index);
+  [[gnu::cold]] Contender NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index,
+                                             uint16_t last);
   // With no latch held: splits the leaf covering `key` between the key's record and its
   // neighbour on the contender's side, as an ordinary structure change; nothing if that leaf
   // has no such point (fewer than two records, an end of the leaf, halves that do not fit).
   Status ContentionSplit(std::string_view key, bool contender_left);
+  // ContentionSplit for a write that has finished: its failure is not the write's.
+  [[gnu::cold]] void SplitContendedLeaf(std::string_view key, Contender contender);
 
   // --- key locks (btree.cc) ---
   // Asks the hook for the key at `index` of the latched leaf (or the first key after the leaf,
