@@ -384,9 +384,10 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       }
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
-      // Set only once the record operation was applied (so retry is kNone).
-      if (written != UINT16_MAX && s.ok()) {
-        contender = NoteLeafWrite(leaf, written);
+      // `written` is set only once the record operation was applied (so retry is kNone).
+      if ((leaf.latch_waited() || test_every_write_waited_) && written != UINT16_MAX && s.ok())
+          [[unlikely]] {
+        contender = NoteContendedWrite(leaf, written);
       }
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
@@ -588,23 +589,16 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
   return Status::OK();
 }
 
-// The signal is the buffer pool's: the fix found the latch held. A write that waited and then
-// changed another record than the write before it (most likely the holder it waited for) is
-// page-level false sharing; a wait for the same record is a contention no split removes. A
-// write that did not wait only stores its record in the frame's first line, which its latch
-// brought into the cache; the counts, in the next line, are touched only after a wait.
-inline BTree::Contender BTree::NoteLeafWrite(const PageHandle& leaf, uint16_t index) {
-  const uint16_t last = leaf.owner_slot();
-  leaf.set_owner_slot(index);
-  if ((!leaf.latch_waited() && !test_every_write_waited_) || index == last) [[likely]] {
-    return Contender::kNone;
-  }
-  return NoteContendedWrite(leaf, index, last);
-}
-
-BTree::Contender BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index, uint16_t last) {
+// The signal is the buffer pool's: the fix found the latch held. Writes that waited and changed
+// different records (the waits of two workers alternate, so most likely each waited for the
+// other) are page-level false sharing; waits for the same record are a contention no split
+// removes.
+BTree::Contender BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index) {
   if (contention_threshold_ == 0) return Contender::kNone;
   buffer::FrameContention& c = leaf.contention();
+  const uint16_t last = c.last_slot;
+  c.last_slot = index;
+  if (index == last) return Contender::kNone;
   // The node's version counts its changes: the window needs no count of its own per write.
   const auto now = static_cast<uint16_t>(Node(leaf.data()).version());
   if (static_cast<uint16_t>(now - c.window_start) >= kContentionWindowWrites) {

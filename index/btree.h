@@ -107,22 +107,23 @@
 // New-Order, convoyed two workers' fibers on that latch). Such a leaf is split between the hot
 // records although it is not full. The signal is the buffer pool's: the leaf's exclusive fix found
 // its latch held and waited (PageHandle::latch_waited, set only on the waiting path). Each
-// finished optimistic write keeps the record it changed in the frame (Frame::owner_slot, an
-// in-memory word like the owner hint: never logged, zero when the frame gets a page) and counts
-// (FrameContention) a wait before a change of a record other than the one the previous write
-// changed (most likely the holder waited for); a wait for the same record is lock contention no
-// split removes. When kContentionSplitThreshold such writes fall within kContentionWindowWrites
-// changes of the leaf (counted by its node version, so that no count is kept per write;
-// BtreeOptions can change the threshold or turn the split off), the write, once it has finished
-// and released its latches, splits the leaf (ContentionSplit, btree_split.cc): a pessimistic
-// descent to the leaf covering its key, then the split at the written record, on the side of the
-// previous write's record: the right half starts at the written record if that one was to its
-// left, else right after it. Nothing happens if that point is an end of the leaf now (fewer than
-// two records, or records moved since) or a half would not fit with its new fence. It is an
-// ordinary structure change (SplitPath with a given leaf plan: parent posting, cascades, root
-// growth, one redo-only record), so it is crash-safe as any split, and its failure is not the
-// write's. Counted in BtreeCounters::contention_splits (also in leaf_splits). Space: each split
-// separates records that stay apart, so a tree of n records takes at most n - 1 of them.
+// finished optimistic write whose fix waited counts, in the frame's in-memory words
+// (FrameContention, like the owner hint: never logged, zero when the frame gets a page), if it
+// changed a record other than the previous write that waited (the waits of two workers alternate,
+// so most likely each waited for the other); waits for the same record are lock contention no
+// split removes. A write that did not wait costs one test and touches nothing. When
+// kContentionSplitThreshold such writes fall within kContentionWindowWrites changes of the leaf
+// (counted by its node version, so that no count is kept per write; BtreeOptions can change the
+// threshold or turn the split off), the write, once it has finished and released its latches,
+// splits the leaf (ContentionSplit, btree_split.cc): a pessimistic descent to the leaf covering
+// its key, then the split at the written record, on the side of the previous waiting write's
+// record: the right half starts at the written record if that one was to its left, else right
+// after it. Nothing happens if that point is an end of the leaf now (fewer than two records, or
+// records moved since) or a half would not fit with its new fence. It is an ordinary structure
+// change (SplitPath with a given leaf plan: parent posting, cascades, root growth, one redo-only
+// record), so it is crash-safe as any split, and its failure is not the write's. Counted in
+// BtreeCounters::contention_splits (also in leaf_splits). Space: each split separates records that
+// stay apart, so a tree of n records takes at most n - 1 of them.
 //
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
@@ -147,7 +148,7 @@
 namespace sm::index {
 
 // Contention split (file comment): a leaf splits once this many writes that waited for its
-// latch changed a record other than the one the write before them changed, within a window of
+// latch changed a record other than the previous write that waited, within a window of
 // kContentionWindowWrites changes of the leaf.
 inline constexpr uint16_t kContentionSplitThreshold = 8;
 inline constexpr uint16_t kContentionWindowWrites = 1024;
@@ -375,12 +376,9 @@ class BTree {
   // Contention split (file comment): where the other contender's record is, for a leaf that
   // should split at a written record (kNone: no split is due).
   enum class Contender : uint8_t { kNone, kLeft, kRight };
-  // Counts a finished write of record `index` at the exclusively latched `leaf`. Inline
-  // (btree.cc): a write that did not wait; NoteContendedWrite, out of the write's code path,
-  // counts one that did (`last`: the record the previous write changed).
-  Contender NoteLeafWrite(const buffer::PageHandle& leaf, uint16_t index);
-  [[gnu::cold]] Contender NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index,
-                                             uint16_t last);
+  // Counts a finished write of record `index` at the exclusively latched `leaf` whose fix
+  // waited for the latch (out of the write's code path: a write that did not wait costs a test).
+  [[gnu::cold]] Contender NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index);
   // With no latch held: splits the leaf covering `key` between the key's record and its
   // neighbour on the contender's side, as an ordinary structure change; nothing if that leaf
   // has no such point (fewer than two records, an end of the leaf, halves that do not fit).

@@ -297,7 +297,6 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   Status s = volume_->ReadPage(id, frame->data);
   frame->fpi_epoch = 0;
   frame->owner_hint = 0;
-  frame->owner_slot = 0;
   frame->contention = FrameContention{};
   if (!s.ok() && s.IsCorruption() && kind.may_be_new && IsZeroPage(frame->data)) {
     // A page allocated before the crash whose first write never reached the disk: the
@@ -374,7 +373,6 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
   InitPage(frame->data, id, type);
   // The owner's in-memory words belong to the frame's previous page (Load resets them too).
   frame->owner_hint = 0;
-  frame->owner_slot = 0;
   frame->contention = FrameContention{};
   HandOver(frame, LatchMode::kExclusive, /*pinned=*/true, handle);
   handle->MarkDirty();

@@ -98,10 +98,13 @@ class BufferPool;
 
 enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
 
-// Words the page's owner keeps in memory beside Frame::owner_hint and owner_slot, with the same
-// rules: the B-tree's latch-contention counts of a leaf (index/btree.h, "Contention split").
+// Words the page's owner keeps in memory beside Frame::owner_hint, with the same rules (never
+// logged or written; zero when the frame gets a page; a heuristic, so any value must be safe):
+// the B-tree's latch-contention counts of a leaf (index/btree.h, "Contention split"). Touched
+// only by writes that waited for the latch, so they live outside the fix path's cache line.
 struct FrameContention {
-  uint16_t contended = 0;     // writes that waited for the latch and changed another record
+  uint16_t last_slot = 0;     // the record the last write that waited changed
+  uint16_t contended = 0;     // such writes that changed another record than the one before
   uint16_t window_start = 0;  // the node version (low bits) the counting window began at
 };
 
@@ -122,17 +125,13 @@ struct alignas(64) Frame {
   // The full-page-image epoch the page's image was last logged in (changed under the
   // exclusive latch; 0 after a load). See BufferPool::AdvanceFpiEpoch.
   uint32_t fpi_epoch = 0;
-  // Words the page's owner keeps in memory only (never logged or written; 0 when the frame gets
-  // a page, loaded or new; heuristics, so any value must be safe), written under the exclusive
-  // latch: the B-tree's position of its last insert into the node (PageHandle::owner_hint) and
-  // the record its last write changed (owner_slot, written by every write to a leaf, hence in
-  // the line the latch already brought into the cache).
+  // A word the page's owner keeps in memory only (never logged or written; 0 when the frame
+  // gets a page, loaded or new): the B-tree's position of its last insert into the node
+  // (PageHandle::owner_hint).
   uint16_t owner_hint = 0;
-  uint16_t owner_slot = 0;
   // -- end of the first cache line --
   threads::Mutex write_mu;  // serializes write-backs (invariant 7)
-  // Touched only by writes that waited for the latch (the owner's rules as above).
-  FrameContention contention;
+  FrameContention contention;  // under the exclusive latch
   // When the page last became dirty: no older change is missing on disk. Stored before
   // `dirty` is set (release) so that DirtyPages, which reads it without the latch after
   // seeing `dirty`, never sees a stale value.
@@ -145,7 +144,7 @@ struct alignas(64) Frame {
   Status load_status;     // the failed load's Status, written before `loaded`
 };
 static_assert(sizeof(threads::Latch) + 2 * sizeof(uint32_t) + sizeof(PageId) + sizeof(char*) +
-                      sizeof(uint32_t) + 2 * sizeof(uint16_t) <=
+                      sizeof(uint32_t) + sizeof(uint16_t) <=
                   64,
               "the fix path's fields of a Frame fit in one cache line");
 
@@ -179,9 +178,6 @@ class PageHandle {
   // read. Written under the exclusive latch; read under either.
   uint16_t owner_hint() const { return frame_->owner_hint; }
   void set_owner_hint(uint16_t hint) const { frame_->owner_hint = hint; }
-  // The frame's second owner word (Frame::owner_slot), under the same rules.
-  uint16_t owner_slot() const { return frame_->owner_slot; }
-  void set_owner_slot(uint16_t slot) const { frame_->owner_slot = slot; }
   // The fix found the page resident with its latch held and waited for it (the partition-lock
   // path's blocking acquire), rather than taking it at once or after a load: a contention
   // signal for the page's owner. Costs the hit path nothing: only the waiting path sets it.

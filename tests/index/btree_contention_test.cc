@@ -75,7 +75,7 @@ TEST_CASE("btree contention: writes of two records that waited split their leaf 
   Model model;
   LoadAndReopen(env, 10, 24, Contended(4), &model);
   // Alternating writers of records 2 and 7: each write changes another record than the one
-  // before it (for the first, the last insert, 9). The fourth reaches the threshold; its
+  // before it (for the first, the frame's initial 0). The fourth reaches the threshold; its
   // contender (2) is on its left, so the right half starts at 7.
   for (uint64_t i = 0; i < 3; ++i) {
     UpdateAndModel(*env.tree, i % 2 == 0 ? 2 : 7, i + 1, &model);
@@ -122,7 +122,7 @@ TEST_CASE("btree contention: no split for one record, when turned off, or at the
     Model model;
     LoadAndReopen(env, 10, 24, Contended(2), &model);
     for (uint64_t i = 0; i < 100; ++i) UpdateAndModel(*env.tree, 5, i + 1, &model);
-    // Only the first write changes another record than the one before it (the last insert).
+    // Only the first write changes another record than the one before it (the initial 0).
     REQUIRE(env.tree->counters().contention_splits == 0);
     REQUIRE(env.tree->counters().leaf_splits == 0);
     RequireSameAsModel(*env.tree, model);
@@ -151,7 +151,7 @@ TEST_CASE("btree contention: no split for one record, when turned off, or at the
     // Each write below changes another record than the one before, to its left: the split
     // would go right after the written record (or after the deleted one's gap), which is the
     // end of the leaf.
-    REQUIRE(env.tree->Delete(Key64(9)).ok());  // record 9, as the last insert: not counted
+    REQUIRE(env.tree->Delete(Key64(9)).ok());  // after 0: its gap ends the leaf
     REQUIRE(env.tree->Delete(Key64(8)).ok());
     model.erase(Key64(9));
     model.erase(Key64(8));
@@ -183,7 +183,7 @@ TEST_CASE("btree contention: a leaf inside a taller tree posts its separator to 
   REQUIRE(hi - lo >= 3);
   const uint64_t a = lo + 1;
   const uint64_t b = hi - 1;
-  // The first write may change the record the last insert did (not counted); the rest count.
+  // The first write may change the frame's initial record 0 (not counted); the rest count.
   for (uint64_t i = 0; i < 5 && env.tree->counters().contention_splits == 0; ++i) {
     UpdateAndModel(*env.tree, i % 2 == 0 ? a : b, i + 1, &model);
   }

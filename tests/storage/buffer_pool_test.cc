@@ -579,8 +579,7 @@ TEST_CASE("a frame's owner words are zero for every new page", "[unit][buffer]")
     PageHandle h;
     REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
     h.set_owner_hint(7);
-    h.set_owner_slot(3);
-    h.contention() = buffer::FrameContention{4, 5};
+    h.contention() = buffer::FrameContention{3, 4, 5};
     ids.push_back(h.page_id());
   }
   for (PageId id : ids) REQUIRE(pool->FreePage(id).ok());
@@ -588,7 +587,7 @@ TEST_CASE("a frame's owner words are zero for every new page", "[unit][buffer]")
   for (PageHandle& h : fresh) {
     REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
     REQUIRE(h.owner_hint() == 0);
-    REQUIRE(h.owner_slot() == 0);
+    REQUIRE(h.contention().last_slot == 0);
     REQUIRE(h.contention().contended == 0);
     REQUIRE(h.contention().window_start == 0);
   }
