@@ -23,11 +23,9 @@ SM_DEFINE_CTX_SITE(kCtxCursorNext, "btree.cursor.next");
 
 namespace {
 
+using btree_internal::kAllLevels;
 using buffer::PageHandle;
 using threads::LatchMode;
-
-// x_level of a pessimistic descent that latches every level exclusively.
-constexpr uint16_t kAllLevels = UINT16_MAX;
 
 // BTree::instance_id: relaxed, only uniqueness matters.
 std::atomic<uint64_t> g_next_instance_id{1};
@@ -57,13 +55,15 @@ const char* KeyLockPurposeName(KeyLockPurpose purpose) {
 
 // ---- creation --------------------------------------------------------------------------------
 
-BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger)
+BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOptions& options)
     : pool_(pool),
       root_id_(root),
       instance_id_(g_next_instance_id.fetch_add(1, std::memory_order_relaxed)),
       unique_(unique),
-      logger_(logger != nullptr ? logger : &g_null_logger),
-      logs_(logger != nullptr) {}
+      logger_(options.logger != nullptr ? options.logger : &g_null_logger),
+      logs_(options.logger != nullptr),
+      contention_threshold_(options.contention_split_threshold),
+      test_every_write_waited_(options.test_every_write_waited) {}
 
 Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, PageId* root_page_id,
                      std::unique_ptr<BTree>* tree) {
@@ -74,7 +74,7 @@ Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, Page
   auto flags =
       static_cast<uint16_t>(kNodeRoot | kNodeHighInfinite | (options.unique ? 0 : kNodeNonUnique));
   Node::Format(root.data(), 0, flags, id, "", "");
-  std::unique_ptr<BTree> fresh(new BTree(pool, id, options.unique, options.logger));
+  std::unique_ptr<BTree> fresh(new BTree(pool, id, options.unique, options));
   Lsn lsn;
   Status logged = fresh->logger_->LogFormatRoot(*fresh, root, &lsn);
   if (!logged.ok()) {
@@ -107,7 +107,7 @@ Status BTree::Open(buffer::BufferPool* pool, PageId root_page_id, const BtreeOpt
     return Status::InvalidArgument(not_root);
   }
   bool unique = (header.flags & kNodeNonUnique) == 0;
-  tree->reset(new BTree(pool, root_page_id, unique, options.logger));
+  tree->reset(new BTree(pool, root_page_id, unique, options));
   return Status::OK();
 }
 
@@ -140,6 +140,7 @@ BtreeCounters BTree::counters() const {
   c.inner_splits = inner_splits_.load(std::memory_order_relaxed);
   c.root_grows = root_grows_.load(std::memory_order_relaxed);
   c.lock_waits = lock_waits_.load(std::memory_order_relaxed);
+  c.contention_splits = contention_splits_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -373,6 +374,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     Retry retry = Retry::kNone;
     LockWait wait;
     Status s;
+    Contender contender = Contender::kNone;  // a contention split is due if not kNone
     if (x_level == 0) {
       PageHandle leaf;
       bool fences_known = false;
@@ -380,7 +382,13 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
           !FixHintedLeaf(key, LatchMode::kExclusive, site, ctx.hint, &leaf, &fences_known)) {
         SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
       }
-      s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait);
+      uint16_t written = UINT16_MAX;
+      s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
+      // `written` is set only once the record operation was applied (so retry is kNone).
+      if ((leaf.latch_waited() || test_every_write_waited_) && written != UINT16_MAX && s.ok())
+          [[unlikely]] {
+        contender = NoteContendedWrite(leaf, written);
+      }
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
@@ -390,12 +398,15 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       if (x_level == kAllLevels) root_exclusive_descents_.fetch_add(1, std::memory_order_relaxed);
       Path path;
       SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
-      s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait);
+      uint16_t written = UINT16_MAX;
+      s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait, &written);
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
     }
     // Every latch is released here.
+    if (contender != Contender::kNone) [[unlikely]]
+      SplitContendedLeaf(key, contender);
     if (retry == Retry::kNone || !s.ok()) return s;
     if (retry == Retry::kLockWait) {
       SM_TRY(WaitForLock(ctx, wait));
@@ -407,7 +418,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
 
 Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
                           const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
-                          LockWait* wait) {
+                          LockWait* wait, uint16_t* written) {
   Node node(leaf->data());
   bool found;
   uint16_t index = node.LowerBound(key, &found);
@@ -420,6 +431,7 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
   }
   if (found && op == WriteOp::kInsert) return Status::Duplicate("key already present");
   if (!found && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) return Status::NotFound();
+  *written = index;
   if (op == WriteOp::kDelete) return ApplyDelete(*leaf, index, key, ctx);
 
   size_t bytes = LeafRecordBytes(key.size(), value.size());
@@ -432,7 +444,7 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
       return Status::OK();
     }
     bool escalate = false;
-    SM_TRY(SplitPath(path, PendingEntry{key, bytes, index, found}, &escalate));
+    SM_TRY(SplitPath(path, PendingEntry{key, bytes, index, found}, nullptr, &escalate));
     if (escalate) {
       *retry = Retry::kPessimistic;
       return Status::OK();
@@ -440,6 +452,7 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
     leaf = &path->back();  // the half that takes the record; the path may have reallocated
     index = Node(leaf->data()).LowerBound(key);
   }
+  *written = index;
   return found ? ApplyUpdate(*leaf, index, key, value, ctx)
                : ApplyInsert(*leaf, index, key, value, ctx);
 }
@@ -574,6 +587,33 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
   }
   Stamp(leaf, lsn);
   return Status::OK();
+}
+
+// The signal is the buffer pool's: the fix found the latch held. Writes that waited and changed
+// different records (the waits of two workers alternate, so most likely each waited for the
+// other) are page-level false sharing; waits for the same record are a contention no split
+// removes.
+BTree::Contender BTree::NoteContendedWrite(const PageHandle& leaf, uint16_t index) {
+  if (contention_threshold_ == 0) return Contender::kNone;
+  buffer::FrameContention& c = leaf.contention();
+  const uint16_t last = c.last_slot;
+  c.last_slot = index;
+  if (index == last) return Contender::kNone;
+  // The node's version counts its changes: the window needs no count of its own per write.
+  const auto now = static_cast<uint16_t>(Node(leaf.data()).version());
+  if (static_cast<uint16_t>(now - c.window_start) >= kContentionWindowWrites) {
+    c.window_start = now;  // rare contention over a long time does not add up
+    c.contended = 0;
+  }
+  if (++c.contended < contention_threshold_) return Contender::kNone;
+  c.contended = 0;
+  return last < index ? Contender::kLeft : Contender::kRight;
+}
+
+void BTree::SplitContendedLeaf(std::string_view key, Contender contender) {
+  // The write is done; the split only helps later ones, so its failure (no page free, a failed
+  // log write, which the next write meets again) is not the write's.
+  ContentionSplit(key, contender == Contender::kLeft).PermitUnchecked();
 }
 
 // ---- key locks ---------------------------------------------------------------------------------

@@ -101,6 +101,30 @@
 // would bounce its cache line between the workers, which the rare events of BtreeCounters do
 // not.
 //
+// Contention split (LeanStore's; Alhomssi and Leis, CIDR 2021). Writers of DIFFERENT records that
+// share a leaf wait for one another at its exclusive latch, though no key lock makes them:
+// page-level false sharing (TPC-C's district rows, all in one leaf, updated by every Payment and
+// New-Order, convoyed two workers' fibers on that latch). Such a leaf is split between the hot
+// records although it is not full. The signal is the buffer pool's: the leaf's exclusive fix found
+// its latch held and waited (PageHandle::latch_waited, set only on the waiting path). Each
+// finished optimistic write whose fix waited counts, in the frame's in-memory words
+// (FrameContention, like the owner hint: never logged, zero when the frame gets a page), if it
+// changed a record other than the previous write that waited (the waits of two workers alternate,
+// so most likely each waited for the other); waits for the same record are lock contention no
+// split removes. A write that did not wait costs one test and touches nothing. When
+// kContentionSplitThreshold such writes fall within kContentionWindowWrites changes of the leaf
+// (counted by its node version, so that no count is kept per write; BtreeOptions can change the
+// threshold or turn the split off), the write, once it has finished and released its latches,
+// splits the leaf (ContentionSplit, btree_split.cc): a pessimistic descent to the leaf covering
+// its key, then the split at the written record, on the side of the previous waiting write's
+// record: the right half starts at the written record if that one was to its left, else right
+// after it. Nothing happens if that point is an end of the leaf now (fewer than two records, or
+// records moved since) or a half would not fit with its new fence. It is an ordinary structure
+// change (SplitPath with a given leaf plan: parent posting, cascades, root growth, one redo-only
+// record), so it is crash-safe as any split, and its failure is not the write's. Counted in
+// BtreeCounters::contention_splits (also in leaf_splits). Space: each split separates records that
+// stay apart, so a tree of n records takes at most n - 1 of them.
+//
 // Thread/fiber safety: a BTree may be used concurrently from fibers on any worker and from plain
 // threads. A Cursor belongs to one fiber or thread at a time.
 #pragma once
@@ -123,12 +147,22 @@
 
 namespace sm::index {
 
+// Contention split (file comment): a leaf splits once this many writes that waited for its
+// latch changed a record other than the previous write that waited, within a window of
+// kContentionWindowWrites changes of the leaf.
+inline constexpr uint16_t kContentionSplitThreshold = 8;
+inline constexpr uint16_t kContentionWindowWrites = 1024;
+
 struct BtreeOptions {
   // Create: whether the tree is a unique index (see the file comment); Open reads it from the
   // root and ignores this field.
   bool unique = true;
   // Null: the default BtreeLogger, which logs nothing. Must outlive the tree.
   BtreeLogger* logger = nullptr;
+  // Contention split (file comment): the threshold; 0 turns contention splits off.
+  uint16_t contention_split_threshold = kContentionSplitThreshold;
+  // Tests: every write at a leaf counts as having waited for its latch.
+  bool test_every_write_waited = false;
 };
 
 struct BtreeStats {
@@ -162,6 +196,7 @@ struct BtreeCounters {
   uint64_t inner_splits = 0;
   uint64_t root_grows = 0;
   uint64_t lock_waits = 0;  // TryLockKey said Busy: latches dropped, LockKey waited
+  uint64_t contention_splits = 0;  // of leaf_splits, contention splits (file comment)
 };
 
 class Cursor;
@@ -288,7 +323,7 @@ class BTree {
   // Exclusively latched nodes of a pessimistic descent, top (a safe node or the root) first.
   using Path = std::vector<buffer::PageHandle>;
 
-  BTree(buffer::BufferPool* pool, PageId root, bool unique, BtreeLogger* logger);
+  BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOptions& options);
 
   // --- descent (btree.cc) ---
   // Fixes a node of this tree: Corruption if the page is not one.
@@ -320,8 +355,10 @@ class BTree {
   // exclusively (the leaf must split but the retained path cannot absorb the split) or wait
   // for a lock.
   enum class Retry : uint8_t { kNone, kPessimistic, kLockWait };
+  // *written: the index of the record changed (inserted, updated or erased), if any.
   Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
-                     buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait);
+                     buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait,
+                     uint16_t* written);
   // The key locks a write takes at its exclusively latched leaf, given whether the key is at
   // `index` (found) or would go there (btree_hooks.h, locking 3): an insertion kInsertNext and
   // then kWrite; an Upsert that found the key kWrite; an Insert that found it kRead; a Delete
@@ -336,6 +373,18 @@ class BTree {
   Status ApplyDelete(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      const OpContext& ctx);
   void Stamp(buffer::PageHandle& page, Lsn lsn);
+  // Contention split (file comment): where the other contender's record is, for a leaf that
+  // should split at a written record (kNone: no split is due).
+  enum class Contender : uint8_t { kNone, kLeft, kRight };
+  // Counts a finished write of record `index` at the exclusively latched `leaf` whose fix
+  // waited for the latch (out of the write's code path: a write that did not wait costs a test).
+  [[gnu::cold]] Contender NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index);
+  // With no latch held: splits the leaf covering `key` between the key's record and its
+  // neighbour on the contender's side, as an ordinary structure change; nothing if that leaf
+  // has no such point (fewer than two records, an end of the leaf, halves that do not fit).
+  Status ContentionSplit(std::string_view key, bool contender_left);
+  // ContentionSplit for a write that has finished: its failure is not the write's.
+  [[gnu::cold]] void SplitContendedLeaf(std::string_view key, Contender contender);
 
   // --- key locks (btree.cc) ---
   // Asks the hook for the key at `index` of the latched leaf (or the first key after the leaf,
@@ -359,15 +408,21 @@ class BTree {
   // it is full), logs the whole change as one record, and leaves in *path only the leaf half
   // that takes the entry (every other latch released). *escalate (nothing changed): the split
   // would reach above path->front(), which is not the root. An error: nothing changed either.
-  Status SplitPath(Path* path, const PendingEntry& pending, bool* escalate);
-  Status PlanPath(const Path& path, const PendingEntry& pending, std::vector<LevelSplit>* plans,
-                  bool* grow_root, bool* escalate) const;
+  // leaf_plan, if given, is the leaf's split (a contention split's); else PlanSplit plans it.
+  Status SplitPath(Path* path, const PendingEntry& pending, const SplitPlan* leaf_plan,
+                   bool* escalate);
+  Status PlanPath(const Path& path, const PendingEntry& pending, const SplitPlan* leaf_plan,
+                  std::vector<LevelSplit>* plans, bool* grow_root, bool* escalate) const;
   // Plans a split of `node` that leaves both halves able to take `pending`; last_insert is the
   // node's frame's owner hint (the index of the last insert into it, plus one; 0: unknown).
   // Corruption if no split point works, which the capacity static_asserts of btree_node.h rule
   // out for a well-formed node.
   static Status PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
                           uint16_t last_insert, SplitPlan* plan);
+  // Plans the contention split of `leaf` next to the position of `key` (ContentionSplit);
+  // false if there is no such point. *pending: the key's record, for SplitPath.
+  static bool PlanContentionSplit(const Node& leaf, std::string_view key, bool contender_left,
+                                  PendingEntry* pending, SplitPlan* plan);
   // Fixes `count` new pages, all or none (a failure frees those already taken).
   Status AllocatePages(size_t count, std::vector<buffer::PageHandle>* pages);
   void FreeUnusedPages(std::vector<buffer::PageHandle>* pages);
@@ -392,6 +447,8 @@ class BTree {
   // A logger was given: record operations keep before-images for it, and structure changes
   // keep the before-images of the pages they change, to restore them if logging fails.
   const bool logs_;
+  const uint16_t contention_threshold_;  // BtreeOptions::contention_split_threshold
+  const bool test_every_write_waited_;
 
   // Relaxed: statistics only.
   mutable std::atomic<uint64_t> pessimistic_descents_{0};
@@ -400,6 +457,7 @@ class BTree {
   mutable std::atomic<uint64_t> inner_splits_{0};
   mutable std::atomic<uint64_t> root_grows_{0};
   mutable std::atomic<uint64_t> lock_waits_{0};
+  mutable std::atomic<uint64_t> contention_splits_{0};
 };
 
 // A bound of a scan range: none, or a key with inclusive/exclusive.

@@ -28,6 +28,9 @@ extern threads::CtxSite kCtxCursorNext;    // "btree.cursor.next"
 
 namespace btree_internal {
 
+// x_level of a pessimistic descent that latches every level exclusively.
+inline constexpr uint16_t kAllLevels = UINT16_MAX;
+
 // A lock request TryLockKey could not grant, copied out of the page so that the latches can be
 // released before waiting.
 struct LockWait {

@@ -48,6 +48,9 @@
 // new orders grow at the end of each district's range), where a 50/50 split would leave every
 // left half half empty for good. The hint is only a heuristic: a stale one (a delete moved the
 // records, the frame was reloaded) costs a less balanced split, never a wrong one.
+//
+// A contention split (btree.h, "Contention split") is planned by PlanContentionSplit at the
+// record its signal names instead, and then carried out by SplitPath as any other.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -168,8 +171,65 @@ Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pe
                             ": no split point leaves both halves within a page");
 }
 
+bool BTree::PlanContentionSplit(const Node& leaf, std::string_view key, bool contender_left,
+                                PendingEntry* pending, SplitPlan* plan) {
+  const uint16_t count = leaf.count();
+  if (count < 2) return false;
+  bool found;
+  const uint16_t index = leaf.LowerBound(key, &found);
+  // The first record of the right half: the key's own when the contender is on its left,
+  // else the one after it (for a key no longer there, both are the record after its gap).
+  const uint16_t point = contender_left || !found ? index : static_cast<uint16_t>(index + 1);
+  if (point == 0 || point >= count) return false;  // both halves keep a record
+  size_t left_bytes = 0;
+  size_t right_bytes = 0;
+  for (uint16_t i = 0; i < count; ++i) {
+    (i < point ? left_bytes : right_bytes) += SlottedPage::SpaceNeeded(leaf.RawRecord(i).size());
+  }
+  std::string separator = ShortestSeparator(leaf.KeyAt(point - 1), leaf.KeyAt(point));
+  // A separator longer than the fence it replaces could overflow a half of a nearly full leaf.
+  size_t separator_need = SlottedPage::SpaceNeeded(separator.size());
+  if (SlottedPage::SpaceNeeded(leaf.low_fence().size()) + separator_need + left_bytes >
+          kNodeRecordAreaBytes ||
+      separator_need + SlottedPage::SpaceNeeded(leaf.high_fence().size()) + right_bytes >
+          kNodeRecordAreaBytes) {
+    return false;
+  }
+  *pending = PendingEntry{key, 0, index, found};
+  plan->separator = std::move(separator);
+  plan->promote = false;
+  plan->move_from = point;
+  plan->pending_right = index >= point;
+  return true;
+}
+
+Status BTree::ContentionSplit(std::string_view key, bool contender_left) {
+  // The leaf must split whatever it holds: no record this large fits it, so the descent keeps
+  // its parent latched as for a split (protocol 3).
+  constexpr size_t kNeverFits = kPageBytes;
+  for (uint16_t x_level : {uint16_t{1}, btree_internal::kAllLevels}) {
+    SM_CTX(kCtxSplit);
+    Path path;
+    SM_TRY(DescendPessimistic(key, kNeverFits, x_level, &path));
+    PendingEntry pending;
+    SplitPlan plan;
+    // Planned on the leaf as it is now: other writes may have changed it since the signal.
+    if (!PlanContentionSplit(Node(path.back().data()), key, contender_left, &pending, &plan)) {
+      return Status::OK();
+    }
+    bool escalate = false;
+    SM_TRY(SplitPath(&path, pending, &plan, &escalate));
+    if (!escalate) {
+      contention_splits_.fetch_add(1, std::memory_order_relaxed);
+      return Status::OK();
+    }
+  }
+  return Status::OK();  // an exclusive descent from the root never escalates
+}
+
 Status BTree::PlanPath(const Path& path, const PendingEntry& leaf_pending,
-                       std::vector<LevelSplit>* plans, bool* grow_root, bool* escalate) const {
+                       const SplitPlan* leaf_plan, std::vector<LevelSplit>* plans, bool* grow_root,
+                       bool* escalate) const {
   // Reserved so that no element moves: each level's pending key views the separator planned
   // one level below.
   plans->reserve(path.size());
@@ -179,8 +239,12 @@ Status BTree::PlanPath(const Path& path, const PendingEntry& leaf_pending,
   for (size_t depth = path.size() - 1;; --depth) {
     Node node(path[depth].data());
     plans->push_back(LevelSplit{depth, {}});
-    SM_TRY(PlanSplit(node, path[depth].page_id(), pending, path[depth].owner_hint(),
-                     &plans->back().plan));
+    if (leaf_plan != nullptr && depth + 1 == path.size()) {
+      plans->back().plan = *leaf_plan;
+    } else {
+      SM_TRY(PlanSplit(node, path[depth].page_id(), pending, path[depth].owner_hint(),
+                       &plans->back().plan));
+    }
     std::string_view separator = plans->back().plan.separator;
     if (depth == 0) {
       // The top of the path splits: the root grows; any other node needs its parent, which
@@ -219,10 +283,11 @@ void BTree::FreeUnusedPages(std::vector<PageHandle>* pages) {
   pages->clear();
 }
 
-Status BTree::SplitPath(Path* path, const PendingEntry& pending, bool* escalate) {
+Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan* leaf_plan,
+                        bool* escalate) {
   std::vector<LevelSplit> plans;
   bool grow_root = false;
-  SM_TRY(PlanPath(*path, pending, &plans, &grow_root, escalate));
+  SM_TRY(PlanPath(*path, pending, leaf_plan, &plans, &grow_root, escalate));
   if (*escalate) return Status::OK();
   std::vector<PageHandle> pages;
   SM_TRY(AllocatePages(plans.size() + (grow_root ? 1 : 0), &pages));

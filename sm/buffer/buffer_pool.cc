@@ -220,7 +220,7 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
     if (frame->state.load(std::memory_order_acquire) != FrameState::kResident) [[unlikely]] {
       return FixExisting(frame, mode, handle);
     }
-    LatchPinned(frame, mode, handle);
+    LatchPinned(frame, mode, handle, /*waited=*/true);
     return Status::OK();
   }
 
@@ -272,9 +272,9 @@ void BufferPool::PrefetchPage(const Frame* frame) const {
   __builtin_prefetch(data + 64);
 }
 
-void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle) {
+void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle, bool waited) {
   frame->latch.Acquire(mode);
-  HandOver(frame, mode, /*pinned=*/true, handle);
+  HandOver(frame, mode, /*pinned=*/true, handle, waited);
 }
 
 bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
@@ -282,12 +282,14 @@ bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
                                     : frame->latch.TryAcquireExclusive();
 }
 
-void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle) {
+void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle,
+                          bool waited) {
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
   handle->mode_ = mode;
-  handle->pinned_ = pinned;
+  handle->fix_flags_ = static_cast<uint8_t>((pinned ? PageHandle::kPinned : 0) |
+                                            (waited ? PageHandle::kLatchWaited : 0));
 }
 
 bool BufferPool::InUse(const Frame& frame) {
@@ -301,6 +303,7 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   Status s = volume_->ReadPage(id, frame->data);
   frame->fpi_epoch = 0;
   frame->owner_hint = 0;
+  frame->contention = FrameContention{};
   if (!s.ok() && s.IsCorruption() && kind.may_be_new && IsZeroPage(frame->data)) {
     // A page allocated before the crash whose first write never reached the disk: the
     // record being redone formats it (invariant: page LSN 0 makes every record apply).
@@ -374,6 +377,9 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     part.map.Insert(id.value(), frame);
   }
   InitPage(frame->data, id, type);
+  // The owner's in-memory words belong to the frame's previous page (Load resets them too).
+  frame->owner_hint = 0;
+  frame->contention = FrameContention{};
   HandOver(frame, LatchMode::kExclusive, /*pinned=*/true, handle);
   handle->MarkDirty();
   return Status::OK();

@@ -107,6 +107,16 @@ class BufferPool;
 
 enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
 
+// Words the page's owner keeps in memory beside Frame::owner_hint, with the same rules (never
+// logged or written; zero when the frame gets a page; a heuristic, so any value must be safe):
+// the B-tree's latch-contention counts of a leaf (index/btree.h, "Contention split"). Touched
+// only by writes that waited for the latch, so they live outside the fix path's cache line.
+struct FrameContention {
+  uint16_t last_slot = 0;     // the record the last write that waited changed
+  uint16_t contended = 0;     // such writes that changed another record than the one before
+  uint16_t window_start = 0;  // the node version (low bits) the counting window began at
+};
+
 // One frame. Fields other than the atomics change only as the file comment describes.
 // The fields a fix and its release touch (latch, pin_count, state, referenced, data) come
 // first, in the frame's first cache line: a descent through pages not in the CPU cache then
@@ -124,11 +134,13 @@ struct alignas(64) Frame {
   // The full-page-image epoch the page's image was last logged in (changed under the
   // exclusive latch; 0 after a load). See BufferPool::AdvanceFpiEpoch.
   uint32_t fpi_epoch = 0;
-  // A word the page's owner keeps in memory only (never logged or written; 0 after a load):
-  // the B-tree's position of its last insert into the node (PageHandle::owner_hint).
+  // A word the page's owner keeps in memory only (never logged or written; 0 when the frame
+  // gets a page, loaded or new): the B-tree's position of its last insert into the node
+  // (PageHandle::owner_hint).
   uint16_t owner_hint = 0;
   // -- end of the first cache line --
   threads::Mutex write_mu;  // serializes write-backs (invariant 7)
+  FrameContention contention;  // under the exclusive latch
   // When the page last became dirty: no older change is missing on disk. Stored before
   // `dirty` is set (release) so that DirtyPages, which reads it without the latch after
   // seeing `dirty`, never sees a stale value.
@@ -175,6 +187,12 @@ class PageHandle {
   // read. Written under the exclusive latch; read under either.
   uint16_t owner_hint() const { return frame_->owner_hint; }
   void set_owner_hint(uint16_t hint) const { frame_->owner_hint = hint; }
+  // The fix found the page resident with its latch held and waited for it (the partition-lock
+  // path's blocking acquire), rather than taking it at once or after a load: a contention
+  // signal for the page's owner. Costs the hit path nothing: only the waiting path sets it.
+  bool latch_waited() const { return (fix_flags_ & kLatchWaited) != 0; }
+  // The frame's contention words (FrameContention); under the exclusive latch.
+  FrameContention& contention() const { return frame_->contention; }
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -184,7 +202,11 @@ class PageHandle {
   Frame* frame_ = nullptr;
   BufferPool* pool_ = nullptr;
   threads::LatchMode mode_ = threads::LatchMode::kShared;
-  bool pinned_ = true;  // false: the latch alone keeps the frame (invariant 2)
+  // How the fix went, in one byte (moving a handle copies no more than a bool would): kPinned
+  // (else the latch alone keeps the frame, invariant 2) and kLatchWaited (latch_waited()).
+  static constexpr uint8_t kPinned = 1;
+  static constexpr uint8_t kLatchWaited = 2;
+  uint8_t fix_flags_ = kPinned;
 };
 
 class BufferPool {
@@ -253,14 +275,17 @@ class BufferPool {
 
   Partition& PartitionOf(PageId id) const;
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
-  // Latches a pinned, resident frame and hands it to *handle.
-  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle);
+  // Latches a pinned, resident frame and hands it to *handle; waited: the latch was seen held
+  // (PageHandle::latch_waited).
+  void LatchPinned(Frame* frame, threads::LatchMode mode, PageHandle* handle, bool waited = false);
   // Prefetches the first lines of the frame's page.
   void PrefetchPage(const Frame* frame) const;
   // Takes the latch if it is free now (never waits).
   static bool TryLatch(Frame* frame, threads::LatchMode mode);
-  // Fills *handle with a frame the caller latched (and pinned, if `pinned`).
-  void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle);
+  // Fills *handle with a frame the caller latched (and pinned, if `pinned`; waited: see
+  // PageHandle::latch_waited).
+  void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle,
+                bool waited = false);
   // Pinned or latched (invariant 2).
   static bool InUse(const Frame& frame);
   Status ClaimFrame(Frame** frame);
@@ -338,7 +363,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
     frame_ = other.frame_;
     pool_ = other.pool_;
     mode_ = other.mode_;
-    pinned_ = other.pinned_;
+    fix_flags_ = other.fix_flags_;
     other.frame_ = nullptr;
   }
   return *this;
@@ -347,7 +372,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
 inline void PageHandle::Release() {
   if (frame_ == nullptr) return;
   frame_->latch.Release(mode_);
-  if (pinned_) pool_->Unpin(frame_);
+  if (fix_flags_ & kPinned) pool_->Unpin(frame_);
   frame_ = nullptr;
 }
 

@@ -2,8 +2,8 @@
 // a record operation and a structure change write, rollback through the undo handlers (with
 // splits during the undo), redo strictness on a page that does not match, and restart after
 // crashes - committed work redone, losers undone after redo, a crash right after a split
-// record but before the record that needed it, a crash in the middle of a rollback and one
-// between redo and undo - with a seeded random crash test over all of them.
+// record but before the record that needed it, a contention split, a crash in the middle of a
+// rollback and one between redo and undo - with a seeded random crash test over all of them.
 //
 // Setup: the log and the volume each live on their own FaultInjectionFileSystem, so a crash
 // can treat them differently: the log's unsynced tail is dropped, torn or kept; the volume
@@ -638,6 +638,59 @@ TEST_CASE("btree wal: a crash right after a split record, before the record that
     index::BtreeStats after;
     RequireVerified(*db.tree, &after);
     if (durable) REQUIRE(after.pages() > before.pages());  // the split is there, well formed
+  }
+}
+
+// Contention split (btree.h): writes of two records of one leaf, every one counted as having
+// waited for the latch, until the leaf splits between them; returns their transaction.
+std::unique_ptr<txn::Txn> SplitByContention(WalDb& db, uint64_t a, uint64_t b, Model* model) {
+  index::BtreeOptions options;
+  options.logger = db.logger.get();
+  options.contention_split_threshold = 2;
+  options.test_every_write_waited = true;
+  REQUIRE(BTree::Open(db.pool.get(), db.root, options, &db.tree).ok());
+  auto t = db.Begin();
+  for (uint64_t i = 0; db.tree->counters().contention_splits == 0; ++i) {
+    REQUIRE(i < 4);
+    uint64_t k = i % 2 == 0 ? a : b;
+    std::string value = ValueFor(k, i + 1, 40);
+    REQUIRE(db.tree->Update(Key64(k), value, In(t.get())).ok());
+    if (model != nullptr) (*model)[Key64(k)] = value;
+  }
+  return t;
+}
+
+TEST_CASE("btree wal: a contention split is redone after a crash, whatever its writer's fate",
+          "[unit][crash][btree][wal]") {
+  for (CrashMode volume_mode : {CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced}) {
+    INFO("volume crash mode " << static_cast<int>(volume_mode));
+    WalDb db(9, 64);
+    Model model;
+    LoadCommitted(db, &model, 0, 20, 1, 40);
+    // Committed: the split and the updates are redone.
+    auto t = SplitByContention(db, 3, 15, &model);
+    REQUIRE(db.txns->Commit(t.get()).ok());
+    t.reset();
+    REQUIRE(db.log->FlushAll().ok());
+    index::BtreeStats stats;
+    RequireVerified(*db.tree, &stats);
+    REQUIRE(stats.pages_per_level[0] == 2);
+    db.Crash(CrashMode::kDropUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers.empty());
+    db.RequireTree(model);
+    RequireVerified(*db.tree, &stats);
+    REQUIRE(stats.pages_per_level[0] == 2);
+    // A loser: its updates are undone, the split (redo-only) stays.
+    auto loser = SplitByContention(db, 16, 19, nullptr);
+    REQUIRE(db.log->FlushAll().ok());
+    db.in_flight.push_back(std::move(loser));
+    db.Crash(CrashMode::kDropUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers.size() == 1);
+    db.RequireTree(model);
+    RequireVerified(*db.tree, &stats);
+    REQUIRE(stats.pages_per_level[0] == 3);
   }
 }
 

@@ -678,6 +678,71 @@ TEST_CASE("the background writer writes young pages when clean frames run short"
   REQUIRE(pool->stats().writes >= 1);
 }
 
+TEST_CASE("a fix that waited for a held latch says so, one that found it free or loaded does not",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(21);
+  auto volume = MakeVolume(&fs, "data.vol");
+  std::vector<PageId> ids = CreateFlushedPages(volume.get(), 1, 16);
+  auto pool = MakePool(volume.get(), 16);
+  const PageId id = ids[0];
+  {
+    PageHandle loaded;
+    REQUIRE(pool->Fix(id, LatchMode::kExclusive, &loaded).ok());  // a miss
+    REQUIRE(!loaded.latch_waited());
+    PageHandle moved = std::move(loaded);
+    REQUIRE(!moved.latch_waited());
+  }
+  PageHandle hit;
+  REQUIRE(pool->Fix(id, LatchMode::kExclusive, &hit).ok());
+  REQUIRE(!hit.latch_waited());
+  hit.Release();
+  // A fixer that arrives while the latch is held waits for it. Whether the thread reached the
+  // fix before the release is a matter of timing, so a few attempts are allowed.
+  bool waited = false;
+  for (int attempt = 0; attempt < 20 && !waited; ++attempt) {
+    PageHandle holder;
+    REQUIRE(pool->Fix(id, LatchMode::kExclusive, &holder).ok());
+    std::atomic<bool> started{false};
+    std::atomic<bool> fixed{false};
+    std::thread waiter([&] {
+      started = true;
+      PageHandle h;
+      fixed = pool->Fix(id, LatchMode::kExclusive, &h).ok();
+      PageHandle moved = std::move(h);  // the signal moves with the handle
+      waited = moved.latch_waited();
+    });
+    while (!started) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    holder.Release();
+    waiter.join();
+    REQUIRE(fixed);
+  }
+  REQUIRE(waited);
+}
+
+TEST_CASE("a frame's owner words are zero for every new page", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(22);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), BufferPool::kMinFrames);
+  std::vector<PageId> ids;
+  for (size_t i = 0; i < BufferPool::kMinFrames; ++i) {  // every frame of the pool
+    PageHandle h;
+    REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
+    h.set_owner_hint(7);
+    h.contention() = buffer::FrameContention{3, 4, 5};
+    ids.push_back(h.page_id());
+  }
+  for (PageId id : ids) REQUIRE(pool->FreePage(id).ok());
+  std::vector<PageHandle> fresh(BufferPool::kMinFrames);
+  for (PageHandle& h : fresh) {
+    REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
+    REQUIRE(h.owner_hint() == 0);
+    REQUIRE(h.contention().last_slot == 0);
+    REQUIRE(h.contention().contended == 0);
+    REQUIRE(h.contention().window_start == 0);
+  }
+}
+
 TEST_CASE("bad pool options are rejected", "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(10);
   auto volume = MakeVolume(&fs, "data.vol");
