@@ -174,7 +174,7 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   REQUIRE(after->Close().ok());
 }
 
-TEST_CASE("commit and abort release every lock; a recycled transaction starts clean",
+TEST_CASE("commit and abort release every lock, a recycled transaction starts clean",
           "[unit][api]") {
   io::FaultInjectionFileSystem fs(6);
   Table* t = nullptr;

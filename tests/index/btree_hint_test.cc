@@ -123,7 +123,7 @@ TEST_CASE("btree hint: a read for update, then the update, uses the remembered l
   RequireVerified(*env.tree);
 }
 
-TEST_CASE("btree hint: a hint whose leaf split is rejected; the key is found in its new leaf",
+TEST_CASE("btree hint: a hint whose leaf split is rejected, the key is found in its new leaf",
           "[unit][btree][hint]") {
   TreeEnv env(256);
   Model model;

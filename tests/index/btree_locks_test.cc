@@ -193,7 +193,7 @@ TEST_CASE("btree locks: a table lock that covers the keys makes key locks unnece
   EndAll(db.lm, {&t.owner});
 }
 
-TEST_CASE("btree locks: the intention lock is taken once; a key request is one lock call",
+TEST_CASE("btree locks: the intention lock is taken once, a key request is one lock call",
           "[unit][locks]") {
   Db db({"a", "b", "c"});
   TestTxn t(&db.lm, 1, kSer);
@@ -457,7 +457,7 @@ TEST_CASE("btree locks: deletes wait for readers of the gaps they widen", "[unit
 
 // ---- conflicts, sharing, deadlocks --------------------------------------------------------------
 
-TEST_CASE("btree locks: writers of one key conflict; readers queue behind them", "[unit][locks]") {
+TEST_CASE("btree locks: writers of one key conflict, readers queue behind them", "[unit][locks]") {
   auto rt = MakeRuntime(2);
   Db db({"a", "c"});
   TestTxn t1(&db.lm, 1, kSer), t2(&db.lm, 2, kSer), t3(&db.lm, 3, kSer);
@@ -481,7 +481,7 @@ TEST_CASE("btree locks: writers of one key conflict; readers queue behind them",
   EndAll(db.lm, {&t1.owner, &t2.owner, &t3.owner});
 }
 
-TEST_CASE("btree locks: readers share keys and gaps; a writer waits for all of them",
+TEST_CASE("btree locks: readers share keys and gaps, a writer waits for all of them",
           "[unit][locks]") {
   auto rt = MakeRuntime(2);
   Db db({"a", "c"});

@@ -67,7 +67,7 @@ TEST_CASE("btree: a single leaf, duplicates, absent keys and the empty key", "[u
   REQUIRE(stats.height == 1);
 }
 
-TEST_CASE("btree: large keys split to height >= 3 in a small pool; the root id stays",
+TEST_CASE("btree: large keys split to height >= 3 in a small pool, the root id stays",
           "[unit][btree]") {
   TreeEnv env(24);  // far fewer frames than pages: every descent may read
   Model model;

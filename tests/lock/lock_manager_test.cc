@@ -40,7 +40,7 @@ TEST_CASE("an uncontended lock is granted at once and released", "[unit][lock]")
   CHECK(lm.CheckInvariants());
 }
 
-TEST_CASE("compatible holders share a lock; many locks grow the owner's hash", "[unit][lock]") {
+TEST_CASE("compatible holders share a lock, many locks grow the owner's hash", "[unit][lock]") {
   LockManager lm;
   LockOwner t1(&lm, TxnId(1)), t2(&lm, TxnId(2));
   REQUIRE(lm.Lock(&t1, kKey, LockMode::kS).ok());
@@ -57,7 +57,7 @@ TEST_CASE("compatible holders share a lock; many locks grow the owner's hash", "
   EndAll(lm, {&t1, &t2});
 }
 
-TEST_CASE("re-requests in covered modes are no-ops; stronger modes convert", "[unit][lock]") {
+TEST_CASE("re-requests in covered modes are no-ops, stronger modes convert", "[unit][lock]") {
   LockManager lm;
   LockOwner t1(&lm, TxnId(1));
   REQUIRE(lm.Lock(&t1, kKey, LockMode::kS).ok());

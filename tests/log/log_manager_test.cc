@@ -86,7 +86,7 @@ TEST_CASE("a log with records reopens twice at the same end", "[unit][log]") {
   REQUIRE(logtest::ReadAll(&fs, Lsn(kFirstLsn)).size() == 102);
 }
 
-TEST_CASE("many fibers on two workers insert concurrently; each record is there once",
+TEST_CASE("many fibers on two workers insert concurrently, each record is there once",
           "[random][log]") {
   const uint64_t seed = sm::test::TestSeed("log concurrent insert");
   io::FaultInjectionFileSystem fs(seed);

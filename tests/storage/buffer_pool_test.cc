@@ -147,7 +147,7 @@ TEST_CASE("pages written through the pool read back after a new pool", "[unit][b
   REQUIRE(pool->stats().misses == ids.size());
 }
 
-TEST_CASE("pinned pages are never evicted; a full pool of pins is Busy", "[unit][buffer]") {
+TEST_CASE("pinned pages are never evicted, a full pool of pins is Busy", "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(2);
   auto volume = MakeVolume(&fs, "data.vol");
   auto pool = MakePool(volume.get(), BufferPool::kMinFrames);

@@ -153,7 +153,7 @@ TEST_CASE("exclusive latches and mutexes count toward the fiber's hold counter",
   REQUIRE(seen == std::vector<uint32_t>{0, 1, 2, 2, 1, 0});
 }
 
-TEST_CASE("events wake fiber and thread waiters; timed waits expire", "[unit][event]") {
+TEST_CASE("events wake fiber and thread waiters, timed waits expire", "[unit][event]") {
   auto rt = MakeRuntime(2);
   Event ev;
   std::atomic<int> woke{0};
