@@ -292,12 +292,18 @@ bool BufferPool::InUse(const Frame& frame) {
   return frame.pin_count.load(std::memory_order_acquire) != 0 || !frame.latch.IsFree();
 }
 
+// The page owner's in-memory words (owner_hint, contention) described the frame's previous
+// page: a frame that gets a page, loaded or new, starts them at zero.
+void BufferPool::ForgetOwnerWords(Frame* frame) {
+  frame->owner_hint = 0;
+  frame->contention = FrameContention{};
+}
+
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
   reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = volume_->ReadPage(id, frame->data);
   frame->fpi_epoch = 0;
-  frame->owner_hint = 0;
-  frame->contention = FrameContention{};
+  ForgetOwnerWords(frame);
   if (!s.ok() && s.IsCorruption() && kind.may_be_new && IsZeroPage(frame->data)) {
     // A page allocated before the crash whose first write never reached the disk: the
     // record being redone formats it (invariant: page LSN 0 makes every record apply).
@@ -371,9 +377,7 @@ Status BufferPool::FixNew(PageType type, PageHandle* handle) {
     part.map.Insert(id.value(), frame);
   }
   InitPage(frame->data, id, type);
-  // The owner's in-memory words belong to the frame's previous page (Load resets them too).
-  frame->owner_hint = 0;
-  frame->contention = FrameContention{};
+  ForgetOwnerWords(frame);
   HandOver(frame, LatchMode::kExclusive, /*pinned=*/true, handle);
   handle->MarkDirty();
   return Status::OK();

@@ -289,6 +289,7 @@ class BufferPool {
     bool* torn = nullptr;     // a page failing verification is handed over empty, *torn set
   };
   Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
+  static void ForgetOwnerWords(Frame* frame);
   Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
   void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
