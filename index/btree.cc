@@ -154,8 +154,9 @@ void BTree::Stamp(PageHandle& page, Lsn lsn) {
 
 // ---- descents ----------------------------------------------------------------------------------
 
-Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle) const {
-  SM_TRY(pool_->Fix(id, mode, handle));
+Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle,
+                      buffer::FrameHint hint) const {
+  SM_TRY(pool_->FixHinted(id, hint, mode, handle));
   const BtreeNodeHeader& header = Node(handle->data()).header();
   if (header.tree_root != root_id_.value() ||
       PageTypeOf(handle->data()) != NodePageType(header.level) ||
@@ -167,16 +168,32 @@ Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle) const {
   return Status::OK();
 }
 
+Status BTree::FixRoot(LatchMode mode, PageHandle* root) const {
+  buffer::FrameHint hint = root_hint_.load(std::memory_order_relaxed);
+  SM_TRY(FixNode(root_id_, mode, root, hint));
+  // Stored only when it changed: every operation of every worker reads this line.
+  if (root->frame_hint() != hint) root_hint_.store(root->frame_hint(), std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id,
+                       LatchMode mode, PageHandle* child) const {
+  buffer::FrameHint hint = parent.ChildHint(index);
+  SM_TRY(FixNode(child_id, mode, child, hint));
+  if (child->frame_hint() != hint) parent.RememberChild(index, child->frame_hint());
+  return Status::OK();
+}
+
 Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode leaf_mode,
                             threads::CtxSite* leaf_site, PageHandle* leaf) const {
   PageHandle node;
   for (;;) {
-    SM_TRY(FixNode(root_id_, LatchMode::kShared, &node));
+    SM_TRY(FixRoot(LatchMode::kShared, &node));
     if (!Node(node.data()).is_leaf() || leaf_mode == LatchMode::kShared) break;
     // A root leaf to be latched exclusively: it may grow between the two fixes.
     node.Release();
     if (leaf_site != nullptr) SM_CTX(*leaf_site);
-    SM_TRY(FixNode(root_id_, LatchMode::kExclusive, &node));
+    SM_TRY(FixRoot(LatchMode::kExclusive, &node));
     if (Node(node.data()).is_leaf()) {
       *leaf = std::move(node);
       return Status::OK();
@@ -191,10 +208,11 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
       return Status::OK();
     }
     SM_CTX(kCtxDescendInner);
-    PageId child_id = n.ChildAt(n.ChildIndex(target, mode));
+    const uint16_t index = n.ChildIndex(target, mode);
+    PageId child_id = n.ChildAt(index);
     if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
     PageHandle child;
-    SM_TRY(FixNode(child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
+    SM_TRY(FixChild(node, index, child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
     if (Node(child.data()).level() != level - 1) {
       return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
                                 PageName(node.page_id()));
@@ -224,7 +242,7 @@ bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,
                           bool* fences_known) const {
   // (b) Nothing is latched: the leaf may be latched directly.
   if (leaf_site != nullptr) SM_CTX(*leaf_site);
-  Status fixed = pool_->Fix(hint->leaf, mode, leaf);
+  Status fixed = pool_->FixHinted(hint->leaf, hint->frame, mode, leaf);
   if (!fixed.ok()) {
     // Whatever failed here, the descent meets (and reports) it too if it matters for the key.
     fixed.PermitUnchecked();
@@ -254,6 +272,7 @@ void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hi
   Node n(leaf.data());
   SM_DASSERT(n.is_leaf());
   hint->version = n.version();
+  hint->frame = leaf.frame_hint();  // even when the rest holds: the page may have moved
   if (fences_known) return;
   hint->tree = instance_id_;
   hint->leaf = leaf.page_id();
@@ -268,10 +287,10 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
   path->clear();
   path->reserve(8);
   PageHandle node;  // the last node above the exclusive zone, latched shared
-  SM_TRY(FixNode(root_id_, LatchMode::kShared, &node));
+  SM_TRY(FixRoot(LatchMode::kShared, &node));
   if (Node(node.data()).level() <= x_level) {
     node.Release();  // the root itself is in the exclusive zone (it may grow meanwhile: fine)
-    SM_TRY(FixNode(root_id_, LatchMode::kExclusive, &node));
+    SM_TRY(FixRoot(LatchMode::kExclusive, &node));
     path->push_back(std::move(node));
   }
   for (;;) {
@@ -279,10 +298,11 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
     Node p(parent.data());
     if (p.is_leaf()) return Status::OK();
     auto level = static_cast<uint16_t>(p.level() - 1);
-    PageId child_id = p.ChildAt(p.ChildIndex(key, SearchMode::kCovering));
+    const uint16_t index = p.ChildIndex(key, SearchMode::kCovering);
+    PageId child_id = p.ChildAt(index);
     PageHandle child;
-    SM_TRY(
-        FixNode(child_id, level <= x_level ? LatchMode::kExclusive : LatchMode::kShared, &child));
+    SM_TRY(FixChild(parent, index, child_id,
+                    level <= x_level ? LatchMode::kExclusive : LatchMode::kShared, &child));
     Node c(child.data());
     if (c.level() != level) {
       return Status::Corruption(PageName(child_id) + " is not one level below its parent " +

@@ -209,6 +209,7 @@ class Cursor;
 struct LeafHint {
   uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
   PageId leaf;
+  buffer::FrameHint frame = nullptr;  // where the leaf was (BufferPool::FixHinted)
   uint64_t version = 0;  // the leaf's Node::version() when last used
   // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
   // and meaningless when high_infinite.
@@ -224,6 +225,7 @@ struct LeafHint {
   void Clear() {
     tree = 0;
     leaf = PageId();
+    frame = nullptr;
   }
 };
 
@@ -326,8 +328,16 @@ class BTree {
   BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOptions& options);
 
   // --- descent (btree.cc) ---
-  // Fixes a node of this tree: Corruption if the page is not one.
-  Status FixNode(PageId id, threads::LatchMode mode, buffer::PageHandle* handle) const;
+  // Fixes a node of this tree: Corruption if the page is not one. hint: where the page may
+  // be (BufferPool::FixHinted).
+  Status FixNode(PageId id, threads::LatchMode mode, buffer::PageHandle* handle,
+                 buffer::FrameHint hint = nullptr) const;
+  // FixNode of the root, through root_hint_ (and updating it).
+  Status FixRoot(threads::LatchMode mode, buffer::PageHandle* root) const;
+  // FixNode of the parent's child `index` (child_id), through the parent's child hints (and updating
+  // them): a descent then finds each node without the page table.
+  Status FixChild(const buffer::PageHandle& parent, uint16_t index, PageId child_id,
+                  threads::LatchMode mode, buffer::PageHandle* child) const;
   // Latch-couples from the root to the leaf for `target` (inner nodes shared, the leaf in
   // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
   Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
@@ -442,6 +452,8 @@ class BTree {
   buffer::BufferPool* const pool_;
   const PageId root_id_;
   const uint64_t instance_id_;
+  // The root's frame when it was last fixed (FixRoot); any value is safe.
+  mutable std::atomic<buffer::FrameHint> root_hint_{nullptr};
   const bool unique_;
   BtreeLogger* const logger_;
   // A logger was given: record operations keep before-images for it, and structure changes

@@ -15,6 +15,7 @@
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
 #include "threads/runtime.h"
+#include "threads/worker.h"
 
 namespace sm::buffer {
 
@@ -138,7 +139,8 @@ BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, 
       frames_(NewFrames(frames), FrameArrayDeleter{frames}),
       frame_count_(frames),
       partitions_(new Partition[PartitionCountFor(frames)]),
-      partition_mask_(PartitionCountFor(frames) - 1) {
+      partition_mask_(PartitionCountFor(frames) - 1),
+      hinted_hits_(new HitShard[kHitShards]) {
   if (memory_ == nullptr || frames_ == nullptr) return;
   free_frames_.reserve(frames);
   for (size_t i = frames; i-- > 0;) {
@@ -292,11 +294,36 @@ bool BufferPool::InUse(const Frame& frame) {
   return frame.pin_count.load(std::memory_order_acquire) != 0 || !frame.latch.IsFree();
 }
 
-// The page owner's in-memory words (owner_hint, contention) described the frame's previous
-// page: a frame that gets a page, loaded or new, starts them at zero.
+// The page owner's in-memory words (owner_hint, contention, child_hints) described the
+// frame's previous page: a frame that gets a page, loaded or new, starts without them. Nobody
+// else holds the frame then (it is kLoading, or latched before it is mapped), so nobody reads
+// the hints being freed.
 void BufferPool::ForgetOwnerWords(Frame* frame) {
   frame->owner_hint = 0;
   frame->contention = FrameContention{};
+  delete frame->child_hints.exchange(nullptr, std::memory_order_relaxed);
+}
+
+void BufferPool::CountHintedHit() {
+  threads::Worker* worker = threads::Worker::Current();
+  size_t shard = worker != nullptr ? static_cast<size_t>(worker->index()) % (kHitShards - 1)
+                                   : kHitShards - 1;  // plain threads share the last
+  std::atomic<uint64_t>& hits = hinted_hits_[shard].hits;
+  hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void PageHandle::RememberChild(size_t index, FrameHint hint) const {
+  if (index >= ChildHints::kSlots) return;
+  ChildHints* hints = frame_->child_hints.load(std::memory_order_acquire);
+  if (hints == nullptr) {
+    auto fresh = std::make_unique<ChildHints>();
+    // acq_rel: a reader that loads the array sees it zeroed; a loser uses the winner's.
+    if (frame_->child_hints.compare_exchange_strong(hints, fresh.get(),
+                                                    std::memory_order_acq_rel)) {
+      hints = fresh.release();
+    }
+  }
+  hints->frames[index].store(hint, std::memory_order_relaxed);
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
@@ -651,6 +678,9 @@ BufferPoolStats BufferPool::stats() const {
   for (size_t p = 0; p <= partition_mask_; ++p) {
     std::lock_guard<threads::SpinLock> guard(partitions_[p].lock);
     st.hits += partitions_[p].hits.load(std::memory_order_relaxed);
+  }
+  for (size_t i = 0; i < kHitShards; ++i) {
+    st.hits += hinted_hits_[i].hits.load(std::memory_order_relaxed);
   }
   st.misses = misses_.load(std::memory_order_relaxed);
   st.reads = reads_.load(std::memory_order_relaxed);

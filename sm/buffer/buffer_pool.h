@@ -11,7 +11,11 @@
 // (a miss, a busy latch, a frame that moved) takes the partition lock, where a busy latch
 // means pin first, then wait for the latch. A hit so costs two atomic read-modify-writes (the
 // latch and its release) instead of five (lock, pin, latch, release, unpin), each of which
-// also waits for the store buffer to drain.
+// also waits for the store buffer to drain. A hinted fix (FixHinted) latches the frame its
+// caller remembers for the page and checks it the same way, so it skips the table too: the
+// partition and slot a random fix misses in the CPU cache, one after the other, before the
+// frame. The B-tree keeps such hints for its root, for each child of an inner node (the
+// owner's ChildHints, 4 KiB per inner node's frame) and for the leaves it remembers.
 //
 // Frame state machine (Frame::state), transitions under the page-table partition lock:
 //   kFree     --Claim (Fix miss / FixNew)-->           kLoading (mapped, pinned by the loader)
@@ -108,6 +112,20 @@ struct FrameContention {
   uint16_t window_start = 0;  // the node version (low bits) the counting window began at
 };
 
+struct Frame;
+// A frame that held a page when it was last fixed: a hint for fixing that page again without
+// the page table (BufferPool::FixHinted checks it like a table hit, so a stale hint costs a
+// fall-back, never a wrong page). Null: no hint.
+using FrameHint = const Frame*;
+
+// The owner's hints for the pages its page's records name (the B-tree: an inner node's
+// children), by child index: where each was found last. Kept beside Frame::owner_hint, with
+// its rules (memory only; dropped when the frame gets a page), allocated on first use.
+struct ChildHints {
+  static constexpr size_t kSlots = 512;  // an inner node's children beyond these go unhinted
+  std::atomic<FrameHint> frames[kSlots] = {};
+};
+
 // One frame. Fields other than the atomics change only as the file comment describes.
 // The fields a fix and its release touch (latch, pin_count, state, referenced, data) come
 // first, in the frame's first cache line: a descent through pages not in the CPU cache then
@@ -142,6 +160,11 @@ struct alignas(64) Frame {
   std::atomic<Lsn> writing_rec_lsn{Lsn::Invalid()};
   threads::Event loaded;  // set when a kLoading state ends
   Status load_status;     // the failed load's Status, written before `loaded`
+  // ChildHints, installed by the first RememberChild (a CAS: readers under a shared latch
+  // race), read and written under either latch, freed when the frame gets a page.
+  std::atomic<ChildHints*> child_hints{nullptr};
+
+  ~Frame() { delete child_hints.load(std::memory_order_relaxed); }
 };
 static_assert(sizeof(threads::Latch) + 2 * sizeof(uint32_t) + sizeof(PageId) + sizeof(char*) +
                       sizeof(uint32_t) + sizeof(uint16_t) <=
@@ -184,6 +207,16 @@ class PageHandle {
   bool latch_waited() const { return (fix_flags_ & kLatchWaited) != 0; }
   // The frame's contention words (FrameContention); under the exclusive latch.
   FrameContention& contention() const { return frame_->contention; }
+  // This fix's frame, as a hint for the next fix of the page (BufferPool::FixHinted).
+  FrameHint frame_hint() const { return frame_; }
+  // The owner's hint for the page its child `index` names (ChildHints), or null; and
+  // remembering one. Under either latch; any value is safe (FixHinted validates).
+  FrameHint ChildHint(size_t index) const {
+    const ChildHints* hints = frame_->child_hints.load(std::memory_order_acquire);
+    if (hints == nullptr || index >= ChildHints::kSlots) return nullptr;
+    return hints->frames[index].load(std::memory_order_relaxed);
+  }
+  void RememberChild(size_t index, FrameHint hint) const;
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -214,6 +247,10 @@ class BufferPool {
 
   // Pins and latches page `id`, reading it from the volume if it is not resident.
   Status Fix(PageId id, threads::LatchMode mode, PageHandle* handle);
+  // Fix, trying the frame `hint` first (PageHandle::frame_hint, ChildHint): if its latch is
+  // free and it holds the page, resident, that is the hit, found without the page table's
+  // partition and slot (two cache misses of a random fix). Anything else: Fix.
+  Status FixHinted(PageId id, FrameHint hint, threads::LatchMode mode, PageHandle* handle);
   // Fix for recovery redo: exclusive. With may_be_new, a page the volume has never written
   // (all zeros) is handed over initialized as an empty kFree page with LSN 0 instead of
   // failing verification. With torn non-null, a page that fails verification otherwise (a
@@ -290,6 +327,13 @@ class BufferPool {
   };
   Status FixImpl(PageId id, threads::LatchMode mode, LoadKind kind, PageHandle* handle);
   static void ForgetOwnerWords(Frame* frame);
+  // Hits through FixHinted, counted per worker (the partitions' counters are the lines a
+  // hinted fix avoids); lossy like those.
+  void CountHintedHit();
+  static constexpr size_t kHitShards = 16;
+  struct alignas(64) HitShard {
+    std::atomic<uint64_t> hits{0};
+  };
   Status Load(Frame* frame, PageId id, LoadKind kind);
   void Unpin(Frame* frame);
   void FreeFailedFrame(Frame* frame);  // at the last unpin of a kFailed frame
@@ -313,6 +357,7 @@ class BufferPool {
   size_t frame_count_;
   std::unique_ptr<Partition[]> partitions_;
   size_t partition_mask_;
+  std::unique_ptr<HitShard[]> hinted_hits_;  // CountHintedHit
 
   mutable threads::SpinLock free_lock_;
   std::vector<Frame*> free_frames_;  // guarded by free_lock_
@@ -339,6 +384,27 @@ class BufferPool {
 // Inline: every step of a B-tree descent fixes a page, and moves and releases handles.
 
 inline Status BufferPool::Fix(PageId id, threads::LatchMode mode, PageHandle* handle) {
+  return FixImpl(id, mode, LoadKind{}, handle);
+}
+
+inline Status BufferPool::FixHinted(PageId id, FrameHint hint, threads::LatchMode mode,
+                                     PageHandle* handle) {
+  if (hint != nullptr) {
+    handle->Release();
+    // Frames are never freed while the pool lives, so the hint is a frame; the latch, then
+    // the check, keep it as in FixImpl's unlocked hit (invariant 2).
+    Frame* frame = const_cast<Frame*>(hint);
+    PrefetchPage(frame);
+    if (TryLatch(frame, mode)) [[likely]] {
+      if (frame->page_id.load(std::memory_order_acquire) == id &&
+          frame->state.load(std::memory_order_acquire) == FrameState::kResident) [[likely]] {
+        CountHintedHit();
+        HandOver(frame, mode, /*pinned=*/false, handle);
+        return Status::OK();
+      }
+      frame->latch.Release(mode);
+    }
+  }
   return FixImpl(id, mode, LoadKind{}, handle);
 }
 

@@ -580,6 +580,8 @@ TEST_CASE("a frame's owner words are zero for every new page", "[unit][buffer]")
     REQUIRE(pool->FixNew(PageType::kBtreeLeaf, &h).ok());
     h.set_owner_hint(7);
     h.contention() = buffer::FrameContention{3, 4, 5};
+    h.RememberChild(2, h.frame_hint());
+    REQUIRE(h.ChildHint(2) == h.frame_hint());
     ids.push_back(h.page_id());
   }
   for (PageId id : ids) REQUIRE(pool->FreePage(id).ok());
@@ -590,7 +592,77 @@ TEST_CASE("a frame's owner words are zero for every new page", "[unit][buffer]")
     REQUIRE(h.contention().last_slot == 0);
     REQUIRE(h.contention().contended == 0);
     REQUIRE(h.contention().window_start == 0);
+    REQUIRE(h.ChildHint(2) == nullptr);
   }
+}
+
+TEST_CASE("a hinted fix uses a hint that holds the page and falls back on any other",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(23);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), BufferPool::kMinFrames);
+  std::vector<PageId> ids = CreatePages(pool.get(), 3 * BufferPool::kMinFrames);
+  REQUIRE(pool->FlushAll().ok());
+  buffer::FrameHint hint;
+  {
+    PageHandle h;
+    REQUIRE(pool->Fix(ids[0], LatchMode::kShared, &h).ok());
+    hint = h.frame_hint();
+  }
+  SECTION("a hint that holds the page is the hit, without a miss") {
+    uint64_t misses = pool->stats().misses;
+    PageHandle h;
+    REQUIRE(pool->FixHinted(ids[0], hint, LatchMode::kExclusive, &h).ok());
+    REQUIRE(h.frame_hint() == hint);
+    REQUIRE(StampedVersion(h.data(), ids[0]) == 0);
+    REQUIRE(pool->stats().misses == misses);
+  }
+  SECTION("a hint naming another page's frame is a hint to another page: the page is fixed") {
+    PageHandle h;
+    REQUIRE(pool->FixHinted(ids[1], hint, LatchMode::kShared, &h).ok());
+    REQUIRE(h.page_id() == ids[1]);
+    REQUIRE(StampedVersion(h.data(), ids[1]) == 0);
+  }
+  SECTION("a hint whose frame has since been given to another page falls back to the table") {
+    for (PageId id : ids) {  // cycles every frame through other pages
+      PageHandle h;
+      REQUIRE(pool->Fix(id, LatchMode::kShared, &h).ok());
+    }
+    for (PageId id : {ids[0], ids[5], ids.back()}) {
+      PageHandle h;
+      REQUIRE(pool->FixHinted(id, hint, LatchMode::kShared, &h).ok());
+      REQUIRE(h.page_id() == id);
+      REQUIRE(StampedVersion(h.data(), id) == 0);
+    }
+  }
+  SECTION("a hint whose latch is held waits like any fix") {
+    auto rt = MakeRuntime(1);
+    PageHandle holder;
+    REQUIRE(pool->FixHinted(ids[0], hint, LatchMode::kExclusive, &holder).ok());
+    std::atomic<bool> fixed{false};
+    std::atomic<uint64_t> seen_version{0};
+    threads::WaitGroup wg;
+    wg.Add(1);
+    rt->Spawn([&] {
+      PageHandle h;
+      if (pool->FixHinted(ids[0], hint, LatchMode::kShared, &h).ok()) {
+        uint64_t version;  // not StampedVersion: no REQUIRE off the test's thread
+        std::memcpy(&version, h.data() + kPayloadOffset + 8, sizeof(version));
+        seen_version = version;
+        fixed = true;
+      }
+      wg.Done();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE_FALSE(fixed.load());
+    Stamp(holder.data(), ids[0], 1);
+    holder.Release();
+    wg.Wait();
+    rt->Shutdown();
+    REQUIRE(fixed.load());
+    REQUIRE(seen_version.load() == 1);  // it waited for the holder's change
+  }
+  REQUIRE(pool->CheckInvariants());
 }
 
 TEST_CASE("bad pool options are rejected", "[unit][buffer]") {
