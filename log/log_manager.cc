@@ -83,7 +83,9 @@ Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
   uint32_t payload_crc = PayloadCrc(record.payload);
   uint64_t length = RecordBytes(record.payload.size());
   // acquire: the copy into the ring stays below the reservation (ReadFromRing relies on it).
-  uint64_t start = insert_.fetch_add(length, std::memory_order_acquire);
+  // release: what the caller stored before stays above it, for whoever reserves later
+  // (TxnManager's chain count, Txn::chain_seq_). Both are the one locked add on x86.
+  uint64_t start = insert_.fetch_add(length, std::memory_order_acq_rel);
   PrefetchNextRecord(start + length);
   // A link that does not point backwards would make the record read back as corrupt.
   SM_ASSERT(record.prev_lsn.value() < start);

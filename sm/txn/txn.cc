@@ -39,8 +39,11 @@ void Txn::Restart(TxnId id, Isolation isolation) {
   id_ = id;
   isolation_ = isolation;
   state_ = TxnState::kActive;
-  first_lsn_ = last_lsn_ = undo_next_ = Lsn();
-  commit_logged_ = abort_logged_ = false;
+  first_lsn_ = Lsn();
+  last_lsn_ = Lsn();
+  undo_next_ = Lsn();
+  commit_logged_ = false;
+  abort_logged_ = false;
   records_logged_ = 0;
   compensating_ = false;
   compensation_undo_next_ = Lsn();

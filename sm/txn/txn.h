@@ -23,14 +23,15 @@
 // Thread/fiber safety: a Txn is used by one fiber or thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
 #include <boost/intrusive/list_hook.hpp>
 
 #include "sm/common/ids.h"
+#include "sm/common/relaxed.h"
 #include "sm/lock/lock_owner.h"
-#include "threads/sync.h"
 
 namespace sm::txn {
 
@@ -81,15 +82,20 @@ class Txn {
   TxnId id_;
   Isolation isolation_;
   TxnState state_ = TxnState::kActive;
-  // The log chain. Written under chain_lock_ together with the log insert that moves it, and
-  // read under it by checkpoints, so a checkpoint's snapshot of a transaction covers every
-  // record below its begin LSN (see TxnManager::Checkpoint).
-  mutable threads::Mutex chain_lock_;  // fiber-aware: Insert may wait for log space
-  Lsn first_lsn_;
-  Lsn last_lsn_;
-  Lsn undo_next_;              // the newest record not yet undone (or compensated)
-  bool commit_logged_ = false;  // the kTxnCommit record is in the log
-  bool abort_logged_ = false;   // the kTxnAbort record is in the log (rolling back)
+  // The log chain. Changed only by the transaction's own fiber or thread, inside a ChainChange
+  // (txn_manager.cc), and read without a lock by checkpoints (ChainSnapshot): a sequence count,
+  // odd while a change is under way, lets a reader wait out a change and retry a read that
+  // overlapped one. Append makes the count odd before its log reservation (a release
+  // read-modify-write), and a checkpoint reads the count after its own (acquire): a record
+  // below the checkpoint's begin record is then either seen in progress or seen done. This
+  // replaced a mutex, whose two locked instructions per log record each waited for the
+  // record's copy into the log to drain from the store buffer.
+  std::atomic<uint32_t> chain_seq_{0};
+  Relaxed<Lsn> first_lsn_;
+  Relaxed<Lsn> last_lsn_;
+  Relaxed<Lsn> undo_next_;             // the newest record not yet undone (or compensated)
+  Relaxed<bool> commit_logged_{false};  // the kTxnCommit record is in the log
+  Relaxed<bool> abort_logged_{false};   // the kTxnAbort record is in the log (rolling back)
   uint64_t records_logged_ = 0;
   bool compensating_ = false;
   Lsn compensation_undo_next_;

@@ -139,14 +139,37 @@ Status TxnManager::LogRecord(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* pa
   return Append(txn, record, lsn, page_lsn);
 }
 
+// A change of a transaction's log chain (Txn::chain_seq_): the count is odd from the
+// constructor to the destructor. Only the transaction's own fiber or thread makes one.
+class TxnManager::ChainChange {
+ public:
+  explicit ChainChange(Txn* txn) : txn_(txn) {
+    uint32_t seq = txn_->chain_seq_.load(std::memory_order_relaxed);
+    SM_DASSERT((seq & 1) == 0);
+    // relaxed: the log reservation that follows is a release read-modify-write, which orders
+    // this store before it for a checkpoint that reserves after it (Txn::chain_seq_).
+    txn_->chain_seq_.store(seq + 1, std::memory_order_relaxed);
+  }
+  ~ChainChange() {
+    // release: a reader that sees the even count sees the chain's new fields.
+    txn_->chain_seq_.store(txn_->chain_seq_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_release);
+  }
+  ChainChange(const ChainChange&) = delete;
+  ChainChange& operator=(const ChainChange&) = delete;
+
+ private:
+  Txn* const txn_;
+};
+
 // LogRecord once its caller has checked the transaction and the database's health.
 Status TxnManager::Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn) {
-  std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
+  ChainChange change(txn);
   record->txn = txn->id_;
   record->prev_lsn = txn->last_lsn_;
   Lsn start, end;
   SM_TRY(log_->Insert(*record, &start, &end));
-  if (!txn->first_lsn_.valid()) txn->first_lsn_ = start;
+  if (!txn->first_lsn_.get().valid()) txn->first_lsn_ = start;
   txn->last_lsn_ = start;
   switch (log::KindOf(record->type)) {
     case log::RecordKind::kUndoRedo:
@@ -267,7 +290,7 @@ Status TxnManager::Rollback(Txn* txn) {
         next = record.prev_lsn;
         break;
     }
-    std::lock_guard<threads::Mutex> guard(txn->chain_lock_);
+    ChainChange change(txn);
     txn->undo_next_ = next;
   }
   log::LogRecord end_record;

@@ -197,6 +197,10 @@ class TxnManager final : public log::RecoveryTarget {
   Status FailedHealth() const;
   bool Reusable(const Txn& txn) const;
   Status Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_lsn);
+  // The two sides of Txn::chain_seq_: a change of the chain (txn_manager.cc), and a
+  // checkpoint's consistent read of it into *entry; false: nothing logged yet.
+  class ChainChange;
+  static bool ChainSnapshot(const Txn& txn, log::RecoveredTxn* entry);
   // Early lock release (see "Commit"): raise released_commit_end_ to end; a read-only
   // commit in durable mode waits until the log is durable up to it.
   void NoteReleasedCommit(Lsn end);

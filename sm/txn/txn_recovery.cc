@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "sm/buffer/buffer_pool.h"
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
 #include "sm/txn/record_handlers.h"
 #include "sm/txn/txn_manager.h"
+#include "threads/worker.h"
 
 namespace sm::txn {
 
@@ -64,6 +66,37 @@ Status TxnManager::EndRedo() {
                             "last checkpoint holds no full image to rebuild them from");
 }
 
+// A record inserted before the checkpoint's begin record has made the count odd before the
+// checkpoint reserved (Txn::chain_seq_): an odd count is waited out, a count that moved during
+// the read is read again.
+bool TxnManager::ChainSnapshot(const Txn& txn, log::RecoveredTxn* entry) {
+  for (;;) {
+    // acquire: pairs with ChainChange's release, and the caller's reservation was acq_rel.
+    uint32_t before = txn.chain_seq_.load(std::memory_order_acquire);
+    if (before & 1) {
+      // The owner is inside Append (perhaps waiting for log space): let it run.
+      if (threads::Worker* worker = threads::Worker::Current()) {
+        worker->Yield();
+      } else {
+        std::this_thread::yield();
+      }
+      continue;
+    }
+    entry->id = txn.id_;
+    entry->status = txn.commit_logged_  ? log::TxnStatus::kCommitted
+                    : txn.abort_logged_ ? log::TxnStatus::kAborting
+                                        : log::TxnStatus::kActive;
+    entry->first_lsn = txn.first_lsn_;
+    entry->last_lsn = txn.last_lsn_;
+    entry->undo_next = txn.undo_next_;
+    // acquire fence: the field reads above complete before the count is read again.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (txn.chain_seq_.load(std::memory_order_relaxed) == before) {
+      return entry->first_lsn.valid();
+    }
+  }
+}
+
 Status TxnManager::Undo(log::RecoveredTxn* loser, const log::LogRecordView& record) {
   // A stand-in transaction object for the loser, never in the active table: it carries the
   // chain so the compensation record links to the loser's last record.
@@ -98,18 +131,8 @@ Status TxnManager::Checkpoint(CheckpointReport* report) {
   for (ActiveShard& shard : active_) {
     std::lock_guard<threads::Mutex> guard(shard.mu);
     for (Txn& txn : shard.list) {
-      // Under the chain lock: a record inserted before our begin record has updated these
-      // fields by the time we read them (TxnManager::LogRecord holds the lock across both).
-      std::lock_guard<threads::Mutex> chain(txn.chain_lock_);
-      if (!txn.first_lsn_.valid()) continue;  // nothing logged yet: nothing to recover
       log::RecoveredTxn entry;
-      entry.id = txn.id_;
-      entry.status = txn.commit_logged_  ? log::TxnStatus::kCommitted
-                     : txn.abort_logged_ ? log::TxnStatus::kAborting
-                                         : log::TxnStatus::kActive;
-      entry.first_lsn = txn.first_lsn_;
-      entry.last_lsn = txn.last_lsn_;
-      entry.undo_next = txn.undo_next_;
+      if (!ChainSnapshot(txn, &entry)) continue;  // nothing logged yet: nothing to recover
       data.txns.push_back(entry);
     }
   }
