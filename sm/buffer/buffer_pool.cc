@@ -259,14 +259,6 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
   return Status::OK();
 }
 
-void BufferPool::PrefetchPage(const Frame* frame) const {
-  // The page's first two cache lines (every page type's headers, a B-tree node's first
-  // slots), fetched while the latch waits for the frame's own line. The address comes from
-  // the frame's index, not from frame->data, which would wait for that line.
-  const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
-  __builtin_prefetch(data);
-  __builtin_prefetch(data + 64);
-}
 
 void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle, bool waited) {
   frame->latch.Acquire(mode);
