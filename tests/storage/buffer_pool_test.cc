@@ -272,45 +272,12 @@ TEST_CASE("a failed write-back keeps the page dirty and reports the error", "[un
   REQUIRE(StampedVersion(h.data(), ids[2]) == 7);
 }
 
-// Holds the first page write after arm() until release(), so that a test can start a second
-// write-back of the same page while the first is still in flight.
-class GatedWriteFileSystem final : public test::ForwardingFileSystem {
- public:
-  explicit GatedWriteFileSystem(io::FileSystem* base) : ForwardingFileSystem(base) {}
-  void arm() { armed_ = true; }
-  void release() { released_ = true; }
-  bool held() const { return held_; }
-
- protected:
-  std::unique_ptr<io::File> WrapFile(std::unique_ptr<io::File> inner) override {
-    return std::make_unique<GatedFile>(this, std::move(inner));
-  }
-
- private:
-  class GatedFile final : public test::ForwardingFile {
-   public:
-    GatedFile(GatedWriteFileSystem* fs, std::unique_ptr<io::File> inner)
-        : ForwardingFile(std::move(inner)), fs_(fs) {}
-    Status Write(uint64_t off, const void* buf, size_t len) override {
-      if (fs_->armed_.exchange(false)) {
-        fs_->held_ = true;
-        while (!fs_->released_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      return ForwardingFile::Write(off, buf, len);
-    }
-
-   private:
-    GatedWriteFileSystem* fs_;
-  };
-  std::atomic<bool> armed_{false}, held_{false}, released_{false};
-};
-
 // Regression: the background writer's write of an older copy of a page finished after a
 // checkpoint's write of the newer copy, leaving the file stale behind a clean frame (a lost
 // update once the frame was evicted; a torn-page crash test caught it).
 TEST_CASE("an older copy of a page never lands after a newer one", "[unit][buffer]") {
   io::FaultInjectionFileSystem base(12);
-  GatedWriteFileSystem fs(&base);
+  test::GatedWriteFileSystem fs(&base);
   auto volume = MakeVolume(&fs, "data.vol");
   auto pool = MakePool(volume.get(), 16);
   PageId id = CreatePages(pool.get(), 1)[0];
