@@ -46,7 +46,8 @@ struct StagingBuffer {
   char* data;
 };
 
-// The most pages one batched write-back copies and writes (512 KiB of staging).
+// The most pages one batched write-back copies and writes (512 KiB of staging); a small pool
+// allows fewer (BufferPool::BatchPages).
 constexpr size_t kWriteBatchPages = 64;
 
 // The frames' memory (and their descriptors'), in 2 MiB-aligned whole huge pages and advised
@@ -660,6 +661,14 @@ Status BufferPool::WriteBackBatch(const std::vector<Frame*>& frames, std::vector
   return first;
 }
 
+// A batch pins its pages from before its log flush until its writes return, and a fixer that
+// needs a frame can take none of them (ClaimFrame answers Busy once every frame is in use). A
+// batch of 64 in a pool of 16 frames made rollbacks fail that way; a quarter of the frames
+// leaves the rest to the fixers.
+size_t BufferPool::BatchPages() const {
+  return std::clamp<size_t>(frame_count_ / 4, 1, kWriteBatchPages);
+}
+
 // Pins the frames among `frames` still holding a page, writes them in page-id order in batches
 // and unpins them; frames a batch had to skip are written one by one afterwards if
 // `wait_for_busy`, else left for later. Returns the pages written and *first the first error.
@@ -675,9 +684,10 @@ size_t BufferPool::WriteBackFrames(std::vector<Frame*> frames, bool wait_for_bus
     if (!s.ok() && first->ok()) *first = s;
     s.PermitUnchecked();
   };
+  const size_t batch_pages = BatchPages();
   for (size_t next = 0; next < order.size();) {
     batch.clear();
-    for (; next < order.size() && batch.size() < kWriteBatchPages; ++next) {
+    for (; next < order.size() && batch.size() < batch_pages; ++next) {
       if (PinIfResident(order[next].second)) batch.push_back(order[next].second);
     }
     note(WriteBackBatch(batch, &skipped));

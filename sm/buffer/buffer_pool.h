@@ -50,7 +50,8 @@
 //      were taken, so an older copy never lands on top of a newer one whose frame is clean.
 //
 // Write-back in batches. The background writer's rounds and FlushAll (checkpoints, Close)
-// write their pages in page-id order, up to 64 at a time: each page is copied as a single
+// write their pages in page-id order, up to 64 at a time (at most a quarter of the frames, so
+// that the pages a batch pins leave frames to the fixers): each page is copied as a single
 // write-back copies it, the log is flushed once up to the newest page LSN among them, and each
 // run of consecutive page ids goes to the file as one write. Each page write was a system call,
 // and under virtualization an exit to the hypervisor besides: about 47 us of CPU per page on
@@ -336,6 +337,7 @@ class BufferPool {
   Status FlushWal(Lsn page_lsn);
   void EndWrite(Frame* frame, Lsn old_rec_lsn, const Status& written);
   Status WriteBackBatch(const std::vector<Frame*>& frames, std::vector<Frame*>* skipped);
+  size_t BatchPages() const;
   size_t WriteBackFrames(std::vector<Frame*> frames, bool wait_for_busy, Status* first);
   struct LoadKind {
     bool may_be_new = false;  // a zero page is handed over empty
