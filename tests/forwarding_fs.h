@@ -1,9 +1,13 @@
 // ForwardingFileSystem and ForwardingFile: pass every call through to another FileSystem, so
-// that a test can override just the call it wants to slow down or fail.
+// that a test can override just the call it wants to slow down or fail. GatedWriteFileSystem
+// holds one write, so that a test can act while it is in flight.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -58,6 +62,43 @@ class ForwardingFileSystem : public io::FileSystem {
 
  private:
   io::FileSystem* base_;
+};
+
+// Holds the first write after arm() to a file whose path contains path_filter (empty: any
+// file) until release(), so that a test can act while that write is in flight (e.g. start a
+// second write-back of the same page, or fail a rollback during a checkpoint's page writes).
+class GatedWriteFileSystem final : public ForwardingFileSystem {
+ public:
+  explicit GatedWriteFileSystem(io::FileSystem* base, std::string path_filter = "")
+      : ForwardingFileSystem(base), path_filter_(std::move(path_filter)) {}
+  void arm() { armed_ = true; }
+  void release() { released_ = true; }
+  bool held() const { return held_; }
+
+ protected:
+  std::unique_ptr<io::File> WrapFile(std::unique_ptr<io::File> inner) override {
+    if (inner->path().find(path_filter_) == std::string::npos) return inner;
+    return std::make_unique<GatedFile>(this, std::move(inner));
+  }
+
+ private:
+  class GatedFile final : public ForwardingFile {
+   public:
+    GatedFile(GatedWriteFileSystem* fs, std::unique_ptr<io::File> inner)
+        : ForwardingFile(std::move(inner)), fs_(fs) {}
+    Status Write(uint64_t off, const void* buf, size_t len) override {
+      if (fs_->armed_.exchange(false)) {
+        fs_->held_ = true;
+        while (!fs_->released_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return ForwardingFile::Write(off, buf, len);
+    }
+
+   private:
+    GatedWriteFileSystem* fs_;
+  };
+  const std::string path_filter_;
+  std::atomic<bool> armed_{false}, held_{false}, released_{false};
 };
 
 }  // namespace sm::test

@@ -49,6 +49,16 @@
 //      the end of the write): the writes of a page reach the file in the order their copies
 //      were taken, so an older copy never lands on top of a newer one whose frame is clean.
 //
+// Write-back in batches. The background writer's rounds and FlushAll (checkpoints, Close)
+// write their pages in page-id order, up to 64 at a time (at most a quarter of the frames, so
+// that the pages a batch pins leave frames to the fixers): each page is copied as a single
+// write-back copies it, the log is flushed once up to the newest page LSN among them, and each
+// run of consecutive page ids goes to the file as one write. Each page write was a system call,
+// and under virtualization an exit to the hypervisor besides: about 47 us of CPU per page on
+// this machine's virtio disk, a tenth of a core at TPC-C's 2,000 page writes per second. A
+// batch only tries a frame's write_mu and latch: one that is taken is skipped (FlushAll writes
+// it alone afterwards, waiting as usual), so a batch never waits while it holds a write_mu.
+//
 // Thread/fiber safety: every public method may be called concurrently from fibers on any
 // worker and from plain threads. A PageHandle belongs to the fiber or thread that fixed it.
 #pragma once
@@ -321,6 +331,14 @@ class BufferPool {
   bool TryEvict(Frame* frame);
   Status WriteBack(Frame* frame);
   Status WriteBackUnpinned(Frame* frame);
+  // The steps of a write-back (buffer_pool.cc), shared by the one-page and batched paths.
+  enum class CopyResult : uint8_t { kCopied, kClean, kBusy };
+  CopyResult CopyForWrite(Frame* frame, char* staging, bool wait, Lsn* old_rec_lsn);
+  Status FlushWal(Lsn page_lsn);
+  void EndWrite(Frame* frame, Lsn old_rec_lsn, const Status& written);
+  Status WriteBackBatch(const std::vector<Frame*>& frames, std::vector<Frame*>* skipped);
+  size_t BatchPages() const;
+  size_t WriteBackFrames(std::vector<Frame*> frames, bool wait_for_busy, Status* first);
   struct LoadKind {
     bool may_be_new = false;  // a zero page is handed over empty
     bool* torn = nullptr;     // a page failing verification is handed over empty, *torn set

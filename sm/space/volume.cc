@@ -218,6 +218,10 @@ Status Volume::CheckWritable() const {
 }
 
 Status Volume::CheckDataPage(PageId id, const char* op) const {
+  if (id.value() < map_.page_count() && !AllocMap::IsMetadataPage(id.value()) &&
+      map_.IsAllocated(id.value())) [[likely]] {
+    return Status::OK();
+  }
   std::string what = path_ + ": " + op + " of page " + std::to_string(id.value()) + ": ";
   if (id.value() >= map_.page_count()) {
     return Status::InvalidArgument(what + "beyond the end of the volume (" +
@@ -244,27 +248,38 @@ Status Volume::ReadPage(PageId id, void* buf) {
   return io::WithPath(path_, VerifyPage(buf, id));  // paired with SealPage in WritePage
 }
 
-Status Volume::WritePage(PageId id, void* buf) {
+Status Volume::WritePage(PageId id, void* buf) { return WritePages(id, 1, buf); }
+
+Status Volume::WritePages(PageId first, size_t count, void* buf) {
+  SM_ASSERT(count > 0);
   SM_TRY(CheckWritable());
   {
     threads::LatchGuard guard(map_latch_, threads::LatchMode::kShared);
-    SM_TRY(CheckDataPage(id, "write"));
+    for (size_t i = 0; i < count; ++i) SM_TRY(CheckDataPage(PageId(first.value() + i), "write"));
   }
-  const PageHeader* header = HeaderOf(buf);
+  char* pages = static_cast<char*>(buf);
+  for (size_t i = 0; i < count; ++i) {
+    SM_TRY(SealDataPage(PageId(first.value() + i), pages + i * kPageBytes));
+  }
+  return file_->Write(first.value() * kPageBytes, buf, count * kPageBytes);
+}
+
+Status Volume::SealDataPage(PageId id, void* page) const {
+  const PageHeader* header = HeaderOf(page);
   if (header->page_id != id.value()) {
     return Status::InvalidArgument(path_ + ": write of page " + std::to_string(id.value()) +
                                    ": the buffer holds page " + std::to_string(header->page_id));
   }
-  PageType type = PageTypeOf(buf);
+  PageType type = PageTypeOf(page);
   if (type == PageType::kVolumeHeader || type == PageType::kAllocMap ||
       header->type > kMaxPageType) {
     return Status::InvalidArgument(path_ + ": write of page " + std::to_string(id.value()) +
                                    ": a data page cannot have type " +
                                    std::to_string(header->type));
   }
-  SealPage(buf);
-  SM_DASSERT(VerifyPage(buf, id).ok());  // what ReadPage will check, checked before it leaves
-  return file_->Write(id.value() * kPageBytes, buf, kPageBytes);
+  SealPage(page);
+  SM_DASSERT(VerifyPage(page, id).ok());  // what ReadPage will check, checked before it leaves
+  return Status::OK();
 }
 
 // --- Allocation -----------------------------------------------------------------------------

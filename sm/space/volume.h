@@ -101,6 +101,10 @@ class Volume {
   // Seals buf (the caller's private copy; its header must name id) and writes it. The page
   // must be an allocated data page: metadata or unallocated pages -> InvalidArgument.
   Status WritePage(PageId id, void* buf);
+  // WritePage of pages first .. first + count - 1, laid out one after another in buf, as one
+  // write to the file (a system call for the run instead of one per page). Every page is
+  // checked before anything is written.
+  Status WritePages(PageId first, size_t count, void* buf);
   // Allocates the lowest free page, growing the file by an extent when the volume is full.
   // NoSpace if the file cannot grow; nothing is recorded then.
   Status AllocatePage(PageId* id);
@@ -167,6 +171,8 @@ class Volume {
                          const VolumeOptions& options);
   Status LoadHeader(uint64_t file_bytes, uint64_t* page_count);
   Status LoadMaps(uint64_t page_count);
+  // Checks that page holds data page id and seals it (WritePages).
+  Status SealDataPage(PageId id, void* page) const;
   Status WriteHeader(uint64_t page_count);
   Status WriteDirtyMaps(const std::vector<uint64_t>& ranges, std::vector<MapWrite>* written);
   void CommitSlots(const std::vector<MapWrite>& written);

@@ -29,8 +29,9 @@
 // Checkpoint (fuzzy, ARIES): kCheckpointBegin; advance the buffer pool's full-page-image epoch
 // and write every dirty page (torn-write protection, BufferPool::AdvanceFpiEpoch: a page
 // torn by a crash is rebuilt by redo from the full image logged at its first change after the
-// checkpoint); snapshot the active transactions and the buffer pool's dirty pages; sync the
-// volume (every page written before the snapshot, and the
+// checkpoint); snapshot the active transactions, then check the failed state again (a
+// rollback that failed meanwhile took its transaction off the active list), and the buffer
+// pool's dirty pages; sync the volume (every page written before the snapshot, and the
 // allocation map, become durable, so a page absent from the dirty table needs no redo from
 // before the checkpoint); kCheckpointEnd with both tables; flush the log; record the begin LSN in
 // the log's control file; truncate the log below CheckpointData::OldestNeeded(). Checkpoints run

@@ -136,6 +136,12 @@ Status TxnManager::Checkpoint(CheckpointReport* report) {
       data.txns.push_back(entry);
     }
   }
+  // Again, after the snapshot: a rollback that failed while this checkpoint wrote its pages
+  // latched the failed state and then took its transaction off the active list (Abort), so the
+  // snapshot may lack a half-rolled-back transaction. Recorded, such a checkpoint would let
+  // recovery skip its undo and truncate the log below its records. The shard locks order the
+  // two: a transaction missing from the snapshot left its shard after it latched the state.
+  SM_TRY(health());
   data.next_txn_id = TxnId(next_txn_id_.load(std::memory_order_relaxed));
   for (const auto& [page, rec_lsn] : pool_->DirtyPages()) {
     data.dirty_pages.push_back(log::DirtyPage{page, rec_lsn});

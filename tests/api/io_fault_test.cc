@@ -596,6 +596,41 @@ TEST_CASE("read faults return errors, never wrong data", "[crash][random][api]")
 
 // --- Failed rollbacks ---------------------------------------------------------------------------
 
+// Opens a database with 200 rows in table "t" (recorded in *acked), all checkpointed.
+std::unique_ptr<Database> OpenCheckpointed(const Options& options, TableImage* acked,
+                                           Table** table) {
+  std::unique_ptr<Database> db;
+  REQUIRE(Database::Open(options, &db).ok());
+  LoadDirty(db.get(), 200, acked);
+  REQUIRE(db->OpenTable("t", table).ok());
+  REQUIRE(db->Checkpoint().ok());
+  return db;
+}
+
+// Begins a transaction that updates keys 0-49 and leaves it open for the caller to roll back.
+// A rollback reads its records from the log buffer while they are there: another transaction
+// then commits more log than the buffer holds (recorded in *acked), so that this one's
+// rollback must read the log file, where a read fault can stop it.
+std::unique_ptr<Transaction> BeginDoomed(Database* db, Table* table, TableImage* acked) {
+  std::unique_ptr<Transaction> doomed;
+  REQUIRE(db->Begin(&doomed).ok());
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE(table->Update(doomed.get(), test::KeyOf(i), "doomed").ok());
+  }
+  std::unique_ptr<Transaction> filler;
+  REQUIRE(db->Begin(&filler).ok());
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 100; i < 200; ++i) {
+      std::string key = test::KeyOf(i);
+      std::string value = "filler-" + std::to_string(round) + std::string(200, 'f');
+      REQUIRE(table->Update(filler.get(), key, value).ok());
+      (*acked)[key] = value;
+    }
+  }
+  REQUIRE(filler->Commit().ok());
+  return doomed;
+}
+
 // Regression: a rollback that failed half way (here: the log record to undo could not be read
 // back) released the transaction's locks and took it off the active list while its changes
 // stayed in the pages; the database carried on, a later checkpoint no longer named the
@@ -607,32 +642,9 @@ TEST_CASE("a rollback that fails leaves the database refusing changes until reco
   Options options = FaultOptions(&fs);
   options.workers = 1;
   TableImage acked;
-  std::unique_ptr<Database> db;
-  REQUIRE(Database::Open(options, &db).ok());
-  LoadDirty(db.get(), 200, &acked);
   Table* table = nullptr;
-  REQUIRE(db->OpenTable("t", &table).ok());
-  REQUIRE(db->Checkpoint().ok());
-
-  std::unique_ptr<Transaction> doomed;
-  REQUIRE(db->Begin(&doomed).ok());
-  for (int i = 0; i < 50; ++i) {
-    REQUIRE(table->Update(doomed.get(), test::KeyOf(i), "doomed").ok());
-  }
-  // A rollback reads its records from the log buffer while they are there: another
-  // transaction logs more than the buffer holds, so that this one must read the log file.
-  std::unique_ptr<Transaction> filler;
-  REQUIRE(db->Begin(&filler).ok());
-  for (int round = 0; round < 4; ++round) {
-    for (int i = 100; i < 200; ++i) {
-      std::string key = test::KeyOf(i);
-      std::string value = "filler-" + std::to_string(round) + std::string(200, 'f');
-      REQUIRE(table->Update(filler.get(), key, value).ok());
-      acked[key] = value;
-    }
-  }
-  REQUIRE(filler->Commit().ok());
-  filler.reset();
+  std::unique_ptr<Database> db = OpenCheckpointed(options, &acked, &table);
+  std::unique_ptr<Transaction> doomed = BeginDoomed(db.get(), table, &acked);
   fs.SetFaultFilter("/log/log.0");
   fs.FailNth(io::FaultOp::kRead, 1);  // the rollback reads the records back from the log
   Status aborted = doomed->Abort();
@@ -650,6 +662,61 @@ TEST_CASE("a rollback that fails leaves the database refusing changes until reco
   REQUIRE_FALSE(closed.ok());  // the checkpoint of a clean close would forget the transaction
   doomed.reset();
   db.reset();
+
+  OpenReport report;
+  db = test::RequireReopensTo(options, acked, &report);
+  INFO(report.ToString());
+  REQUIRE(report.losers == 1);
+  REQUIRE(db->Close().ok());
+}
+
+// Regression: a checkpoint checked the failed state only when it began. A rollback that failed
+// while the checkpoint wrote its pages latched the failed state and took its transaction off
+// the active list; the checkpoint's snapshot then lacked it, and the checkpoint was recorded
+// all the same: recovery started there, skipped the undo of the half-rolled-back transaction
+// (its changes stayed) or met its records below the truncated start of the log. The fault
+// matrix hit it once the buffer pool wrote back in batches (a rollback failed to get a frame).
+TEST_CASE("a rollback that fails during a checkpoint's page writes fails the checkpoint",
+          "[crash][api]") {
+  io::FaultInjectionFileSystem fs(11);
+  test::GatedWriteFileSystem gated(&fs, "/data.sm");
+  Options options = FaultOptions(&gated);
+  options.workers = 1;
+  options.buffer_pool_bytes = 4u << 20;  // every page stays resident: no eviction writes
+  options.background_write_interval = std::chrono::milliseconds(0);
+  TableImage acked;
+  Table* table = nullptr;
+  std::unique_ptr<Database> db = OpenCheckpointed(options, &acked, &table);
+  std::unique_ptr<Transaction> doomed = BeginDoomed(db.get(), table, &acked);
+  // One dirty page for the next checkpoint: each page write checks the failed state first, so
+  // the rollback must fail during the write of the last (here: only) page to go unnoticed.
+  REQUIRE(db->Checkpoint().ok());
+  {
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(table->Update(txn.get(), test::KeyOf(150), "one dirty page").ok());
+    REQUIRE(txn->Commit().ok());
+    acked[test::KeyOf(150)] = "one dirty page";
+  }
+
+  gated.arm();  // the checkpoint's page write waits until the rollback has failed
+  Status checkpointed;
+  std::thread checkpointer([&] { checkpointed = db->Checkpoint(); });
+  while (!gated.held()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fs.SetFaultFilter("/log/log.0");
+  fs.FailNth(io::FaultOp::kRead, 1);
+  Status aborted = doomed->Abort();
+  fs.ClearFaults();
+  gated.release();
+  checkpointer.join();
+  INFO(aborted.ToString());
+  REQUIRE_FALSE(aborted.ok());
+  INFO(checkpointed.ToString());
+  REQUIRE(checkpointed.IsFatal());
+  REQUIRE_FALSE(db->Close().ok());
+  doomed.reset();
+  db.reset();
+  fs.SimulateCrash(io::CrashMode::kDropUnsynced);
 
   OpenReport report;
   db = test::RequireReopensTo(options, acked, &report);
