@@ -15,7 +15,6 @@
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
 #include "threads/runtime.h"
-#include "threads/worker.h"
 
 namespace sm::buffer {
 
@@ -301,14 +300,6 @@ void BufferPool::ForgetOwnerWords(Frame* frame) {
   frame->owner_hint = 0;
   frame->contention = FrameContention{};
   delete frame->child_hints.exchange(nullptr, std::memory_order_relaxed);
-}
-
-void BufferPool::CountHintedHit() {
-  threads::Worker* worker = threads::Worker::Current();
-  size_t shard = worker != nullptr ? static_cast<size_t>(worker->index()) % (kHitShards - 1)
-                                   : kHitShards - 1;  // plain threads share the last
-  std::atomic<uint64_t>& hits = hinted_hits_[shard].hits;
-  hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 void PageHandle::RememberChild(size_t index, FrameHint hint) const {

@@ -76,6 +76,7 @@
 #include "sm/common/status.h"
 #include "sm/page/page.h"
 #include "threads/sync.h"
+#include "threads/worker.h"
 
 namespace sm::threads {
 class Runtime;
@@ -412,6 +413,14 @@ inline void BufferPool::PrefetchPage(const Frame* frame) const {
   const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
   __builtin_prefetch(data);
   __builtin_prefetch(data + 64);
+}
+
+inline void BufferPool::CountHintedHit() {
+  threads::Worker* worker = threads::Worker::Current();
+  size_t shard = worker != nullptr ? static_cast<size_t>(worker->index()) % (kHitShards - 1)
+                                   : kHitShards - 1;  // plain threads share the last
+  std::atomic<uint64_t>& hits = hinted_hits_[shard].hits;
+  hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 inline Status BufferPool::FixHinted(PageId id, FrameHint hint, threads::LatchMode mode,
