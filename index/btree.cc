@@ -154,8 +154,7 @@ void BTree::Stamp(PageHandle& page, Lsn lsn) {
 
 // ---- descents ----------------------------------------------------------------------------------
 
-Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle,
-                      buffer::FrameHint hint) const {
+Status BTree::FixNode(PageId id, LatchMode mode, PageHandle* handle, buffer::FrameHint hint) const {
   SM_TRY(pool_->FixHinted(id, hint, mode, handle));
   const BtreeNodeHeader& header = Node(handle->data()).header();
   if (header.tree_root != root_id_.value() ||
@@ -176,8 +175,8 @@ Status BTree::FixRoot(LatchMode mode, PageHandle* root) const {
   return Status::OK();
 }
 
-Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id,
-                       LatchMode mode, PageHandle* child) const {
+Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id, LatchMode mode,
+                       PageHandle* child) const {
   buffer::FrameHint hint = parent.ChildHint(index);
   SM_TRY(FixNode(child_id, mode, child, hint));
   if (child->frame_hint() != hint) parent.RememberChild(index, child->frame_hint());

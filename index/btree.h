@@ -334,8 +334,8 @@ class BTree {
                  buffer::FrameHint hint = nullptr) const;
   // FixNode of the root, through root_hint_ (and updating it).
   Status FixRoot(threads::LatchMode mode, buffer::PageHandle* root) const;
-  // FixNode of the parent's child `index` (child_id), through the parent's child hints (and updating
-  // them): a descent then finds each node without the page table.
+  // FixNode of the parent's child `index` (child_id), through the parent's child hints (and
+  // updating them): a descent then finds each node without the page table.
   Status FixChild(const buffer::PageHandle& parent, uint16_t index, PageId child_id,
                   threads::LatchMode mode, buffer::PageHandle* child) const;
   // Latch-couples from the root to the leaf for `target` (inner nodes shared, the leaf in

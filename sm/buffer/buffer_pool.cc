@@ -265,7 +265,6 @@ Status BufferPool::FixExisting(Frame* frame, LatchMode mode, PageHandle* handle)
   return Status::OK();
 }
 
-
 void BufferPool::LatchPinned(Frame* frame, LatchMode mode, PageHandle* handle, bool waited) {
   frame->latch.Acquire(mode);
   HandOver(frame, mode, /*pinned=*/true, handle, waited);
@@ -535,7 +534,7 @@ Status BufferPool::WriteBack(Frame* f) {
 
 // Caller: holds f->write_mu and a pin on f.
 BufferPool::CopyResult BufferPool::CopyForWrite(Frame* f, char* staging, bool wait,
-                                               Lsn* old_rec_lsn) {
+                                                Lsn* old_rec_lsn) {
   if (wait) {
     f->latch.AcquireShared();
   } else if (!f->latch.TryAcquireShared()) {

@@ -424,7 +424,7 @@ inline void BufferPool::CountHintedHit() {
 }
 
 inline Status BufferPool::FixHinted(PageId id, FrameHint hint, threads::LatchMode mode,
-                                     PageHandle* handle) {
+                                    PageHandle* handle) {
   if (hint != nullptr) {
     handle->Release();
     // Frames are never freed while the pool lives, so the hint is a frame; the latch, then
