@@ -64,12 +64,14 @@ struct Options {
   size_t buffer_pool_bytes = 256u << 20;
   // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
   // pages) to write the dirty pages whose oldest unwritten change lies at least
-  // background_write_log_lag_bytes of log behind its end (0: every dirty page), or any dirty
-  // page when clean frames run short; 0: only for eviction. Rewriting a hot page every interval
-  // buys nothing: a checkpoint writes every dirty page anyway. Checkpoints, eviction and close
-  // write pages regardless.
+  // background_write_log_lag_bytes of log behind its end (0: every dirty page) and that has
+  // not changed for background_write_quiet (0: regardless), or any dirty page when clean
+  // frames run short; 0: only for eviction. Rewriting a page that is still changing buys
+  // nothing: it is dirty again at once, and a checkpoint writes every dirty page anyway.
+  // Checkpoints, eviction and close write pages regardless.
   std::chrono::milliseconds background_write_interval{100};
   uint64_t background_write_log_lag_bytes = 256ull << 20;
+  std::chrono::milliseconds background_write_quiet{5000};
   // At open, the data file grows (in whole extents) until at least this many bytes of it are
   // free, so that no operation waits for the file to grow until that space is used up (0: the
   // file grows only when it is full).

@@ -54,6 +54,7 @@ struct CommonOptions {
   std::string log_buffer = "8M";    // the log's in-memory ring
   std::string reserve_free = "0";   // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
+  uint32_t writer_quiet_ms = 5000;
   uint64_t lock_timeout_ms = 10000;  // the engine's default
   std::string commit = "durable";
   uint64_t seed = 1;
@@ -204,6 +205,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
                       "'");
   }
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
+  options.db.background_write_quiet = std::chrono::milliseconds(o.writer_quiet_ms);
   options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
   if (o.commit == "durable") {
     options.db.commit_mode = CommitMode::kDurable;
@@ -715,6 +717,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str();
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
+      ->capture_default_str();
+  app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
+                  "the writer writes a page early only once it has not changed for this long "
+                  "(0: regardless; eviction and checkpoints write pages regardless)")
       ->capture_default_str();
   app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
                   "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "

@@ -174,6 +174,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   pool_options.writer_interval_ms =
       static_cast<uint32_t>(options_.background_write_interval.count());
   pool_options.writer_log_lag_bytes = options_.background_write_log_lag_bytes;
+  pool_options.writer_quiet_ms = static_cast<uint32_t>(options_.background_write_quiet.count());
   SM_TRY(buffer::BufferPool::Create(volume_.get(), pool_options, &pool_));
   lock::LockManagerOptions lock_options;
   lock_options.lock_wait_timeout = options_.lock_wait_timeout;

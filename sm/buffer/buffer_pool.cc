@@ -84,6 +84,8 @@ size_t PartitionCountFor(size_t frames) {
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
+  frame_->changed_epoch.store(pool_->change_epoch_.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
   if (!frame_->dirty.load(std::memory_order_relaxed)) {
     MarkDirty(pool_->rec_lsn_source_ ? pool_->rec_lsn_source_() : PageLsn(frame_->data));
   }
@@ -92,6 +94,8 @@ void PageHandle::MarkDirty() {
 void PageHandle::MarkDirty(Lsn rec_lsn) {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
+  frame_->changed_epoch.store(pool_->change_epoch_.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
   // Only the exclusive holder sets `dirty`, and write-back clears it only under a shared latch,
   // so load-then-store is race-free here.
   if (!frame_->dirty.load(std::memory_order_relaxed)) {
@@ -698,13 +702,31 @@ Status BufferPool::FlushAll() {
   return first;
 }
 
-size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit) {
+// Epochs are a quarter of the quiet time: a page counts as quiet after four to five of them.
+constexpr uint8_t kQuietEpochs = 4;
+
+void BufferPool::TickChangeEpoch() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto epoch = std::chrono::milliseconds(std::max<uint32_t>(options_.writer_quiet_ms / kQuietEpochs, 1));
+  if (now - change_epoch_start_ < epoch) return;
+  change_epoch_start_ = now;
+  change_epoch_.store(change_epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+bool BufferPool::Quiet(const Frame& frame) const {
+  const auto age = static_cast<uint8_t>(change_epoch_.load(std::memory_order_relaxed) -
+                                        frame.changed_epoch.load(std::memory_order_relaxed));
+  return age >= kQuietEpochs;
+}
+
+size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit, bool only_quiet) {
   std::vector<Frame*> due;
   for (size_t i = 0; i < frame_count_ && due.size() < max_pages; ++i) {
     Frame* f = &frames_[i];
     if (!f->dirty.load(std::memory_order_acquire)) continue;
     if (InUse(*f)) continue;  // in use: later
     if (f->rec_lsn.load(std::memory_order_relaxed) >= rec_lsn_limit) continue;  // young: later
+    if (only_quiet && !Quiet(*f)) continue;  // still changing: the checkpoint writes it
     due.push_back(f);
   }
   // A failure leaves the page dirty (invariant 6): the writer retries next round and the fixer
@@ -747,8 +769,12 @@ void BufferPool::WriterLoop() {
     }
     writer_wake_.Reset();
     if (writer_stop_.load(std::memory_order_acquire)) break;
+    TickChangeEpoch();
     size_t limit = std::max<size_t>(frame_count_ / 8, 1);
-    WriteDirtyRound(limit, WriterRoundLimit());
+    const Lsn rec_lsn_limit = WriterRoundLimit();
+    // Writes for a frame (no limit) or for every dirty page (lag 0) take busy pages too.
+    const bool only_quiet = options_.writer_quiet_ms != 0 && rec_lsn_limit != Lsn(UINT64_MAX);
+    WriteDirtyRound(limit, rec_lsn_limit, only_quiet);
   }
   writer_done_.Set();
 }
