@@ -100,6 +100,9 @@ struct BenchOptions {
   bool api = true;
   bool small_pool = true;
   std::vector<unsigned> worker_counts = {1, 2};
+  std::string steps = "off";  // the API runs' STEPS: off, on, or auto (Options::steps_adaptive)
+  std::string ctx_placement;  // empty: the built-in placement
+  uint32_t writer_quiet_ms = 5000;  // the API's default (Options::background_write_quiet)
 };
 
 struct Figures {
@@ -314,6 +317,10 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
   o.commit_mode = sm::CommitMode::kAsync;
   o.workers = workers;
   o.checkpoint_interval = std::chrono::milliseconds(options.checkpoint_interval_ms);
+  o.steps = options.steps != "off";
+  o.steps_adaptive = options.steps == "auto";
+  o.ctx_placement = options.ctx_placement;
+  o.background_write_quiet = std::chrono::milliseconds(options.writer_quiet_ms);
   return o;
 }
 
@@ -626,6 +633,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 64u));
   app.add_option("--checkpoint-interval-ms", options.checkpoint_interval_ms,
                  "background checkpoints of the API runs (0: none)");
+  app.add_option("--steps", options.steps,
+                 "STEPS execution teams for the API runs: off, on, or auto (default: off)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
+  app.add_option("--ctx-placement", options.ctx_placement,
+                 "CTX placement file for --steps (default: the built-in one)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--writer-quiet-ms", options.writer_quiet_ms,
+                 "the background writer writes a page early only once it has not changed for "
+                 "this long (0: regardless; default 5000)");
   bool quick = false;
   bool no_verify = false;
   bool skip_small_pool = false;
@@ -653,10 +669,10 @@ int main(int argc, char** argv) {
       "btree benchmark: %llu keys of 8 bytes, %zu-byte values, %llu ops per phase, %u fibers "
       "per worker (%u with the small pool)\n"
       "  txn: public API, every operation its own serializable transaction (key-range locks, "
-      "logged, async commit); raw: the B-tree core alone\n",
+      "logged, async commit, STEPS %s); raw: the B-tree core alone\n",
       static_cast<unsigned long long>(options.keys), kValueBytes,
       static_cast<unsigned long long>(ops), options.fibers_per_worker,
-      options.small_pool_fibers_per_worker);
+      options.small_pool_fibers_per_worker, options.steps.c_str());
   std::fflush(stdout);
   // Pool larger than the data: random inserts leave leaves ~70 % full, so 2x the raw bytes.
   const size_t raw_bytes = options.keys * (8 + kValueBytes + 2 + 4);
@@ -726,6 +742,7 @@ int main(int argc, char** argv) {
   json["locking"] = options.api;
   json["logging"] = options.api;
   json["commit_mode"] = sm::CommitModeName(sm::CommitMode::kAsync);
+  json["steps"] = options.steps;
   sm::bench::PrintJsonLine(json);
   return 0;
 }
