@@ -84,18 +84,17 @@ size_t PartitionCountFor(size_t frames) {
 void PageHandle::MarkDirty() {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
-  frame_->changed_epoch.store(pool_->change_epoch_.load(std::memory_order_relaxed),
-                              std::memory_order_relaxed);
   if (!frame_->dirty.load(std::memory_order_relaxed)) {
     MarkDirty(pool_->rec_lsn_source_ ? pool_->rec_lsn_source_() : PageLsn(frame_->data));
+  } else {
+    pool_->NoteChange(frame_);
   }
 }
 
 void PageHandle::MarkDirty(Lsn rec_lsn) {
   SM_DASSERT(frame_->latch.HeldExclusive());
   SM_DASSERT(mode_ == LatchMode::kExclusive);
-  frame_->changed_epoch.store(pool_->change_epoch_.load(std::memory_order_relaxed),
-                              std::memory_order_relaxed);
+  pool_->NoteChange(frame_);
   // Only the exclusive holder sets `dirty`, and write-back clears it only under a shared latch,
   // so load-then-store is race-free here.
   if (!frame_->dirty.load(std::memory_order_relaxed)) {
@@ -707,7 +706,8 @@ constexpr uint8_t kQuietEpochs = 4;
 
 void BufferPool::TickChangeEpoch() {
   const auto now = std::chrono::steady_clock::now();
-  const auto epoch = std::chrono::milliseconds(std::max<uint32_t>(options_.writer_quiet_ms / kQuietEpochs, 1));
+  const auto epoch =
+      std::chrono::milliseconds(std::max<uint32_t>(options_.writer_quiet_ms / kQuietEpochs, 1));
   if (now - change_epoch_start_ < epoch) return;
   change_epoch_start_ = now;
   change_epoch_.store(change_epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -773,9 +773,9 @@ void BufferPool::WriterLoop() {
     const Lsn rec_lsn_limit = WriterRoundLimit();
     // Writes for a frame (no limit) or for every dirty page (lag 0) take busy pages too.
     const bool only_quiet = options_.writer_quiet_ms != 0 && rec_lsn_limit != Lsn(UINT64_MAX);
-    // Early writes are never urgent: one batch a round. An eighth of a large pool at once,
-    // when a phase of changes ended and its pages all went quiet together, competed with the
-    // next phase for the CPU (bench_btree's updates ran a third slower).
+    // Early writes are never urgent: one batch a round, so that when a phase of changes ends
+    // and its pages all go quiet together, their writes trickle out beside the next phase
+    // instead of an eighth of the pool at once.
     const size_t limit = only_quiet ? BatchPages() : std::max<size_t>(frame_count_ / 8, 1);
     WriteDirtyRound(limit, rec_lsn_limit, only_quiet);
   }
