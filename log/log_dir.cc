@@ -186,17 +186,35 @@ Status LogDirectory::CreateSegment(uint64_t start, std::shared_ptr<io::File>* fi
 
 Status LogDirectory::RemoveSegmentsBefore(uint64_t lsn, uint32_t keep_spares, uint32_t* removed) {
   *removed = 0;
-  std::lock_guard<threads::Mutex> guard(mu_);
-  while (!segments_.empty() && geometry_.SegmentEnd(segments_.begin()->first) <= lsn) {
-    uint64_t start = segments_.begin()->first;
-    std::string path = PathOf(SegmentFileName(start));
-    if (spares_.size() < keep_spares) {
-      SM_TRY(fs_->Rename(path, PathOf(SpareFileName(start))));
-      spares_.push_back(SpareFileName(start));
-    } else {
-      SM_TRY(fs_->Delete(path));
+  // The registry changes under the mutex; the files are renamed and deleted outside it. The
+  // flusher takes the mutex to create its next segment, and deleting a few GiB of segments
+  // took a second here, during which the log buffer filled and every inserter waited.
+  std::vector<uint64_t> to_spare, to_delete;
+  {
+    std::lock_guard<threads::Mutex> guard(mu_);
+    size_t spares = spares_.size();
+    while (!segments_.empty() && geometry_.SegmentEnd(segments_.begin()->first) <= lsn) {
+      uint64_t start = segments_.begin()->first;
+      if (spares < keep_spares) {
+        to_spare.push_back(start);
+        ++spares;
+      } else {
+        to_delete.push_back(start);
+      }
+      segments_.erase(segments_.begin());
     }
-    segments_.erase(segments_.begin());
+  }
+  // A segment leaves the registry before its file goes: a crash in between leaves a file
+  // below the control file's start, which the next Open retires. A reader holding the File
+  // keeps using it.
+  for (uint64_t start : to_spare) {
+    SM_TRY(fs_->Rename(PathOf(SegmentFileName(start)), PathOf(SpareFileName(start))));
+    std::lock_guard<threads::Mutex> guard(mu_);
+    spares_.push_back(SpareFileName(start));
+    ++*removed;
+  }
+  for (uint64_t start : to_delete) {
+    SM_TRY(fs_->Delete(PathOf(SegmentFileName(start))));
     ++*removed;
   }
   if (*removed > 0) SM_TRY(fs_->SyncDir(dir_));

@@ -76,7 +76,9 @@ class LogDirectory {
   // synced again in the hope that the second sync covers what the first lost).
   Status CreateSegment(uint64_t start, std::shared_ptr<io::File>* file);
   // Retires every segment that ends at or before `lsn`: the first ones become spares while
-  // fewer than `keep_spares` exist, the rest are deleted.
+  // fewer than `keep_spares` exist, the rest are deleted. The files are renamed and deleted
+  // outside the mutex (CreateSegment, on the flusher's path, does not wait for them); calls
+  // must not overlap (LogManager::Truncate holds its control mutex, Open runs alone).
   Status RemoveSegmentsBefore(uint64_t lsn, uint32_t keep_spares, uint32_t* removed);
   // Deletes every segment starting at or after `start`.
   Status DeleteSegmentsFrom(uint64_t start, uint32_t* deleted);

@@ -365,6 +365,11 @@ Status LogManager::SetCheckpoint(Lsn checkpoint_begin) {
   return dir_->WriteControl(control);
 }
 
+uint32_t LogManager::SpareSegments() const {
+  uint64_t fit = options_.spare_bytes / dir_->geometry().segment_bytes();
+  return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 2, UINT32_MAX));
+}
+
 Status LogManager::Truncate(Lsn oldest_needed) {
   uint64_t durable = durable_.load(std::memory_order_acquire);
   if (oldest_needed.value() > durable) {
@@ -381,7 +386,7 @@ Status LogManager::Truncate(Lsn oldest_needed) {
   // that is gone.
   SM_TRY(dir_->WriteControl(control));
   uint32_t removed = 0;
-  Status s = dir_->RemoveSegmentsBefore(oldest_needed.value(), options_.spare_segments, &removed);
+  Status s = dir_->RemoveSegmentsBefore(oldest_needed.value(), SpareSegments(), &removed);
   counters_.segments_removed.fetch_add(removed, std::memory_order_relaxed);
   return s;
 }

@@ -43,7 +43,11 @@
 //
 // Segments: the flusher creates the next segment (a recycled spare if any) once the current one
 // is half written, so a roll-over rarely waits for file creation. Truncate(oldest_needed)
-// retires whole segments below oldest_needed (keeping spare_segments for reuse).
+// retires whole segments below oldest_needed, keeping up to spare_bytes of them as spares for
+// reuse. A recycled segment's blocks have been written before, so a write into one changes no
+// file-system metadata and the sync after it commits none: on ext4 here a 16 KiB direct write
+// and fdatasync took about 130 us into written blocks and 200 us into fresh preallocated ones
+// (which the file system must mark written, through its journal).
 //
 // Open (log_open.cc) and how the end of the log is found:
 //   The scan starts at the control file's checkpoint hint, else at its start LSN, and reads
@@ -125,7 +129,8 @@ struct LogOptions {
   size_t buffer_bytes = 8u << 20;                 // log buffer (multiple of 4096, >= 16 KiB)
   CommitMode commit_mode = CommitMode::kDurable;  // for Commit without a mode
   std::chrono::microseconds async_flush_interval{10000};  // kAsync durability bound
-  uint32_t spare_segments = 2;  // retired segments kept for reuse by Truncate
+  // Retired segments kept for reuse (Truncate), up to this many bytes; at least two.
+  uint64_t spare_bytes = 0;
   bool create_if_missing = true;
   bool direct_io = true;  // O_DIRECT segment files (alignment is kept either way)
 };
@@ -279,6 +284,7 @@ class LogManager {
   void RequestDurable(uint64_t lsn);
   void ArmAsyncDeadline();
   uint64_t ReuseLimit() const;
+  uint32_t SpareSegments() const;  // options_.spare_bytes in this log's segments
   Status Refuse() const;
 
   // --- Flusher (log_flusher.cc) ---

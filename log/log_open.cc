@@ -53,7 +53,7 @@ Status LogManager::FindEnd(LogOpenReport* report) {
   report->scan_start_lsn = Lsn(scan_start);
   // A crash inside Truncate (control file moved, segments not yet retired) leaves some behind.
   uint32_t retired = 0;
-  SM_TRY(dir_->RemoveSegmentsBefore(control.start_lsn, options_.spare_segments, &retired));
+  SM_TRY(dir_->RemoveSegmentsBefore(control.start_lsn, SpareSegments(), &retired));
 
   LogReader reader(dir_);
   SM_TRY(reader.Seek(Lsn(scan_start)));

@@ -77,6 +77,11 @@ struct Options {
   // file grows only when it is full).
   uint64_t reserve_free_bytes = 0;
   uint64_t log_segment_bytes = 64ull << 20;  // for a new database
+  // Log segments a checkpoint retires are kept for reuse, up to this many bytes (the rest are
+  // deleted), so the log's files stay at about the size one checkpoint interval needs. A
+  // sync after a write into a reused segment commits no file-system metadata (measured on
+  // ext4: 130 against 200 us per small write and fdatasync), which durable commits wait for.
+  uint64_t log_spare_bytes = 1ull << 30;
   size_t log_buffer_bytes = 8u << 20;
   CommitMode commit_mode = CommitMode::kDurable;
   // Background fuzzy checkpoints (which also truncate the log); 0 disables them.
@@ -125,6 +130,7 @@ struct DatabaseStats {
   uint64_t checkpoints = 0;
   uint64_t lock_requests = 0, lock_waits = 0, deadlocks = 0, lock_timeouts = 0;
   uint64_t log_bytes = 0, log_syncs = 0;
+  uint64_t log_space_waits = 0;  // log records that waited for room in the log buffer
   double commits_per_sync = 0;
   uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
   // The data file's 8 KiB pages: all of them, and those in use (trees, the allocation map,

@@ -564,6 +564,7 @@ EngineStats Delta(const EngineStats& after, const EngineStats& before) {
   d.pool_writes -= before.pool_writes;
   d.log_bytes -= before.log_bytes;
   d.log_syncs -= before.log_syncs;
+  d.log_space_waits -= before.log_space_waits;
   d.txn_committed -= before.txn_committed;
   d.txn_aborted -= before.txn_aborted;
   d.checkpoints -= before.checkpoints;

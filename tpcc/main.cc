@@ -458,9 +458,11 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
   Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
       static_cast<unsigned long long>(e.lock_requests), static_cast<unsigned long long>(e.lock_waits),
       static_cast<unsigned long long>(e.deadlocks), static_cast<unsigned long long>(e.lock_timeouts));
-  Say(o, "log:         %s written, %llu syncs, %.1f commits/sync; %llu checkpoints\n",
+  Say(o, "log:         %s written, %llu syncs, %.1f commits/sync, %llu waits for buffer space; "
+      "%llu checkpoints\n",
       BytesText(e.log_bytes).c_str(), static_cast<unsigned long long>(e.log_syncs),
-      e.commits_per_sync, static_cast<unsigned long long>(e.checkpoints));
+      e.commits_per_sync, static_cast<unsigned long long>(e.log_space_waits),
+      static_cast<unsigned long long>(e.checkpoints));
 }
 
 // STEPS team statistics per operation (the paper's Table 4): printed, and returned as JSON.
@@ -688,7 +690,10 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
                         {"writes", e.pool_writes}, {"dirty_pages", e.pool_dirty_pages}};
   out["locks"] = {{"requests", e.lock_requests}, {"waits", e.lock_waits},
                   {"deadlocks", e.deadlocks}, {"timeouts", e.lock_timeouts}};
-  out["log"] = {{"bytes", e.log_bytes}, {"syncs", e.log_syncs}, {"commits_per_sync", e.commits_per_sync}};
+  out["log"] = {{"bytes", e.log_bytes},
+                {"syncs", e.log_syncs},
+                {"commits_per_sync", e.commits_per_sync},
+                {"space_waits", e.log_space_waits}};
   Say(o, "consistency: %s\n", out["consistency"].get<std::string>().c_str());
   if (Json(o)) std::printf("%s\n", out.dump().c_str());
   return consistent ? 0 : kExitFailed;

@@ -171,6 +171,7 @@ EngineStats SmEngine::Stats() {
   s.pool_dirty_pages = d.pool_dirty_pages;
   s.log_bytes = d.log_bytes;
   s.log_syncs = d.log_syncs;
+  s.log_space_waits = d.log_space_waits;
   s.commits_per_sync = d.commits_per_sync;
   s.txn_committed = d.txn_committed;
   s.txn_aborted = d.txn_aborted;

@@ -61,7 +61,8 @@ std::string DatabaseStats::ToString() const {
          " requests, " + std::to_string(lock_waits) + " waits, " + std::to_string(deadlocks) +
          " deadlocks, " + std::to_string(lock_timeouts) + " timeouts\nlog: " +
          std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) + " syncs, " +
-         std::to_string(commits_per_sync) + " commits/sync\nbuffer pool: " +
+         std::to_string(commits_per_sync) + " commits/sync, " + std::to_string(log_space_waits) +
+         " waits for buffer space\nbuffer pool: " +
          std::to_string(pool_hits) + " hits, " + std::to_string(pool_misses) + " misses, " +
          std::to_string(pool_writes) + " writes, " + std::to_string(pool_dirty_pages) +
          " dirty\nvolume: " + std::to_string(volume_pages) + " pages, " +
@@ -165,6 +166,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   log::LogOptions log_options;
   log_options.segment_bytes = options_.log_segment_bytes;
   log_options.buffer_bytes = options_.log_buffer_bytes;
+  log_options.spare_bytes = options_.log_spare_bytes;
   log_options.commit_mode = static_cast<log::CommitMode>(options_.commit_mode);
   log_options.create_if_missing = create;
   log_options.direct_io = options_.direct_io;
@@ -526,6 +528,7 @@ DatabaseStats DatabaseImpl::stats() {
   log::LogStats g = log_->stats();
   out.log_bytes = g.bytes;
   out.log_syncs = g.syncs;
+  out.log_space_waits = g.space_waits;
   out.commits_per_sync = g.CommitsPerSync();
   buffer::BufferPoolStats b = pool_->stats();
   out.pool_hits = b.hits;

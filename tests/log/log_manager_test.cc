@@ -7,7 +7,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -276,10 +278,93 @@ TEST_CASE("a record larger than the log buffer is streamed through it", "[unit][
   REQUIRE(bigs == 1);
 }
 
+namespace {
+
+// Forwards to a FaultInjectionFileSystem; Delete waits until the test releases it (at most
+// 10 s) and records whether it had to give up waiting.
+class HeldDeleteFileSystem final : public io::FileSystem {
+ public:
+  explicit HeldDeleteFileSystem(io::FileSystem* base) : base_(base) {}
+  Status Open(const std::string& path, const io::OpenOptions& options,
+              std::unique_ptr<io::File>* file) override {
+    return base_->Open(path, options, file);
+  }
+  Status Exists(const std::string& path, bool* exists) override {
+    return base_->Exists(path, exists);
+  }
+  Status Delete(const std::string& path) override {
+    deleting_.store(true);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return released_; })) {
+      gave_up_.store(true);
+    }
+    return base_->Delete(path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return base_->Rename(from, to);
+  }
+  Status CreateDir(const std::string& path) override { return base_->CreateDir(path); }
+  Status ListDir(const std::string& path, std::vector<std::string>* names) override {
+    return base_->ListDir(path, names);
+  }
+  Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
+  Status LockFile(const std::string& path, std::unique_ptr<io::FileLock>* lock) override {
+    return base_->LockFile(path, lock);
+  }
+
+  bool deleting() const { return deleting_.load(); }
+  bool gave_up() const { return gave_up_.load(); }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  io::FileSystem* const base_;
+  std::atomic<bool> deleting_{false}, gave_up_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+}  // namespace
+
+// A checkpoint's truncation may delete gigabytes of segments; the flusher must meanwhile be
+// able to open its next segment, or the log buffer fills and every inserter waits.
+TEST_CASE("the flusher opens new segments while a truncation deletes old ones", "[unit][log]") {
+  io::FaultInjectionFileSystem base(7);
+  HeldDeleteFileSystem fs(&base);
+  LogOptions options = SmallOptions();  // 64 KiB segments; two spares at most
+  auto log = logtest::OpenLog(&fs, options);
+  const uint64_t data_bytes = log->geometry().data_bytes();
+  Lsn lsn, end;
+  uint32_t seq = 0;
+  auto insert_segments = [&](uint64_t segments) {
+    const Lsn from = log->end_lsn();
+    while (log->end_lsn().value() - from.value() < segments * data_bytes) {
+      REQUIRE(log->Insert(logtest::CommentRecord(MakePayload(1, seq++, 450)), &lsn, &end).ok());
+    }
+    REQUIRE(log->FlushAll().ok());
+  };
+  insert_segments(6);
+  const Lsn keep = lsn;  // the last record: at least four segments retire, two are deleted
+  Status truncated;
+  std::thread truncator([&] { truncated = log->Truncate(keep); });
+  while (!fs.deleting()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  insert_segments(3);  // the flusher creates (or recycles) three segments meanwhile
+  fs.Release();
+  truncator.join();
+  REQUIRE(truncated.ok());
+  REQUIRE_FALSE(fs.gave_up());
+  REQUIRE(log->start_lsn() == keep);
+  REQUIRE(log->Close().ok());
+}
+
 TEST_CASE("segments roll over, truncation retires them, spares are reused", "[unit][log]") {
   io::FaultInjectionFileSystem fs(6);
   LogOptions options = SmallOptions();
-  options.spare_segments = 2;
+  options.spare_bytes = 2 * options.segment_bytes;
   auto log = logtest::OpenLog(&fs, options);
   const uint64_t data_bytes = log->geometry().data_bytes();
   std::vector<Lsn> lsns;
@@ -329,6 +414,27 @@ TEST_CASE("segments roll over, truncation retires them, spares are reused", "[un
     REQUIRE(records[i].view().lsn == lsns[400 + i]);
     REQUIRE(records[i].view().payload == MakePayload(1, 400 + i, 450));
   }
+}
+
+TEST_CASE("spare_bytes bounds the retired segments kept for reuse", "[unit][log]") {
+  const uint64_t budget_segments = GENERATE(0, 3, 5);  // 0: the floor of two
+  io::FaultInjectionFileSystem fs(8);
+  LogOptions options = SmallOptions();
+  options.spare_bytes = budget_segments * options.segment_bytes;
+  auto log = logtest::OpenLog(&fs, options);
+  const uint64_t data_bytes = log->geometry().data_bytes();
+  Lsn lsn, end;
+  for (uint32_t i = 0; log->end_lsn().value() < kFirstLsn + 8 * data_bytes; ++i) {
+    REQUIRE(log->Insert(logtest::CommentRecord(MakePayload(1, i, 450)), &lsn, &end).ok());
+  }
+  REQUIRE(log->FlushAll().ok());
+  REQUIRE(log->Truncate(lsn).ok());
+  const uint64_t retired = log->stats().segments_removed;
+  REQUIRE(retired >= 7);
+  const uint64_t spares = CountPrefix(ListLogDir(&fs), "spare.");
+  CAPTURE(budget_segments, retired, spares);
+  REQUIRE(spares == std::max<uint64_t>(budget_segments, 2));
+  REQUIRE(log->Close().ok());
 }
 
 TEST_CASE("the checkpoint hint is where open starts scanning", "[unit][log]") {
