@@ -63,6 +63,7 @@ BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOpti
       logger_(options.logger != nullptr ? options.logger : &g_null_logger),
       logs_(options.logger != nullptr),
       contention_threshold_(options.contention_split_threshold),
+      retire_empty_leaves_(options.retire_empty_leaves),
       test_every_write_waited_(options.test_every_write_waited) {}
 
 Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, PageId* root_page_id,
@@ -141,6 +142,7 @@ BtreeCounters BTree::counters() const {
   c.root_grows = root_grows_.load(std::memory_order_relaxed);
   c.lock_waits = lock_waits_.load(std::memory_order_relaxed);
   c.contention_splits = contention_splits_.load(std::memory_order_relaxed);
+  c.leaf_merges = leaf_merges_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -394,6 +396,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     LockWait wait;
     Status s;
     Contender contender = Contender::kNone;  // a contention split is due if not kNone
+    bool emptied = false;                    // a delete left its leaf empty: retire it
     if (x_level == 0) {
       PageHandle leaf;
       bool fences_known = false;
@@ -408,6 +411,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
           [[unlikely]] {
         contender = NoteContendedWrite(leaf, written);
       }
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() && LeftEmpty(leaf);
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
@@ -422,10 +426,13 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() && LeftEmpty(path.back());
     }
     // Every latch is released here.
     if (contender != Contender::kNone) [[unlikely]]
       SplitContendedLeaf(key, contender);
+    if (emptied) [[unlikely]]
+      RetireEmptyLeaf(key);
     if (retry == Retry::kNone || !s.ok()) return s;
     if (retry == Retry::kLockWait) {
       SM_TRY(WaitForLock(ctx, wait));

@@ -30,9 +30,14 @@
 // copying its contents into a new child and becoming an inner node one level up (GrowRoot), after
 // which the child splits like any node.
 //
-// Deletes: free-at-empty is not done. A leaf emptied by deletes stays linked in the tree and is
-// reused by later inserts into its key range; nodes never merge and pages are never freed, so the
-// tree's height never shrinks. Verify accepts empty leaves (Stats counts them).
+// Deletes: a delete that empties its leaf then retires it (MergeEmptyLeaf, btree_merge.cc): the
+// leaf's neighbour under the same parent takes over its key range and the leaf leaves the tree
+// (a queue's emptied leaves would otherwise lie on every search for its head). A leaf that is
+// its parent's only child, or its first with a non-empty right neighbour, stays, empty, and is
+// reused by later inserts into its range; Verify accepts empty leaves (Stats counts them).
+// Nodes never merge otherwise, inner nodes are never retired (one may keep only its leftmost
+// child), the tree's height never shrinks, and pages are never given back to the volume while
+// the tree is in use.
 //
 // Concurrency protocol (latches are the buffer pool's frame latches, fiber-aware):
 //   1. Readers latch-couple down with shared latches: the child is latched before the parent is
@@ -161,6 +166,9 @@ struct BtreeOptions {
   BtreeLogger* logger = nullptr;
   // Contention split (file comment): the threshold; 0 turns contention splits off.
   uint16_t contention_split_threshold = kContentionSplitThreshold;
+  // Deletes retire the leaves they empty ("Deletes"); false keeps them in the tree (tests of
+  // the code that steps over empty leaves).
+  bool retire_empty_leaves = true;
   // Tests: every write at a leaf counts as having waited for its latch.
   bool test_every_write_waited = false;
 };
@@ -197,6 +205,7 @@ struct BtreeCounters {
   uint64_t root_grows = 0;
   uint64_t lock_waits = 0;  // TryLockKey said Busy: latches dropped, LockKey waited
   uint64_t contention_splits = 0;  // of leaf_splits, contention splits (file comment)
+  uint64_t leaf_merges = 0;        // empty leaves retired (file comment, "Deletes")
 };
 
 class Cursor;
@@ -395,6 +404,15 @@ class BTree {
   Status ContentionSplit(std::string_view key, bool contender_left);
   // ContentionSplit for a write that has finished: its failure is not the write's.
   [[gnu::cold]] void SplitContendedLeaf(std::string_view key, Contender contender);
+  // With no latch held: retires the leaf covering `key` if it is empty (btree_merge.cc).
+  Status MergeEmptyLeaf(std::string_view key);
+  // Whether a delete left the latched `leaf` empty, and not the root (which stays).
+  static bool LeftEmpty(const buffer::PageHandle& leaf) {
+    Node node(leaf.data());
+    return node.count() == 0 && !node.is_root();
+  }
+  // MergeEmptyLeaf for a delete that has finished: its failure is not the delete's.
+  [[gnu::cold]] void RetireEmptyLeaf(std::string_view key);
 
   // --- key locks (btree.cc) ---
   // Asks the hook for the key at `index` of the latched leaf (or the first key after the leaf,
@@ -460,6 +478,7 @@ class BTree {
   // keep the before-images of the pages they change, to restore them if logging fails.
   const bool logs_;
   const uint16_t contention_threshold_;  // BtreeOptions::contention_split_threshold
+  const bool retire_empty_leaves_;       // BtreeOptions::retire_empty_leaves
   const bool test_every_write_waited_;
 
   // Relaxed: statistics only.
@@ -470,6 +489,7 @@ class BTree {
   mutable std::atomic<uint64_t> root_grows_{0};
   mutable std::atomic<uint64_t> lock_waits_{0};
   mutable std::atomic<uint64_t> contention_splits_{0};
+  mutable std::atomic<uint64_t> leaf_merges_{0};
 };
 
 // A bound of a scan range: none, or a key with inclusive/exclusive.

@@ -193,12 +193,14 @@ Status Node::InsertRaw(uint16_t i, std::string_view record) {
                        KeyHead(key, prefix_bytes()));
 }
 
-Status Node::SetHighFence(std::string_view high_fence) {
+Status Node::SetHighFence(std::string_view high_fence, bool infinite) {
   SM_DASSERT(high_fence.size() <= kMaxKeyBytes);
+  if (infinite) high_fence = {};
   SM_TRY(
       slots_.Update(kHighFenceSlot, std::span<const char>(high_fence.data(), high_fence.size())));
-  mutable_header().flags = static_cast<uint16_t>(flags() & ~kNodeHighInfinite);
-  uint16_t prefix = FencePrefixBytes(low_fence(), high_fence, false);
+  mutable_header().flags = static_cast<uint16_t>(infinite ? flags() | kNodeHighInfinite
+                                                          : flags() & ~kNodeHighInfinite);
+  uint16_t prefix = FencePrefixBytes(low_fence(), high_fence, infinite);
   if (prefix != prefix_bytes()) {
     mutable_header().prefix_bytes = prefix;
     RewriteHeads();

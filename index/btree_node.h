@@ -154,6 +154,13 @@ enum class SearchMode : uint8_t {
 class Node {
  public:
   explicit Node(char* page) : page_(page), slots_(page, kNodeAreaOffset) {}
+  // A leaf retired from its tree (btree_merge.cc): an empty leaf of no tree (tree_root 0, which
+  // no live node has, since page 0 is the volume header), so a hint or cursor rejects it.
+  static void FormatRetired(char* page) { Format(page, 0, 0, PageId(), "", ""); }
+  static bool IsRetired(const char* page) {
+    return PageTypeOf(page) == PageType::kBtreeLeaf &&
+           reinterpret_cast<const BtreeNodeHeader*>(page + kPageHeaderBytes)->tree_root == 0;
+  }
 
   // Formats `page` (whose common header is already initialized) as an empty node.
   static void Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
@@ -273,9 +280,10 @@ class Node {
     return {page_ + offset, length};
   }
   void EraseRecord(uint16_t i) { slots_.Erase(static_cast<uint16_t>(kFirstRecordSlot + i)); }
-  // Replaces the high fence (and clears kNodeHighInfinite). NoSpace if it does not fit. The
-  // common prefix may grow: every record's head is computed again.
-  [[nodiscard]] Status SetHighFence(std::string_view high_fence);
+  // Replaces the high fence (and clears kNodeHighInfinite; with `infinite`, sets it and stores
+  // an empty fence). NoSpace if it does not fit, and then nothing changed. The common prefix
+  // may change: every record's head is then computed again.
+  [[nodiscard]] Status SetHighFence(std::string_view high_fence, bool infinite = false);
 
   // The length of the prefix a node with these fences leaves out of its heads.
   static uint16_t FencePrefixBytes(std::string_view low_fence, std::string_view high_fence,

@@ -24,9 +24,11 @@
 //                   all 8 KiB, and every such page is read by Verify's tree walk.
 //   dropped page    an allocated page of the dropped table: in no tree (the test keeps them
 //                   allocated, as a crash between a drop and the reclamation of its pages
-//                   does), so only Verify's page pass reads it. No other allocated
-//                   page is outside the trees: the B-tree frees no page of a live tree (an
-//                   emptied leaf stays), and Verify's pass would read it too.
+//                   does), so only Verify's page pass reads it. The other allocated pages
+//                   outside the trees are leaves the B-tree retired (btree_merge.cc): they
+//                   hold nothing and nothing reads them but that pass, so they count as dead
+//                   bytes (below). Most of such a page is zeros, and a zeroed first sector
+//                   leaves one Verify cannot tell from a page allocated and not yet written.
 //   volume header   page 0 (checked at Open).
 //   map copy        an allocation-map page. The map is kept twice on purpose (a torn map write
 //                   must not lose the map), so Open takes the valid copy, re-marks every tree
@@ -41,8 +43,8 @@
 // Dead bytes are not targets of the must-detect rule, because no reader ever uses them, so
 // damage there changes nothing: free pages, the part of a live segment before the start LSN
 // (records a checkpoint has made unnecessary; Close truncates the log to its last checkpoint),
-// the zeroed space after the end of the log, retired spare segments, the padding of the header
-// blocks. A share of the trials samples them anyway ("dead"), where any outcome but wrong data,
+// the zeroed space after the end of the log, retired spare segments, retired leaves, the padding
+// of the header blocks. A share of the trials samples them anyway ("dead"), where any outcome but wrong data,
 // a crash or a hang is fine.
 //
 // Kinds: a bit flip (1-8 bytes from a random offset in the region, each XORed with a random
@@ -74,11 +76,13 @@
 #include <thread>
 #include <vector>
 
+#include "index/btree_node.h"
 #include "log/log_format.h"
 #include "log/log_reader.h"
 #include "log/log_record.h"
 #include "sm/api/api_internal.h"
 #include "sm/common/crc32c.h"
+#include "sm/io/aligned_buffer.h"
 #include "sm/io/fault_file.h"
 #include "sm/page/page.h"
 #include "sm/sm.h"
@@ -248,6 +252,11 @@ struct Regions {
   }
 };
 
+bool IsRetiredLeaf(space::Volume* volume, uint64_t id) {
+  io::AlignedBuffer page(kPageBytes);
+  return volume->ReadPage(PageId(id), page.data()).ok() && index::Node::IsRetired(page.data());
+}
+
 void CollectVolume(io::FileSystem* fs, const Base& base, Regions* out) {
   std::unique_ptr<space::Volume> volume;
   REQUIRE(space::Volume::Open(fs, std::string(kBaseDir) + "/data.sm", &volume).ok());
@@ -261,6 +270,8 @@ void CollectVolume(io::FileSystem* fs, const Base& base, Regions* out) {
       r.target = Target::kMapCopy;
     } else if (!volume->IsAllocated(PageId(id))) {
       r.target = Target::kDead;  // a free page: never read
+    } else if (IsRetiredLeaf(volume.get(), id)) {
+      r.target = Target::kDead;  // holds nothing; only Verify's page pass reads it
     } else {
       r.target = dropped ? Target::kDroppedPage : Target::kDataPage;
     }

@@ -386,3 +386,78 @@ TEST_CASE("btree concurrency: millions of operations on two workers", "[.slow][b
   TreeEnv env(16384);
   RunOwners(env, 8, 40000, 250000, seed);
 }
+
+// A queue: producers insert at the high end, consumers delete the head, while scanners and
+// readers through leaf hints run over it. The consumers' deletes retire the leaves they empty
+// (btree_merge.cc) under all of them.
+TEST_CASE("btree concurrency: a queue on two workers retires its emptied leaves under readers",
+          "[random][btree][concurrency]") {
+  uint64_t seed = sm::test::TestSeed("btree queue fibers");
+  constexpr uint64_t kKeys = 20000;
+  TreeEnv env(1024);
+  auto runtime = sm::test::MakeRuntime(2);
+  Failures failures;
+  std::atomic<uint64_t> consumed{0};
+  std::atomic<int> producers_left{2};
+  RunFibers(*runtime, 6, [&](int f) {
+    std::mt19937_64 rng(seed + f);
+    if (f < 2) {  // producers: keys f, f + 2, f + 4, ...
+      for (uint64_t n = f; n < kKeys; n += 2) {
+        Status s = env.tree->Insert(Key64(n), ValueFor(n, 0));
+        failures.Check("insert", s.ok(), s);
+        if (n % 64 < 2) threads::Worker::Current()->Yield();
+      }
+      producers_left--;
+      return;
+    }
+    if (f < 4) {  // consumers: take the head
+      while (consumed.load() < kKeys) {
+        std::string head;
+        {
+          Cursor cursor(env.tree.get());
+          Status s = cursor.SeekToFirst();
+          failures.Check("seek", s.ok(), s);
+          if (s.ok() && cursor.Valid()) head.assign(cursor.key());
+        }
+        if (head.empty()) {
+          threads::Worker::Current()->Yield();
+          continue;
+        }
+        Status s = env.tree->Delete(head);
+        if (s.ok()) consumed++;
+        failures.Check("delete", s.ok() || s.IsNotFound(), s);
+        if (rng() % 8 == 0) threads::Worker::Current()->Yield();
+      }
+      return;
+    }
+    // Readers: f == 4 scans, f == 5 looks keys up through one hint.
+    index::LeafHint hint;
+    while (consumed.load() < kKeys) {
+      if (f == 4) {
+        Cursor cursor(env.tree.get());
+        std::string previous;
+        Status s = cursor.SeekToFirst();
+        for (int steps = 0; s.ok() && cursor.Valid() && steps < 500; ++steps, s = cursor.Next()) {
+          if (!previous.empty() && cursor.key() <= previous) failures.Add("scan order");
+          if (cursor.value() != ValueFor(KeyNumber(cursor.key()), 0)) failures.Add("scan value");
+          previous.assign(cursor.key());
+        }
+        failures.Check("scan", s.ok(), s);
+      } else {
+        uint64_t n = consumed.load() + rng() % 512;
+        std::string value;
+        Status s = env.tree->Lookup(Key64(n), &value, {nullptr, nullptr, &hint});
+        if (s.ok() ? value != ValueFor(n, 0) : !s.IsNotFound()) failures.Add("hinted lookup");
+      }
+      threads::Worker::Current()->Yield();
+    }
+  });
+  INFO(failures.first);
+  REQUIRE(failures.count.load() == 0);
+  REQUIRE(producers_left.load() == 0);
+  index::BtreeStats stats;
+  REQUIRE(env.tree->Verify(&stats).ok());
+  REQUIRE(stats.records == 0);
+  REQUIRE(env.tree->counters().leaf_merges > 50);
+  REQUIRE(stats.pages_per_level[0] == stats.pages_per_level[1]);
+}

@@ -694,6 +694,49 @@ TEST_CASE("btree wal: a contention split is redone after a crash, whatever its w
   }
 }
 
+TEST_CASE("btree wal: retired leaves are redone after a crash, and a loser's deletes come back",
+          "[unit][crash][btree][wal]") {
+  for (CrashMode volume_mode : {CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced}) {
+    INFO("volume crash mode " << static_cast<int>(volume_mode));
+    WalDb db(9, 64);
+    Model model;
+    LoadCommitted(db, &model, 0, 1200, 1, 80);
+    index::BtreeStats before, stats;
+    RequireVerified(*db.tree, &before);
+    // Committed: the deletes and the retirements of the leaves they emptied are redone.
+    auto t = db.Begin();
+    for (uint64_t k = 200; k < 600; ++k) {
+      REQUIRE(db.tree->Delete(Key64(k), In(t.get())).ok());
+      model.erase(Key64(k));
+    }
+    REQUIRE(db.txns->Commit(t.get()).ok());
+    t.reset();
+    REQUIRE(db.tree->counters().leaf_merges >= 3);
+    RequireVerified(*db.tree, &stats);
+    const uint64_t leaves = stats.pages_per_level[0];
+    REQUIRE(leaves < before.pages_per_level[0]);
+    REQUIRE(db.log->FlushAll().ok());
+    db.Crash(CrashMode::kDropUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers.empty());
+    db.RequireTree(model);
+    RequireVerified(*db.tree, &stats);
+    REQUIRE(stats.pages_per_level[0] == leaves);
+    // A loser empties more leaves, which retire (redo-only); undo puts its keys back into the
+    // leaves that took over their ranges.
+    auto loser = db.Begin();
+    for (uint64_t k = 700; k < 1000; ++k) REQUIRE(db.tree->Delete(Key64(k), In(loser.get())).ok());
+    REQUIRE(db.tree->counters().leaf_merges >= 2);
+    REQUIRE(db.log->FlushAll().ok());
+    db.in_flight.push_back(std::move(loser));
+    db.Crash(CrashMode::kDropUnsynced, volume_mode);
+    db.Restart();
+    REQUIRE(db.report.losers.size() == 1);
+    db.RequireTree(model);
+    RequireVerified(*db.tree);
+  }
+}
+
 TEST_CASE("btree wal: a crash during a rollback, and one between redo and undo",
           "[unit][crash][btree][wal]") {
   WalDb db(9, 48);
