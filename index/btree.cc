@@ -143,6 +143,7 @@ BtreeCounters BTree::counters() const {
   c.lock_waits = lock_waits_.load(std::memory_order_relaxed);
   c.contention_splits = contention_splits_.load(std::memory_order_relaxed);
   c.leaf_merges = leaf_merges_.load(std::memory_order_relaxed);
+  c.pages_reused = pages_reused_.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -37,7 +37,8 @@
 // reused by later inserts into its range; Verify accepts empty leaves (Stats counts them).
 // Nodes never merge otherwise, inner nodes are never retired (one may keep only its leftmost
 // child), the tree's height never shrinks, and pages are never given back to the volume while
-// the tree is in use.
+// the tree is in use: a retired page is kept for the tree's own splits to reuse while the tree
+// object lives (a page kept at a restart stays allocated in no tree, as Verify reports).
 //
 // Concurrency protocol (latches are the buffer pool's frame latches, fiber-aware):
 //   1. Readers latch-couple down with shared latches: the child is latched before the parent is
@@ -96,8 +97,10 @@
 // (LeafHint::tree is its instance_id, unique in the process: a tree opened again, or a new tree
 // whose root reuses a freed page id, is another object). That tree's pages are never freed
 // while it can be operated on (see "Deletes"; sm/api gives a dropped tree's pages back only once
-// no operation can reach it), so the remembered page is still this tree's node; tree_root and
-// the page type are checked anyway, as a cursor does, and reject any other page.
+// no operation can reach it), so the remembered page is still this tree's node, a page it
+// retired (tree_root 0: rejected) or a retired page its split reused as another node (its
+// version moved on, so the exact test decides); tree_root and the page type are checked, as a
+// cursor does, and reject any other page.
 // Refreshing (RememberLeaf): writes and reads for update remember the leaf they used whatever
 // the outcome, a write that split the half that took the record; the pessimistic stage never
 // uses a hint. A plain Lookup refreshes the hint only if it used it: one that descended leaves
@@ -206,6 +209,7 @@ struct BtreeCounters {
   uint64_t lock_waits = 0;  // TryLockKey said Busy: latches dropped, LockKey waited
   uint64_t contention_splits = 0;  // of leaf_splits, contention splits (file comment)
   uint64_t leaf_merges = 0;        // empty leaves retired (file comment, "Deletes")
+  uint64_t pages_reused = 0;       // retired pages that splits took as new nodes
 };
 
 class Cursor;
@@ -406,6 +410,9 @@ class BTree {
   [[gnu::cold]] void SplitContendedLeaf(std::string_view key, Contender contender);
   // With no latch held: retires the leaf covering `key` if it is empty (btree_merge.cc).
   Status MergeEmptyLeaf(std::string_view key);
+  // A retired page for a split (or an invalid id if none is kept), and its return if unused.
+  PageId TakeRetiredPage();
+  void KeepRetiredPage(PageId id);
   // Whether a delete left the latched `leaf` empty, and not the root (which stays).
   static bool LeftEmpty(const buffer::PageHandle& leaf) {
     Node node(leaf.data());
@@ -451,9 +458,11 @@ class BTree {
   // false if there is no such point. *pending: the key's record, for SplitPath.
   static bool PlanContentionSplit(const Node& leaf, std::string_view key, bool contender_left,
                                   PendingEntry* pending, SplitPlan* plan);
-  // Fixes `count` new pages, all or none (a failure frees those already taken).
+  // Fixes `count` new pages (retired ones first), all or none (a failure keeps those already
+  // taken for the next split).
   Status AllocatePages(size_t count, std::vector<buffer::PageHandle>* pages);
-  void FreeUnusedPages(std::vector<buffer::PageHandle>* pages);
+  // Pages a failed change did not link into the tree: retired again and kept for reuse.
+  void KeepUnusedPages(std::vector<buffer::PageHandle>* pages);
   // The steps of a cascade; they change pages only (no logging, no stamping, no counters).
   void GrowRoot(buffer::PageHandle& root, buffer::PageHandle& child);
   void SplitNode(buffer::PageHandle& node, const SplitPlan& plan, buffer::PageHandle& right);
@@ -490,6 +499,10 @@ class BTree {
   mutable std::atomic<uint64_t> lock_waits_{0};
   mutable std::atomic<uint64_t> contention_splits_{0};
   mutable std::atomic<uint64_t> leaf_merges_{0};
+  mutable std::atomic<uint64_t> pages_reused_{0};
+  // Pages this tree retired since it was opened, for its splits to reuse (btree_merge.cc).
+  threads::SpinLock retired_lock_;
+  std::vector<PageId> retired_pages_;  // guarded by retired_lock_
 };
 
 // A bound of a scan range: none, or a key with inclusive/exclusive.

@@ -21,13 +21,13 @@
 //      cascade or a root growth more; separate records could leave a node split without its
 //      separator in the parent if the log were cut between them). BeginStructureChange opens
 //      one before any page changes (it may fail, e.g. the log is in its fatal state; then
-//      nothing has changed, the pages allocated for it are freed and the operation returns
-//      the error). The tree then makes every change of the cascade, keeping every page it
+//      nothing has changed, the pages allocated for it are kept for reuse and the operation
+//      returns the error). The tree then makes every change of the cascade, keeping every page it
 //      changed - new pages included - latched exclusively, and calls EndStructureChange once
 //      with all of them (the top of the cascade first). The logger logs them as one record and
 //      returns the LSN to stamp, which the tree stamps on every one of those pages before it
 //      releases any. If EndStructureChange fails, the tree restores the before-images of the
-//      existing pages (kept for that purpose when a logger is set), frees the new ones and
+//      existing pages (kept for that purpose when a logger is set), keeps the new ones and
 //      returns the error: as in 1, nothing unlogged stays. The record operation that needed
 //      the split runs afterwards, in the user transaction: undo of an insert then deletes the
 //      key wherever it lives by then, never reverses the split.

@@ -113,7 +113,21 @@ Status BTree::MergeEmptyLeaf(std::string_view key) {
   }
   for (PageHandle* page : changed) Stamp(*page, lsn);
   leaf_merges_.fetch_add(1, std::memory_order_relaxed);
+  KeepRetiredPage(right.page_id());
   return Status::OK();
+}
+
+PageId BTree::TakeRetiredPage() {
+  std::lock_guard<threads::SpinLock> guard(retired_lock_);
+  if (retired_pages_.empty()) return PageId();
+  PageId id = retired_pages_.back();
+  retired_pages_.pop_back();
+  return id;
+}
+
+void BTree::KeepRetiredPage(PageId id) {
+  std::lock_guard<threads::SpinLock> guard(retired_lock_);
+  retired_pages_.push_back(id);
 }
 
 void BTree::RetireEmptyLeaf(std::string_view key) {

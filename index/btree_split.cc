@@ -23,7 +23,7 @@
 //      So no page of the change can be written back (the writer needs its latch) or seen by
 //      another fiber before the record exists, and after a crash the cascade is redone whole
 //      or not at all. If logging fails, the before-images of the existing pages (taken at the
-//      start of phase 3 when a logger is set) are copied back and the new pages freed: the
+//      start of phase 3 when a logger is set) are copied back and the new pages kept for the next split: the
 //      tree is exactly as it was.
 //
 // The three steps are separate functions that cannot fail once called:
@@ -259,13 +259,26 @@ Status BTree::PlanPath(const Path& path, const PendingEntry& leaf_pending,
   }
 }
 
+// A page the tree retired comes first (btree_merge.cc): fixed, not allocated, so that the node
+// formatted in it keeps counting its version (Node::Format) and a cursor that remembers the page
+// from its earlier life sees a changed version.
 Status BTree::AllocatePages(size_t count, std::vector<PageHandle>* pages) {
   pages->reserve(count);
   for (size_t i = 0; i < count; ++i) {
     PageHandle page;
-    Status s = pool_->FixNew(PageType::kBtreeLeaf, &page);  // reformatted when used
+    Status s;
+    if (PageId id = TakeRetiredPage(); id.valid()) {
+      s = pool_->Fix(id, threads::LatchMode::kExclusive, &page);
+      if (s.ok() && !Node::IsRetired(page.data())) {
+        s = Status::Corruption("page " + std::to_string(id.value()) +
+                               ": kept as retired, but it is not");
+      }
+      if (s.ok()) pages_reused_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      s = pool_->FixNew(PageType::kBtreeLeaf, &page);  // reformatted when used
+    }
     if (!s.ok()) {
-      FreeUnusedPages(pages);
+      KeepUnusedPages(pages);
       return s;
     }
     pages->push_back(std::move(page));
@@ -273,12 +286,17 @@ Status BTree::AllocatePages(size_t count, std::vector<PageHandle>* pages) {
   return Status::OK();
 }
 
-void BTree::FreeUnusedPages(std::vector<PageHandle>* pages) {
+// The pages were never linked into the tree, but a retired page among them may be remembered
+// by a hint or cursor, and one that is given back to the volume cannot be fixed any more, so
+// every page is kept for the next split instead, retired again: the change may have formatted
+// a node of this tree in it, which a stale hint would accept.
+void BTree::KeepUnusedPages(std::vector<PageHandle>* pages) {
   for (PageHandle& page : *pages) {
+    Node::FormatRetired(page.data());
+    page.MarkDirty();
     PageId id = page.page_id();
     page.Release();
-    // Never linked into the tree: freeing at once is safe. A failure leaks the page.
-    pool_->FreePage(id).PermitUnchecked();
+    KeepRetiredPage(id);
   }
   pages->clear();
 }
@@ -293,7 +311,7 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan
   SM_TRY(AllocatePages(plans.size() + (grow_root ? 1 : 0), &pages));
   Status begun = logger_->BeginStructureChange(*this);
   if (!begun.ok()) {
-    FreeUnusedPages(&pages);
+    KeepUnusedPages(&pages);
     return begun;
   }
   // The existing pages the cascade changes are path[first_changed..]: the top split's parent,
@@ -345,7 +363,7 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan
     for (size_t i = first_changed; i < path->size(); ++i) {
       std::memcpy((*path)[i].data(), before[i - first_changed].data(), kPageBytes);
     }
-    FreeUnusedPages(&pages);
+    KeepUnusedPages(&pages);
     return logged;
   }
   for (PageHandle* page : changed) Stamp(*page, lsn);

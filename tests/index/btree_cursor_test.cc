@@ -18,6 +18,7 @@ using index::ScanBound;
 using index::ScanRange;
 using sm::test::Key64;
 using sm::test::Model;
+using sm::test::RequireSameAsModel;
 using sm::test::RequireVerified;
 using sm::test::TreeEnv;
 using sm::test::ValueFor;
@@ -219,4 +220,35 @@ TEST_CASE("btree cursor: continues after its key while the tree changes between 
     REQUIRE(steps > 500);
   }
   RequireVerified(*env.tree);
+}
+
+// A cursor remembers its leaf by page id and version. The leaf is emptied, retired and then
+// reused by a split as another node: the cursor must notice and find its place again.
+TEST_CASE("btree cursor: its leaf retired and reused meanwhile", "[unit][btree][cursor]") {
+  TreeEnv env(256);
+  Model model;
+  for (uint64_t n = 0; n < 4000; ++n) {
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0)).ok());
+    model[Key64(n)] = ValueFor(n, 0);
+  }
+  Cursor cursor(env.tree.get());
+  REQUIRE(cursor.Seek(Key64(1000)).ok());
+  REQUIRE(cursor.key() == Key64(1000));
+  for (uint64_t n = 900; n < 1400; ++n) {
+    REQUIRE(env.tree->Delete(Key64(n)).ok());
+    model.erase(Key64(n));
+  }
+  REQUIRE(env.tree->counters().leaf_merges > 0);
+  for (uint64_t n = 10000; n < 14000; ++n) {
+    REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 1)).ok());
+    model[Key64(n)] = ValueFor(n, 1);
+  }
+  REQUIRE(env.tree->counters().pages_reused > 0);
+  REQUIRE(cursor.Next().ok());
+  REQUIRE(cursor.Valid());
+  REQUIRE(cursor.key() == Key64(1400));
+  REQUIRE(cursor.Prev().ok());
+  REQUIRE(cursor.key() == Key64(899));
+  RequireVerified(*env.tree);
+  RequireSameAsModel(*env.tree, model);
 }
