@@ -86,6 +86,12 @@ struct Options {
   CommitMode commit_mode = CommitMode::kDurable;
   // Background fuzzy checkpoints (which also truncate the log); 0 disables them.
   std::chrono::milliseconds checkpoint_interval{30000};
+  // A background checkpoint spreads its page writes over this fraction of the interval (in
+  // [0, 1); 0: as fast as it can), so that it does not take the device and a core from the
+  // transactions at once (PostgreSQL's checkpoint_completion_target). The log is truncated
+  // when the checkpoint ends, so it keeps this much more of it. Checkpoint() and Close write
+  // at once, and hurry a background checkpoint in progress.
+  double checkpoint_spread = 0.5;
   // Worker threads of the fiber runtime (Database::Spawn); 0: one per core.
   unsigned workers = 2;
   // STEPS: fibers on the runtime run each storage operation (begin, commit, index fetch, scan,

@@ -55,6 +55,8 @@ struct CommonOptions {
   std::string reserve_free = "0";   // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
   uint32_t writer_quiet_ms = 5000;
+  uint32_t checkpoint_interval_ms = 30000;  // the engine's default
+  double checkpoint_spread = 0.5;           // likewise
   uint64_t lock_timeout_ms = 10000;  // the engine's default
   std::string commit = "durable";
   uint64_t seed = 1;
@@ -206,6 +208,8 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
   options.db.background_write_quiet = std::chrono::milliseconds(o.writer_quiet_ms);
+  options.db.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
+  options.db.checkpoint_spread = o.checkpoint_spread;
   options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
   if (o.commit == "durable") {
     options.db.commit_mode = CommitMode::kDurable;
@@ -726,6 +730,14 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
                   "the writer writes a page early only once it has not changed for this long "
                   "(0: regardless; eviction and checkpoints write pages regardless)")
+      ->capture_default_str();
+  app->add_option("--checkpoint-interval-ms", o->checkpoint_interval_ms,
+                  "background checkpoints (0: none; loading and closing checkpoint anyway)")
+      ->capture_default_str();
+  app->add_option("--checkpoint-spread", o->checkpoint_spread,
+                  "a background checkpoint spreads its page writes over this fraction of the "
+                  "interval (0: at once)")
+      ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
                   "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "

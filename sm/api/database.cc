@@ -46,6 +46,11 @@ std::string IndexKey(std::string_view secondary_key, std::string_view primary_ke
 Status Database::Open(const Options& options, std::unique_ptr<Database>* db,
                       OpenReport* report) {
   if (options.path.empty()) return Status::InvalidArgument("Options::path is empty");
+  if (!(options.checkpoint_spread >= 0 && options.checkpoint_spread < 1)) {
+    return Status::InvalidArgument("Options::checkpoint_spread " +
+                                   std::to_string(options.checkpoint_spread) +
+                                   " is outside [0, 1)");
+  }
   OpenReport local;
   auto impl = std::make_unique<api::DatabaseImpl>(options);
   SM_TRY(impl->Start(report != nullptr ? report : &local));
@@ -184,6 +189,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   txn::TxnManagerOptions txn_options;
   txn_options.commit_mode = log_options.commit_mode;
   txn_options.checkpoint_interval = options_.checkpoint_interval;
+  txn_options.checkpoint_spread = options_.checkpoint_spread;
   txns_ = std::make_unique<txn::TxnManager>(log_.get(), locks_.get(), pool_.get(), volume_.get(),
                                             txn_options);
   wal_ = std::make_unique<index::BtreeWal>(txns_.get());

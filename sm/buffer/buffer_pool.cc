@@ -684,13 +684,39 @@ size_t BufferPool::WriteBackFrames(std::vector<Frame*> frames, bool wait_for_bus
   return writes_.load(std::memory_order_relaxed) - writes_before;
 }
 
-Status BufferPool::FlushAll() {
+// A paced flush (a timed checkpoint, PostgreSQL's checkpoint_completion_target): written in
+// slices of a batch, each slice no earlier than its share of the spread. Written at once, a
+// checkpoint of a large dirty set took the CPU and the device from the workers for seconds
+// (bench_btree's updates at 10 M keys ran at 289-304 K/s while one wrote the whole tree,
+// against 505 K/s without checkpoints).
+Status BufferPool::FlushAll(const FlushPace& pace) {
   std::vector<Frame*> dirty;
   for (size_t i = 0; i < frame_count_; ++i) {
     if (frames_[i].dirty.load(std::memory_order_acquire)) dirty.push_back(&frames_[i]);
   }
   Status first = Status::OK();
-  WriteBackFrames(std::move(dirty), /*wait_for_busy=*/true, &first);
+  if (pace.spread.count() > 0 && !dirty.empty()) {
+    // Page-id order over the whole set, as WriteBackFrames would write it.
+    std::sort(dirty.begin(), dirty.end(), [](const Frame* a, const Frame* b) {
+      return a->page_id.load(std::memory_order_relaxed).value() <
+             b->page_id.load(std::memory_order_relaxed).value();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const size_t slice = BatchPages();
+    for (size_t done = 0; done < dirty.size();) {
+      const size_t end = std::min(dirty.size(), done + slice);
+      WriteBackFrames(std::vector<Frame*>(dirty.begin() + done, dirty.begin() + end),
+                      /*wait_for_busy=*/true, &first);
+      done = end;
+      const auto due = start + pace.spread * done / dirty.size();
+      while (std::chrono::steady_clock::now() < due && !(pace.hurry && pace.hurry())) {
+        threads::SleepFor(std::min<std::chrono::steady_clock::duration>(
+            due - std::chrono::steady_clock::now(), std::chrono::milliseconds(20)));
+      }
+    }
+  } else {
+    WriteBackFrames(std::move(dirty), /*wait_for_busy=*/true, &first);
+  }
   // A write-back another fiber or the writer started (the page already marked clean) must
   // reach the file before we return: a checkpoint's volume sync must cover it.
   for (size_t i = 0; i < frame_count_; ++i) {

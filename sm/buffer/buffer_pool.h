@@ -259,6 +259,12 @@ class PageHandle {
   uint8_t fix_flags_ = kPinned;
 };
 
+// How FlushAll spreads its writes (BufferPool::FlushAll).
+struct FlushPace {
+  std::chrono::milliseconds spread{0};  // 0: at once
+  std::function<bool()> hurry;          // polled between batches; may be empty
+};
+
 class BufferPool {
  public:
   static constexpr size_t kMinFrames = 8;
@@ -294,8 +300,9 @@ class BufferPool {
 
   // Writes every dirty page (checkpoint, close) and waits for write-backs already in flight,
   // so every page clean when it returns is on the volume. Returns the first error; pages
-  // that failed stay dirty.
-  Status FlushAll();
+  // that failed stay dirty. With a pace, the writes are spread over pace.spread (batch by
+  // batch, sleeping while ahead of schedule) until pace.hurry() says to finish at once.
+  Status FlushAll(const FlushPace& pace = FlushPace());
   // Full-page images against torn writes (PostgreSQL's full_page_writes, per checkpoint):
   // a checkpoint advances the epoch (after its begin record, before its FlushAll), and the
   // first change of each page in a new epoch is logged with a full image of the page. A page

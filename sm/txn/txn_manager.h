@@ -35,7 +35,9 @@
 // allocation map, become durable, so a page absent from the dirty table needs no redo from
 // before the checkpoint); kCheckpointEnd with both tables; flush the log; record the begin LSN in
 // the log's control file; truncate the log below CheckpointData::OldestNeeded(). Checkpoints run
-// on request and, if checkpoint_interval is set, from a background thread.
+// on request and, if checkpoint_interval is set, from a background thread, which spreads its
+// page writes over checkpoint_spread of the interval; a Checkpoint call (Close's too) makes a
+// background checkpoint in progress write the rest at once, and then runs its own.
 //
 // Sticky failed state (health): the database refuses changes until it is reopened once
 //   - the log latched its fatal state (a failed segment write or sync, log_manager.h),
@@ -94,6 +96,8 @@ struct TxnManagerOptions {
   log::CommitMode commit_mode = log::CommitMode::kDurable;
   // 0: no background checkpoints.
   std::chrono::milliseconds checkpoint_interval{0};
+  // A background checkpoint spreads its page writes over this fraction of the interval.
+  double checkpoint_spread = 0;
 };
 
 struct TxnStats {
@@ -212,6 +216,7 @@ class TxnManager final : public log::RecoveryTarget {
   void Finish(Txn* txn, TxnState state);
   void LatchFailure(const Status& cause);
   void CheckpointerMain();
+  Status RunCheckpoint(CheckpointReport* report, const buffer::FlushPace& pace);
 
   log::LogManager* const log_;
   lock::LockManager* const locks_;
@@ -238,6 +243,8 @@ class TxnManager final : public log::RecoveryTarget {
   threads::SpinLock recycled_mu_;  // guards recycled_; held for a push or a pop only
   std::vector<std::unique_ptr<Txn>> recycled_;  // finished, lock-free Txns for Begin
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time
+  // Callers of Checkpoint waiting or running: a paced background checkpoint hurries.
+  std::atomic<int> checkpoint_callers_{0};
 
   // The failed state latched by LatchFailure. failure_ is written once, under failure_lock_,
   // before failed_ is set (release); readers load failed_ (acquire) first.

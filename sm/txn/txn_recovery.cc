@@ -114,6 +114,14 @@ Status TxnManager::Undo(log::RecoveredTxn* loser, const log::LogRecordView& reco
 // ---- Checkpoints -----------------------------------------------------------------------------
 
 Status TxnManager::Checkpoint(CheckpointReport* report) {
+  checkpoint_callers_.fetch_add(1, std::memory_order_relaxed);
+  Status s = RunCheckpoint(report, {});
+  checkpoint_callers_.fetch_sub(1, std::memory_order_relaxed);
+  return s;
+}
+
+Status TxnManager::RunCheckpoint(CheckpointReport* report,
+                                 const buffer::FlushPace& pace) {
   std::lock_guard<threads::Mutex> serial(checkpoint_mu_);
   // In the failed state a checkpoint could forget a half-rolled-back transaction.
   SM_TRY(health());
@@ -125,7 +133,7 @@ Status TxnManager::Checkpoint(CheckpointReport* report) {
   // each page logs its full image; then every page dirty now is written, so that the only
   // page writes left unsynced at a crash are of pages changed - and imaged - after this point.
   pool_->AdvanceFpiEpoch();
-  SM_TRY(pool_->FlushAll());
+  SM_TRY(pool_->FlushAll(pace));
   // Shard by shard: a transaction missing from the snapshot because it registered after its
   // shard was visited logs nothing before our begin record, so analysis meets all of it.
   for (ActiveShard& shard : active_) {
@@ -186,10 +194,17 @@ void TxnManager::StopCheckpointer() {
 
 void TxnManager::CheckpointerMain() {
   bool reported = false;
+  buffer::FlushPace pace;
+  pace.spread = std::chrono::milliseconds(static_cast<int64_t>(
+      static_cast<double>(options_.checkpoint_interval.count()) * options_.checkpoint_spread));
+  pace.hurry = [this] {
+    return checkpoint_callers_.load(std::memory_order_relaxed) > 0 ||
+           checkpointer_stop_.load(std::memory_order_acquire);
+  };
   while (!checkpointer_stop_.load(std::memory_order_acquire)) {
     checkpointer_wake_.WaitFor(options_.checkpoint_interval);
     if (checkpointer_stop_.load(std::memory_order_acquire)) break;
-    Status s = Checkpoint();
+    Status s = RunCheckpoint(nullptr, pace);
     if (!s.ok() && !reported) {  // the log or volume is failed: say so once, keep serving
       std::fprintf(stderr, "background checkpoint failed: %s\n", s.ToString().c_str());
       reported = true;

@@ -29,6 +29,7 @@
 using namespace sm;
 using buffer::BufferPool;
 using buffer::BufferPoolOptions;
+using buffer::FlushPace;
 using buffer::PageHandle;
 using threads::LatchMode;
 
@@ -347,6 +348,43 @@ TEST_CASE("FlushAll writes runs of consecutive pages in one write each", "[unit]
   REQUIRE(file_writes >= 21);
   REQUIRE(pool->stats().dirty_pages == 0);
   RequireVersions(volume.get(), dirty, 5);
+}
+
+// A paced FlushAll (a timed checkpoint) spreads its batches over the spread and returns only
+// once all are written; asked to hurry, it writes the rest at once.
+TEST_CASE("a paced FlushAll spreads its writes and finishes at once when hurried",
+          "[unit][buffer]") {
+  io::FaultInjectionFileSystem base(22);
+  CountingWriteFileSystem fs(&base);
+  auto volume = MakeVolume(&fs, "data.vol");
+  auto pool = MakePool(volume.get(), 256);
+  std::vector<PageId> ids = CreatePages(pool.get(), 150);  // three batches of at most 64
+  FlushPace pace;
+  pace.spread = std::chrono::milliseconds(300);
+  std::vector<int> writes_seen;  // file writes done at each poll
+  pace.hurry = [&] {
+    writes_seen.push_back(fs.writes.load());
+    return false;
+  };
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE(pool->FlushAll(pace).ok());
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(pool->stats().dirty_pages == 0);
+  REQUIRE(took >= std::chrono::milliseconds(300));  // sleeps only lengthen it
+  // Polled while ahead of schedule, after each batch: the first polls saw part of the writes.
+  REQUIRE(!writes_seen.empty());
+  REQUIRE(writes_seen.front() < fs.writes.load());
+  RequireVersions(volume.get(), ids, 0);
+
+  RestampAll(pool.get(), ids, 1);
+  pace.spread = std::chrono::minutes(10);
+  pace.hurry = [] { return true; };  // e.g. Close: no sleep at all
+  start = std::chrono::steady_clock::now();
+  REQUIRE(pool->FlushAll(pace).ok());
+  took = std::chrono::steady_clock::now() - start;
+  REQUIRE(took < std::chrono::minutes(1));
+  REQUIRE(pool->stats().dirty_pages == 0);
+  RequireVersions(volume.get(), ids, 1);
 }
 
 TEST_CASE("a batch skips a page latched by a writer and FlushAll then waits for it",

@@ -95,6 +95,7 @@ struct BenchOptions {
   unsigned small_pool_fibers_per_worker = 32;
   std::string dir = "/tmp";
   unsigned checkpoint_interval_ms = 30000;  // the API's default
+  double checkpoint_spread = 0.5;           // likewise
   bool verify = true;
   bool raw = true;
   bool api = true;
@@ -317,6 +318,7 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
   o.commit_mode = sm::CommitMode::kAsync;
   o.workers = workers;
   o.checkpoint_interval = std::chrono::milliseconds(options.checkpoint_interval_ms);
+  o.checkpoint_spread = options.checkpoint_spread;
   o.steps = options.steps != "off";
   o.steps_adaptive = options.steps == "auto";
   o.ctx_placement = options.ctx_placement;
@@ -633,6 +635,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 64u));
   app.add_option("--checkpoint-interval-ms", options.checkpoint_interval_ms,
                  "background checkpoints of the API runs (0: none)");
+  app.add_option("--checkpoint-spread", options.checkpoint_spread,
+                 "a background checkpoint spreads its page writes over this fraction of the "
+                 "interval (0: at once; default 0.5)")
+      ->check(CLI::Range(0.0, 0.99));
   app.add_option("--steps", options.steps,
                  "STEPS execution teams for the API runs: off, on, or auto (default: off)")
       ->check(CLI::IsMember({"off", "on", "auto"}));
