@@ -38,7 +38,8 @@
 // Nodes never merge otherwise, inner nodes are never retired (one may keep only its leftmost
 // child), the tree's height never shrinks, and pages are never given back to the volume while
 // the tree is in use: a retired page is kept for the tree's own splits to reuse while the tree
-// object lives (a page kept at a restart stays allocated in no tree, as Verify reports).
+// object lives, and handed to sm/api at Close (TakeRetiredPages), which frees it; after a
+// crash it stays allocated in no tree, as Verify reports.
 //
 // Concurrency protocol (latches are the buffer pool's frame latches, fiber-aware):
 //   1. Readers latch-couple down with shared latches: the child is latched before the parent is
@@ -326,6 +327,10 @@ class BTree {
   // InvalidArgument (naming the limit) if key or key + value exceed the limits.
   [[nodiscard]] static Status CheckKey(std::string_view key);
   [[nodiscard]] static Status CheckRecord(std::string_view key, std::string_view value);
+
+  // Hands over the retired pages this tree keeps for reuse (btree_merge.cc), for a caller to
+  // give back to the volume once no operation, hint or cursor can reach the tree (Close).
+  std::vector<PageId> TakeRetiredPages();
 
  private:
   friend class Cursor;

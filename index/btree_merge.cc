@@ -26,11 +26,14 @@
 // rely on (btree.h). Key locks are untouched: no key changes, and the gap the retired leaf
 // covered is covered by its neighbour, latched by any scan that steps over it.
 //
-// Space: the retired page stays allocated (in no tree, so Verify counts it "in none"), as an
-// empty leaf used to stay in the tree. Giving it back to the volume while the tree is in use
-// needs to know that no hint or cursor can still fix it (epoch-based reclamation): not done.
+// Space: the retired page stays allocated (in no tree, so Verify counts it "in none") and the
+// tree's next splits take it (AllocatePages), so a queue's tree stays at its size. Giving it
+// back to the volume while the tree is in use would need to know that no hint or cursor can
+// still fix it (epoch-based reclamation), so that waits for Close (TakeRetiredPages); after a
+// crash the page stays allocated in no tree.
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "index/btree.h"
@@ -115,6 +118,11 @@ Status BTree::MergeEmptyLeaf(std::string_view key) {
   leaf_merges_.fetch_add(1, std::memory_order_relaxed);
   KeepRetiredPage(right.page_id());
   return Status::OK();
+}
+
+std::vector<PageId> BTree::TakeRetiredPages() {
+  std::lock_guard<threads::SpinLock> guard(retired_lock_);
+  return std::exchange(retired_pages_, {});
 }
 
 PageId BTree::TakeRetiredPage() {

@@ -255,6 +255,8 @@ class DatabaseImpl final : public Database {
   Status CatalogTxn(const std::function<Status(txn::Txn*, index::OpContext&)>& op);
   // Gives back the pages of every dropped table that no transaction can still use (drop.cc).
   Status ReclaimDropped();
+  // Close: gives back the pages the trees retired and kept for reuse (drop.cc).
+  Status FreeRetiredPages();
   Status Reclaim(PendingDrop* drop, bool* finished);
   Status WalkDropped(PendingDrop* drop);
   Status ReadDroppedNode(PageId id, PageId root, int level, bool* mine, uint16_t* node_level,

@@ -570,8 +570,10 @@ Status DatabaseImpl::Close() {
   runtime_->Shutdown();  // every spawned fiber finishes first
   txns_->StopCheckpointer();
   pool_->StopWriter();
-  // No transaction is active: every dropped table's pages can go back to the volume.
+  // No transaction is active: every dropped table's pages, and every page a tree retired, can
+  // go back to the volume.
   Status s = ReclaimDropped();
+  if (s.ok()) s = FreeRetiredPages();
   // A clean shutdown: every page written, then a checkpoint with an empty dirty page table, so
   // the next Open has nothing to redo.
   if (s.ok()) s = pool_->FlushAll();

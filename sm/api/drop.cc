@@ -192,6 +192,28 @@ Status DatabaseImpl::ReclaimDropped() {
   return Status::OK();
 }
 
+// At Close no transaction is active, so no operation, leaf hint or cursor can reach a page a
+// tree retired (index/btree_merge.cc): they go back to the volume like a dropped table's,
+// logged first. A page retired and not reused before a crash stays allocated in no tree.
+Status DatabaseImpl::FreeRetiredPages() {
+  std::vector<index::BTree*> trees = {catalog_.get()};
+  {
+    std::lock_guard<threads::Mutex> guard(tables_mu_);
+    for (const auto& [name, table] : tables_) trees.push_back(table->tree());
+    for (const auto& table : dropped_) trees.push_back(table->tree());
+  }
+  for (index::BTree* tree : trees) {
+    if (tree == nullptr) continue;  // an Open that failed before the catalog was opened
+    const std::vector<PageId> pages = tree->TakeRetiredPages();
+    for (size_t at = 0; at < pages.size(); at += txn::kMaxPageFreesPerRecord) {
+      const size_t n = std::min<size_t>(txn::kMaxPageFreesPerRecord, pages.size() - at);
+      SM_TRY(txn::LogPageFrees(txns_.get(), std::span<const PageId>(pages.data() + at, n)));
+      for (size_t i = at; i < at + n; ++i) SM_TRY(FreeUnfixed(pool_.get(), pages[i]));
+    }
+  }
+  return Status::OK();
+}
+
 // A test's limit on reclamation steps (TEST_LimitReclaim); always true in production.
 bool DatabaseImpl::TakeReclaimChunk() {
   int64_t left = reclaim_chunks_left_.load(std::memory_order_relaxed);
