@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/forwarding_fs.h"
 #include "tests/log/log_test_util.h"
 #include "tests/test_util.h"
 #include "threads/sync.h"
@@ -280,36 +281,19 @@ TEST_CASE("a record larger than the log buffer is streamed through it", "[unit][
 
 namespace {
 
-// Forwards to a FaultInjectionFileSystem; Delete waits until the test releases it (at most
-// 10 s) and records whether it had to give up waiting.
-class HeldDeleteFileSystem final : public io::FileSystem {
+// Delete waits until the test releases it (at most 10 s) and records whether it had to give
+// up waiting.
+class HeldDeleteFileSystem final : public test::ForwardingFileSystem {
  public:
-  explicit HeldDeleteFileSystem(io::FileSystem* base) : base_(base) {}
-  Status Open(const std::string& path, const io::OpenOptions& options,
-              std::unique_ptr<io::File>* file) override {
-    return base_->Open(path, options, file);
-  }
-  Status Exists(const std::string& path, bool* exists) override {
-    return base_->Exists(path, exists);
-  }
+  using ForwardingFileSystem::ForwardingFileSystem;
   Status Delete(const std::string& path) override {
     deleting_.store(true);
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return released_; })) {
       gave_up_.store(true);
     }
-    return base_->Delete(path);
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return base_->Rename(from, to);
-  }
-  Status CreateDir(const std::string& path) override { return base_->CreateDir(path); }
-  Status ListDir(const std::string& path, std::vector<std::string>* names) override {
-    return base_->ListDir(path, names);
-  }
-  Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
-  Status LockFile(const std::string& path, std::unique_ptr<io::FileLock>* lock) override {
-    return base_->LockFile(path, lock);
+    lock.unlock();
+    return ForwardingFileSystem::Delete(path);
   }
 
   bool deleting() const { return deleting_.load(); }
@@ -321,7 +305,6 @@ class HeldDeleteFileSystem final : public io::FileSystem {
   }
 
  private:
-  io::FileSystem* const base_;
   std::atomic<bool> deleting_{false}, gave_up_{false};
   std::mutex mu_;
   std::condition_variable cv_;
