@@ -412,7 +412,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
           [[unlikely]] {
         contender = NoteContendedWrite(leaf, written);
       }
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() && LeftEmpty(leaf);
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
+                s.ok() && LeftEmpty(leaf);
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
@@ -427,7 +428,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() && LeftEmpty(path.back());
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
+                s.ok() && LeftEmpty(path.back());
     }
     // Every latch is released here.
     if (contender != Contender::kNone) [[unlikely]]

@@ -23,8 +23,8 @@
 //      So no page of the change can be written back (the writer needs its latch) or seen by
 //      another fiber before the record exists, and after a crash the cascade is redone whole
 //      or not at all. If logging fails, the before-images of the existing pages (taken at the
-//      start of phase 3 when a logger is set) are copied back and the new pages kept for the next split: the
-//      tree is exactly as it was.
+//      start of phase 3 when a logger is set) are copied back and the new pages kept for the
+//      next split: the tree is exactly as it was.
 //
 // The three steps are separate functions that cannot fail once called:
 //   GrowRoot       the root's node header and records are copied byte for byte into a new page

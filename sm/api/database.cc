@@ -496,7 +496,8 @@ Status DatabaseImpl::VerifyPages(const std::vector<PageId>& reachable, std::stri
   }
   *report += "(pages): " + std::to_string(allocated) + " allocated, " +
              std::to_string(reachable.size()) + " in trees, " + std::to_string(outside) +
-             " in none (dropped tables, aborted creates, retired leaves; " + std::to_string(unwritten) +
+             " in none (dropped tables, aborted creates, retired leaves; " +
+             std::to_string(unwritten) +
              " not yet on disk), all intact";
   if (uint64_t rejected = volume_->map_copies_rejected(); rejected != 0) {
     // Not an error (one copy may be torn by a crash, the other serves), but after a clean

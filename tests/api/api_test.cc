@@ -616,7 +616,9 @@ TEST_CASE("Close gives back the pages of the leaves deletes retired", "[unit][ap
     REQUIRE(db->CreateTable("t", &t).ok());
     std::unique_ptr<Transaction> txn;
     REQUIRE(db->Begin(&txn).ok());
-    for (int k = 0; k < 5000; ++k) REQUIRE(t->Insert(txn.get(), Key(k), std::string(100, 'v')).ok());
+    for (int k = 0; k < 5000; ++k) {
+      REQUIRE(t->Insert(txn.get(), Key(k), std::string(100, 'v')).ok());
+    }
     REQUIRE(txn->Commit().ok());
     REQUIRE(db->Begin(&txn).ok());
     for (int k = 1000; k < 4000; ++k) REQUIRE(t->Delete(txn.get(), Key(k)).ok());

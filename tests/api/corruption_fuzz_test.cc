@@ -43,9 +43,9 @@
 // Dead bytes are not targets of the must-detect rule, because no reader ever uses them, so
 // damage there changes nothing: free pages, the part of a live segment before the start LSN
 // (records a checkpoint has made unnecessary; Close truncates the log to its last checkpoint),
-// the zeroed space after the end of the log, retired spare segments, retired leaves, the padding
-// of the header blocks. A share of the trials samples them anyway ("dead"), where any outcome but wrong data,
-// a crash or a hang is fine.
+// the zeroed space after the end of the log, retired spare segments, retired leaves, the
+// padding of the header blocks. A share of the trials samples them anyway ("dead"), where any
+// outcome but wrong data, a crash or a hang is fine.
 //
 // Kinds: a bit flip (1-8 bytes from a random offset in the region, each XORed with a random
 // non-zero mask) or a zeroed, aligned 512-byte sector containing a random offset of the region;
