@@ -6,8 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "index/btree.h"
 #include "index/btree_node.h"
@@ -65,6 +68,25 @@ struct SplitPlan {
 struct LevelSplit {
   size_t depth = 0;
   SplitPlan plan;
+};
+
+// Before-images of the existing pages a structure change is about to modify (a split cascade,
+// a leaf retirement), copied back if logging the change fails (btree_hooks.h, logging 2). Kept
+// only when the tree logs: an unlogged change cannot fail to log. The handles must neither move
+// nor be released until Restore or the end of the change.
+class BeforeImages {
+ public:
+  explicit BeforeImages(bool logs) : logs_(logs) {}
+  void Add(buffer::PageHandle* page) {
+    if (logs_) images_.emplace_back(page, std::string(page->data(), kPageBytes));
+  }
+  void Restore() const {
+    for (const auto& [page, image] : images_) std::memcpy(page->data(), image.data(), kPageBytes);
+  }
+
+ private:
+  const bool logs_;
+  std::vector<std::pair<buffer::PageHandle*, std::string>> images_;
 };
 
 }  // namespace btree_internal

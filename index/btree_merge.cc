@@ -31,7 +31,6 @@
 // back to the volume while the tree is in use would need to know that no hint or cursor can
 // still fix it (epoch-based reclamation), so that waits for Close (TakeRetiredPages); after a
 // crash the page stays allocated in no tree.
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,11 +91,9 @@ Status BTree::MergeEmptyLeaf(std::string_view key) {
     return Status::OK();
   }
   SM_TRY(logger_->BeginStructureChange(*this));
-  std::vector<std::string> before;  // to restore if logging fails
   std::vector<PageHandle*> changed = {&parent, &left, &right};
-  if (logs_) {
-    for (PageHandle* page : changed) before.emplace_back(page->data(), kPageBytes);
-  }
+  btree_internal::BeforeImages before(logs_);
+  for (PageHandle* page : changed) before.Add(page);
   if (!AbsorbRight(parent, right_index, left, right)) return Status::OK();
   // The erased separator and a moved fence leave holes; packed, the free space is one gap,
   // which the page images leave out.
@@ -109,9 +106,7 @@ Status BTree::MergeEmptyLeaf(std::string_view key) {
   Status logged = logger_->EndStructureChange(*this, changed, &lsn);
   if (!logged.ok()) {
     SM_ASSERT(logs_);
-    for (size_t i = 0; i < changed.size(); ++i) {
-      std::memcpy(changed[i]->data(), before[i].data(), kPageBytes);
-    }
+    before.Restore();
     return logged;
   }
   for (PageHandle* page : changed) Stamp(*page, lsn);

@@ -318,12 +318,8 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan
   // or from the root if it grows (plans are bottom-up, so back() is the top split).
   size_t top = plans.back().depth;
   size_t first_changed = grow_root ? 0 : top - 1;
-  std::vector<std::string> before;  // their images, to restore if logging fails
-  if (logs_) {
-    for (size_t i = first_changed; i < path->size(); ++i) {
-      before.emplace_back((*path)[i].data(), kPageBytes);
-    }
-  }
+  btree_internal::BeforeImages before(logs_);
+  for (size_t i = first_changed; i < path->size(); ++i) before.Add(&(*path)[i]);
   // nodes[i]: the node at path index i through which the pending entry now goes. Pointers, so
   // that no handle moves (and no latch is released) until the change is logged.
   std::vector<PageHandle*> nodes;
@@ -360,9 +356,7 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan
     // Nothing unlogged may stay (btree_hooks.h, logging 2): the pages are still latched, so no
     // one saw the change; the new pages were never linked from anything that survives.
     SM_ASSERT(logs_);
-    for (size_t i = first_changed; i < path->size(); ++i) {
-      std::memcpy((*path)[i].data(), before[i - first_changed].data(), kPageBytes);
-    }
+    before.Restore();
     KeepUnusedPages(&pages);
     return logged;
   }

@@ -55,8 +55,9 @@ struct CommonOptions {
   std::string reserve_free = "0";   // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
   uint32_t writer_quiet_ms = 5000;
-  uint32_t checkpoint_interval_ms = 30000;  // the engine's default
-  double checkpoint_spread = 0.5;           // likewise
+  uint32_t checkpoint_interval_ms =  // the engine's defaults
+      static_cast<uint32_t>(sm::Options().checkpoint_interval.count());
+  double checkpoint_spread = sm::Options().checkpoint_spread;
   uint64_t lock_timeout_ms = 10000;  // the engine's default
   std::string commit = "durable";
   uint64_t seed = 1;

@@ -94,8 +94,9 @@ struct BenchOptions {
   // With the small pool most operations wait for a read: more fibers keep more reads in flight.
   unsigned small_pool_fibers_per_worker = 32;
   std::string dir = "/tmp";
-  unsigned checkpoint_interval_ms = 30000;  // the API's default
-  double checkpoint_spread = 0.5;           // likewise
+  unsigned checkpoint_interval_ms =  // the API's defaults
+      static_cast<unsigned>(sm::Options().checkpoint_interval.count());
+  double checkpoint_spread = sm::Options().checkpoint_spread;
   bool verify = true;
   bool raw = true;
   bool api = true;
@@ -637,7 +638,8 @@ int main(int argc, char** argv) {
                  "background checkpoints of the API runs (0: none)");
   app.add_option("--checkpoint-spread", options.checkpoint_spread,
                  "a background checkpoint spreads its page writes over this fraction of the "
-                 "interval (0: at once; default 0.5)")
+                 "interval (0: at once)")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--steps", options.steps,
                  "STEPS execution teams for the API runs: off, on, or auto (default: off)")
