@@ -7,14 +7,26 @@
 //                         per table, one for the pages and one for the log; exit status 1 on
 //                         any corruption
 //   sm_admin tables DIR   lists the tables
+//   sm_admin log DIR      reads the retained log without opening the database (no recovery,
+//                         nothing written) and prints, per record type and sub-type, how many
+//                         records there are and how many bytes they take: what fills the log
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "index/btree_wal.h"
+#include "log/log_contents.h"
 #include "sm/api/api_internal.h"
+#include "sm/io/file.h"
 #include "sm/sm.h"
+#include "sm/txn/page_frees.h"
+#include "sm/txn/page_images.h"
+#include "sm/txn/record_handlers.h"
 
 namespace {
 
@@ -57,6 +69,52 @@ int Tables(const std::string& dir) {
   return db->Close().ok() ? 0 : 1;
 }
 
+// The name of a record's (type, sub-type): the registered handler's for page records.
+std::string RecordName(sm::log::RecordType type, uint8_t subtype) {
+  std::string name = sm::log::RecordTypeName(type);
+  switch (sm::log::KindOf(type)) {
+    case sm::log::RecordKind::kRedoOnly:
+    case sm::log::RecordKind::kUndoRedo:
+    case sm::log::RecordKind::kCompensation:
+      return name + " " + sm::txn::RecordHandlerName(type, subtype) + " (" +
+             std::to_string(subtype) + ")";
+    default:
+      return name;
+  }
+}
+
+int LogStats(const std::string& dir) {
+  // The sub-types' names, as an open database registers them.
+  sm::txn::RegisterPageImageHandler();
+  sm::txn::RegisterPageFreeHandler();
+  sm::index::BtreeWal::RegisterHandlers();
+  sm::log::LogContents contents;
+  sm::Status s = sm::log::SummarizeLog(sm::io::FileSystem::Default(), dir + "/log", &contents);
+  if (!s.ok()) {
+    std::fprintf(stderr, "sm_admin: cannot read the log of %s: %s\n", dir.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+  std::vector<std::pair<std::string, sm::log::LogContents::Tally>> rows;
+  for (const auto& [type, tally] : contents.by_type) {
+    rows.emplace_back(RecordName(type.first, type.second), tally);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+  const auto& total = contents.total;
+  std::printf("log of %s: %llu records, %.1f MiB, LSN %llu to %llu\n", dir.c_str(),
+              static_cast<unsigned long long>(total.records), total.bytes / 1048576.0,
+              static_cast<unsigned long long>(contents.start.value()),
+              static_cast<unsigned long long>(contents.end.value()));
+  std::printf("%12s %14s %6s %10s  %s\n", "records", "bytes", "bytes%", "bytes/rec", "type");
+  for (const auto& [name, t] : rows) {
+    std::printf("%12llu %14llu %6.1f %10.1f  %s\n", static_cast<unsigned long long>(t.records),
+                static_cast<unsigned long long>(t.bytes), 100.0 * t.bytes / total.bytes,
+                static_cast<double>(t.bytes) / t.records, name.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,7 +125,11 @@ int main(int argc, char** argv) {
   verify->add_option("dir", dir, "database directory")->required();
   CLI::App* tables = app.add_subcommand("tables", "list the tables");
   tables->add_option("dir", dir, "database directory")->required();
+  CLI::App* log = app.add_subcommand(
+      "log", "records and bytes of the retained log by record type (read-only, no recovery)");
+  log->add_option("dir", dir, "database directory")->required();
   CLI11_PARSE(app, argc, argv);
   if (verify->parsed()) return Verify(dir);
+  if (log->parsed()) return LogStats(dir);
   return Tables(dir);
 }
