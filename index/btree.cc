@@ -8,6 +8,8 @@
 #include "index/btree_internal.h"
 #include "sm/common/assert.h"
 #include "sm/page/page.h"
+#include "threads/fiber.h"
+#include "threads/worker.h"
 
 namespace sm::index {
 
@@ -64,6 +66,7 @@ BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOpti
       logs_(options.logger != nullptr),
       contention_threshold_(options.contention_split_threshold),
       retire_empty_leaves_(options.retire_empty_leaves),
+      interleave_misses_(options.interleave_misses),
       test_every_write_waited_(options.test_every_write_waited) {}
 
 Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, PageId* root_page_id,
@@ -186,6 +189,15 @@ Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id
   return Status::OK();
 }
 
+void BTree::InterleaveBeforeLeaf(const PageHandle& parent, uint16_t index) const {
+  const buffer::FrameHint hint = parent.ChildHint(index);
+  if (hint == nullptr) return;  // no frame to ask for: the fix looks the page up
+  pool_->PrefetchForFix(hint, kInterleavePrefetchLines);
+  threads::Fiber* fiber = threads::Fiber::Current();
+  if (fiber == nullptr || fiber->exclusive_held() != 0 || fiber->team_slot != nullptr) return;
+  threads::Worker::Current()->YieldIfOthersReady();
+}
+
 Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode leaf_mode,
                             threads::CtxSite* leaf_site, PageHandle* leaf) const {
   PageHandle node;
@@ -212,6 +224,7 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
     SM_CTX(kCtxDescendInner);
     const uint16_t index = n.ChildIndex(target, mode);
     PageId child_id = n.ChildAt(index);
+    if (level == 1 && interleave_misses_) InterleaveBeforeLeaf(node, index);
     if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
     PageHandle child;
     SM_TRY(FixChild(node, index, child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));

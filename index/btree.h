@@ -110,6 +110,21 @@
 // would bounce its cache line between the workers, which the rare events of BtreeCounters do
 // not.
 //
+// Miss interleaving (BtreeOptions::interleave_misses; the software prefetching and switching of
+// Psaropoulos et al., "Interleaving with Coroutines", VLDB 2017, on this runtime's fibers). In a
+// tree far larger than the CPU caches, a point operation's time is mostly the misses of the leaf
+// it reads: the frame's line (latch), the page's header and slot directory, the record, each
+// waited for in turn. A descent that has found the leaf's frame in its parent's ChildHints asks
+// for the frame's line and the page's first kInterleavePrefetchLines lines (the header and the
+// slot directory of a leaf of up to about 50 records) and then yields to the worker's other ready
+// fibers, which do their own work meanwhile, typically the same up to their own yield; when it
+// runs again the lines are there. It yields only on a worker's fiber that holds no exclusive
+// latch (the parent is latched shared: a writer of it waits as for any reader) and is in no
+// STEPS team (its CTX points switch instead, and a yield would make it a stray). A yield costs a
+// scheduler round trip (about 16 ns here): in a tree whose leaves are in the CPU cache anyway it
+// only gives the core to another transaction, which is why it is off by default (TPC-C with one
+// warehouse ran 9 % slower with it; README, B-tree figures).
+//
 // Contention split (LeanStore's; Alhomssi and Leis, CIDR 2021). Writers of DIFFERENT records that
 // share a leaf wait for one another at its exclusive latch, though no key lock makes them:
 // page-level false sharing (TPC-C's district rows, all in one leaf, updated by every Payment and
@@ -173,6 +188,10 @@ struct BtreeOptions {
   // Deletes retire the leaves they empty ("Deletes"); false keeps them in the tree (tests of
   // the code that steps over empty leaves).
   bool retire_empty_leaves = true;
+  // Miss interleaving ("Miss interleaving" in the file comment): a descent about to fix a leaf
+  // whose frame its parent remembers prefetches it and yields to the worker's other ready
+  // fibers first.
+  bool interleave_misses = false;
   // Tests: every write at a leaf counts as having waited for its latch.
   bool test_every_write_waited = false;
 };
@@ -360,6 +379,10 @@ class BTree {
   // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
   Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
                        threads::CtxSite* leaf_site, buffer::PageHandle* leaf) const;
+  // Miss interleaving (file comment): before the descent fixes child `index` of `parent`, a
+  // leaf.
+  void InterleaveBeforeLeaf(const buffer::PageHandle& parent, uint16_t index) const;
+  static constexpr size_t kInterleavePrefetchLines = 8;
   // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
   // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
   // remembered one, so the hint's fences are current. False: nothing is held; descend.
@@ -493,6 +516,7 @@ class BTree {
   const bool logs_;
   const uint16_t contention_threshold_;  // BtreeOptions::contention_split_threshold
   const bool retire_empty_leaves_;       // BtreeOptions::retire_empty_leaves
+  const bool interleave_misses_;         // BtreeOptions::interleave_misses
   const bool test_every_write_waited_;
 
   // Relaxed: statistics only.

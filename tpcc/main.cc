@@ -55,6 +55,7 @@ struct CommonOptions {
   std::string reserve_free = "0";   // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
   uint32_t writer_quiet_ms = 5000;
+  bool interleave_misses = sm::Options().interleave_misses;
   uint32_t checkpoint_interval_ms =  // the engine's defaults
       static_cast<uint32_t>(sm::Options().checkpoint_interval.count());
   double checkpoint_spread = sm::Options().checkpoint_spread;
@@ -209,6 +210,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
   options.db.background_write_quiet = std::chrono::milliseconds(o.writer_quiet_ms);
+  options.db.interleave_misses = o.interleave_misses;
   options.db.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
   options.db.checkpoint_spread = o.checkpoint_spread;
   options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
@@ -595,6 +597,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"log_buffer", o.log_buffer},
               {"reserve_free", o.reserve_free},
               {"steps", r.steps},
+              {"interleave_misses", o.interleave_misses},
               {"mix", mix.ToString()},
               {"read_for_update", o.read_for_update},
               {"interval_s", o.interval_s},
@@ -728,6 +731,9 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
       ->capture_default_str();
+  app->add_flag("--interleave-misses", o->interleave_misses,
+                "B-tree descents prefetch the leaf and let other fibers run while it arrives "
+                "(pays only where the data is far larger than the CPU caches; default: off)");
   app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
                   "the writer writes a page early only once it has not changed for this long "
                   "(0: regardless; eviction and checkpoints write pages regardless)")

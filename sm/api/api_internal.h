@@ -246,6 +246,14 @@ class DatabaseImpl final : public Database {
   Status CreateNew(OpenReport* report);
   Status OpenExisting(const MetaData& meta, OpenReport* report);
   Status LoadCatalog();
+  // The options of every tree this database opens or creates: logged through wal_, with the
+  // database's miss interleaving.
+  index::BtreeOptions TreeOptions() const {
+    index::BtreeOptions options;
+    options.logger = wal_.get();
+    options.interleave_misses = options_.interleave_misses;
+    return options;
+  }
   Status RemarkTreePages(OpenReport* report);
   Status VerifyTrees(std::string* report, std::vector<PageId>* reachable);
   Status VerifyPages(const std::vector<PageId>& reachable, std::string* report);

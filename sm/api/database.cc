@@ -199,8 +199,7 @@ Status DatabaseImpl::OpenParts(bool create) {
 
 Status DatabaseImpl::CreateNew(OpenReport* report) {
   SM_TRY(OpenParts(/*create=*/true));
-  index::BtreeOptions tree_options;
-  tree_options.logger = wal_.get();
+  index::BtreeOptions tree_options = TreeOptions();
   PageId root;
   SM_TRY(index::BTree::Create(pool_.get(), tree_options, &root, &catalog_));
   // Everything durable and checkpointed before the meta file makes the directory a database.
@@ -224,8 +223,7 @@ Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
   report->torn_pages_repaired = txns_->torn_pages_repaired();
   report->recovery_seconds =
       recovery.analysis_seconds + recovery.redo_seconds + recovery.undo_seconds;
-  index::BtreeOptions tree_options;
-  tree_options.logger = wal_.get();
+  index::BtreeOptions tree_options = TreeOptions();
   SM_TRY(index::BTree::Open(pool_.get(), meta.catalog_root, tree_options, &catalog_));
   SM_TRY(LoadCatalog());
   report->tables = tables_.size();
@@ -281,8 +279,7 @@ Status DatabaseImpl::LoadCatalog() {
         pending.push_back(std::move(drop));
         continue;
       }
-      index::BtreeOptions tree_options;
-      tree_options.logger = wal_.get();
+      index::BtreeOptions tree_options = TreeOptions();
       std::unique_ptr<index::BTree> tree;
       SM_TRY(index::BTree::Open(pool_.get(), entry.root, tree_options, &tree));
       std::string name(cursor.key());
@@ -335,9 +332,8 @@ Status DatabaseImpl::Create(std::string_view name, TableKind kind, Table** table
     Status found = catalog_->Lookup(name, &existing, ctx);
     if (found.ok()) return Status::Duplicate("table '" + std::string(name) + "' exists");
     if (!found.IsNotFound()) return found;
-    index::BtreeOptions tree_options;
+    index::BtreeOptions tree_options = TreeOptions();
     tree_options.unique = kind == TableKind::kTable;
-    tree_options.logger = wal_.get();
     PageId root;
     // The new tree's root is logged as a system record: if the transaction aborts, the page is
     // left allocated but unreachable (a leak, never an inconsistency).

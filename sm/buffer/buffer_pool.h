@@ -283,6 +283,10 @@ class BufferPool {
   // free and it holds the page, resident, that is the hit, found without the page table's
   // partition and slot (two cache misses of a random fix). Anything else: Fix.
   Status FixHinted(PageId id, FrameHint hint, threads::LatchMode mode, PageHandle* handle);
+  // Starts loading a hinted frame's first cache line and the first `page_lines` lines of its
+  // page into the CPU cache, ahead of a FixHinted of it, so that the caller can do other work
+  // (the B-tree: another fiber's) while they arrive. Any hint is safe: nothing is read.
+  void PrefetchForFix(FrameHint hint, size_t page_lines) const;
   // Fix for recovery redo: exclusive. With may_be_new, a page the volume has never written
   // (all zeros) is handed over initialized as an empty kFree page with LSN 0 instead of
   // failing verification. With torn non-null, a page that fails verification otherwise (a

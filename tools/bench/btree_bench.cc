@@ -105,6 +105,7 @@ struct BenchOptions {
   std::string steps = "off";  // the API runs' STEPS: off, on, or auto (Options::steps_adaptive)
   std::string ctx_placement;  // empty: the built-in placement
   uint32_t writer_quiet_ms = 5000;  // the API's default (Options::background_write_quiet)
+  bool interleave_misses = false;   // Options::interleave_misses, for both kinds of run
 };
 
 struct Figures {
@@ -324,6 +325,7 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
   o.steps_adaptive = options.steps == "auto";
   o.ctx_placement = options.ctx_placement;
   o.background_write_quiet = std::chrono::milliseconds(options.writer_quiet_ms);
+  o.interleave_misses = options.interleave_misses;
   return o;
 }
 
@@ -420,14 +422,17 @@ Figures RunApi(const BenchOptions& options, unsigned workers, size_t large_pool_
 // A volume file in a fresh directory, a pool, a tree without logger or key locks.
 class RawDatabase {
  public:
-  RawDatabase(const std::string& parent, size_t pool_bytes) : dir_(MakeTempDir(parent)) {
+  RawDatabase(const std::string& parent, size_t pool_bytes, bool interleave_misses)
+      : dir_(MakeTempDir(parent)) {
     sm::space::VolumeOptions volume_options;
     volume_options.extent_pages = 4096;
     Check(sm::space::Volume::Create(sm::io::FileSystem::Default(), dir_ + "/btree.vol",
                                     volume_options, &volume_),
           "create volume");
     MakePool(pool_bytes);
-    Check(sm::index::BTree::Create(pool_.get(), {}, &root_, &tree_), "create tree");
+    sm::index::BtreeOptions tree_options;
+    tree_options.interleave_misses = interleave_misses;
+    Check(sm::index::BTree::Create(pool_.get(), tree_options, &root_, &tree_), "create tree");
   }
   ~RawDatabase() {
     tree_.reset();
@@ -502,7 +507,7 @@ Figures RunRaw(const BenchOptions& options, unsigned workers, size_t large_pool_
       workers * (small_pool ? options.small_pool_fibers_per_worker : options.fibers_per_worker);
   Figures fig;
   Stopwatch watch(&fig.untimed);
-  RawDatabase db(options.dir, large_pool_bytes);
+  RawDatabase db(options.dir, large_pool_bytes, options.interleave_misses);
   sm::threads::RuntimeOptions runtime_options;
   runtime_options.workers = workers;
   std::unique_ptr<sm::threads::Runtime> runtime;
@@ -647,6 +652,9 @@ int main(int argc, char** argv) {
   app.add_option("--ctx-placement", options.ctx_placement,
                  "CTX placement file for --steps (default: the built-in one)")
       ->check(CLI::ExistingFile);
+  app.add_flag("--interleave-misses", options.interleave_misses,
+               "B-tree descents prefetch the leaf and let other fibers run while it arrives "
+               "(Options::interleave_misses; default: off, the engine's default)");
   app.add_option("--writer-quiet-ms", options.writer_quiet_ms,
                  "the background writer writes a page early only once it has not changed for "
                  "this long (0: regardless; default 5000)");
@@ -677,10 +685,11 @@ int main(int argc, char** argv) {
       "btree benchmark: %llu keys of 8 bytes, %zu-byte values, %llu ops per phase, %u fibers "
       "per worker (%u with the small pool)\n"
       "  txn: public API, every operation its own serializable transaction (key-range locks, "
-      "logged, async commit, STEPS %s); raw: the B-tree core alone\n",
+      "logged, async commit, STEPS %s); raw: the B-tree core alone; miss interleaving %s\n",
       static_cast<unsigned long long>(options.keys), kValueBytes,
       static_cast<unsigned long long>(ops), options.fibers_per_worker,
-      options.small_pool_fibers_per_worker, options.steps.c_str());
+      options.small_pool_fibers_per_worker, options.steps.c_str(),
+      options.interleave_misses ? "on" : "off");
   std::fflush(stdout);
   // Pool larger than the data: random inserts leave leaves ~70 % full, so 2x the raw bytes.
   const size_t raw_bytes = options.keys * (8 + kValueBytes + 2 + 4);
@@ -751,6 +760,7 @@ int main(int argc, char** argv) {
   json["logging"] = options.api;
   json["commit_mode"] = sm::CommitModeName(sm::CommitMode::kAsync);
   json["steps"] = options.steps;
+  json["interleave_misses"] = options.interleave_misses;
   sm::bench::PrintJsonLine(json);
   return 0;
 }
