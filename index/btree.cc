@@ -2,10 +2,12 @@
 #include "index/btree.h"
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <utility>
 
 #include "index/btree_internal.h"
+#include "index/interleave_chooser.h"
 #include "sm/common/assert.h"
 #include "sm/page/page.h"
 #include "threads/fiber.h"
@@ -66,7 +68,7 @@ BTree::BTree(buffer::BufferPool* pool, PageId root, bool unique, const BtreeOpti
       logs_(options.logger != nullptr),
       contention_threshold_(options.contention_split_threshold),
       retire_empty_leaves_(options.retire_empty_leaves),
-      interleave_misses_(options.interleave_misses),
+      miss_interleaving_(options.miss_interleaving),
       test_every_write_waited_(options.test_every_write_waited) {}
 
 Status BTree::Create(buffer::BufferPool* pool, const BtreeOptions& options, PageId* root_page_id,
@@ -189,6 +191,26 @@ Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id
   return Status::OK();
 }
 
+namespace {
+
+// This worker thread's adaptive choice (MissInterleaving::kAdaptive), shared by its trees: it
+// measures the worker's work, whatever the tree.
+thread_local InterleaveChooser t_interleave_chooser;
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool BTree::InterleaveNow() const {
+  if (miss_interleaving_ == MissInterleaving::kOn) return true;
+  t_interleave_chooser.CountDescent(SteadyNowNs);
+  return t_interleave_chooser.current();
+}
+
 void BTree::InterleaveBeforeLeaf(const PageHandle& parent, uint16_t index) const {
   const buffer::FrameHint hint = parent.ChildHint(index);
   if (hint == nullptr) return;  // no frame to ask for: the fix looks the page up
@@ -224,7 +246,9 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
     SM_CTX(kCtxDescendInner);
     const uint16_t index = n.ChildIndex(target, mode);
     PageId child_id = n.ChildAt(index);
-    if (level == 1 && interleave_misses_) InterleaveBeforeLeaf(node, index);
+    if (level == 1 && miss_interleaving_ != MissInterleaving::kOff && InterleaveNow()) {
+      InterleaveBeforeLeaf(node, index);
+    }
     if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
     PageHandle child;
     SM_TRY(FixChild(node, index, child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
@@ -237,9 +261,8 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
 }
 
 // Inline: a miss (most random lookups) costs a few instructions and no call.
-inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode,
-                                 threads::CtxSite* leaf_site, LeafHint* hint, PageHandle* leaf,
-                                 bool* fences_known) const {
+inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode, threads::CtxSite* leaf_site,
+                                 LeafHint* hint, PageHandle* leaf, bool* fences_known) const {
   // (a) Without latching: could the remembered leaf cover the key?
   const uint64_t prefix = KeyPrefix(key);
   if (hint->tree != instance_id_ || prefix < hint->low_prefix ||
@@ -346,9 +369,8 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
     {
       PageHandle leaf;
       bool fences_known = false;
-      const bool hinted =
-          hint != nullptr &&
-          FixHintedLeaf(key, LatchMode::kShared, nullptr, hint, &leaf, &fences_known);
+      const bool hinted = hint != nullptr && FixHintedLeaf(key, LatchMode::kShared, nullptr, hint,
+                                                           &leaf, &fences_known);
       if (!hinted) {
         SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
       }
@@ -361,7 +383,7 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       bool found;
       uint16_t index = node.LowerBound(key, &found);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
-      const KeyLockPurpose purpose = !found      ? KeyLockPurpose::kReadNext
+      const KeyLockPurpose purpose = !found       ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
                                                   : KeyLockPurpose::kRead;
       SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait));
@@ -425,8 +447,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
           [[unlikely]] {
         contender = NoteContendedWrite(leaf, written);
       }
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
-                s.ok() && LeftEmpty(leaf);
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() &&
+                LeftEmpty(leaf);
       // Still the leaf for the key whatever happened: the optimistic stage never splits, so
       // fences known before the write are known after it.
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
@@ -441,8 +463,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
-                s.ok() && LeftEmpty(path.back());
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() &&
+                LeftEmpty(path.back());
     }
     // Every latch is released here.
     if (contender != Contender::kNone) [[unlikely]]
@@ -549,7 +571,7 @@ Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx,
 Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key,
                           std::string_view value, const OpContext& ctx) {
   Node node(leaf.data());
-  SM_TRY(node.InsertLeafRecord(index, key, value));  // the caller made room
+  SM_TRY(node.InsertLeafRecord(index, key, value));       // the caller made room
   leaf.set_owner_hint(static_cast<uint16_t>(index + 1));  // the split planner's (btree_split.cc)
   node.BumpVersion();
   leaf.MarkDirty();

@@ -110,7 +110,7 @@
 // would bounce its cache line between the workers, which the rare events of BtreeCounters do
 // not.
 //
-// Miss interleaving (BtreeOptions::interleave_misses; the software prefetching and switching of
+// Miss interleaving (BtreeOptions::miss_interleaving; the software prefetching and switching of
 // Psaropoulos et al., "Interleaving with Coroutines", VLDB 2017, on this runtime's fibers). In a
 // tree far larger than the CPU caches, a point operation's time is mostly the misses of the leaf
 // it reads: the frame's line (latch), the page's header and slot directory, the record, each
@@ -177,6 +177,13 @@ namespace sm::index {
 inline constexpr uint16_t kContentionSplitThreshold = 8;
 inline constexpr uint16_t kContentionWindowWrites = 1024;
 
+// Miss interleaving ("Miss interleaving" in the file comment).
+enum class MissInterleaving : uint8_t {
+  kOff,
+  kOn,
+  kAdaptive,  // each worker measures whether it pays (InterleaveChooser) and chooses
+};
+
 struct BtreeOptions {
   // Create: whether the tree is a unique index (see the file comment); Open reads it from the
   // root and ignores this field.
@@ -191,7 +198,7 @@ struct BtreeOptions {
   // Miss interleaving ("Miss interleaving" in the file comment): a descent about to fix a leaf
   // whose frame its parent remembers prefetches it and yields to the worker's other ready
   // fibers first.
-  bool interleave_misses = false;
+  MissInterleaving miss_interleaving = MissInterleaving::kOff;
   // Tests: every write at a leaf counts as having waited for its latch.
   bool test_every_write_waited = false;
 };
@@ -226,7 +233,7 @@ struct BtreeCounters {
   uint64_t leaf_splits = 0;
   uint64_t inner_splits = 0;
   uint64_t root_grows = 0;
-  uint64_t lock_waits = 0;  // TryLockKey said Busy: latches dropped, LockKey waited
+  uint64_t lock_waits = 0;         // TryLockKey said Busy: latches dropped, LockKey waited
   uint64_t contention_splits = 0;  // of leaf_splits, contention splits (file comment)
   uint64_t leaf_merges = 0;        // empty leaves retired (file comment, "Deletes")
   uint64_t pages_reused = 0;       // retired pages that splits took as new nodes
@@ -243,7 +250,7 @@ struct LeafHint {
   uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
   PageId leaf;
   buffer::FrameHint frame = nullptr;  // where the leaf was (BufferPool::FixHinted)
-  uint64_t version = 0;  // the leaf's Node::version() when last used
+  uint64_t version = 0;               // the leaf's Node::version() when last used
   // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
   // and meaningless when high_infinite.
   uint64_t low_prefix = 0;
@@ -321,8 +328,8 @@ class BTree {
   // for_update, write-locked (kWrite) as the update that follows will need: two transactions
   // that read a row to update it then wait for each other at the read instead of both
   // holding S and deadlocking on the upgrade. An absent key is read-locked as always (kReadNext).
-  [[nodiscard]] Status Lookup(std::string_view key, std::string* value,
-                              const OpContext& ctx = {}, bool for_update = false) const;
+  [[nodiscard]] Status Lookup(std::string_view key, std::string* value, const OpContext& ctx = {},
+                              bool for_update = false) const;
   // Duplicate if the key is present (then read-locked: kRead).
   [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
@@ -382,6 +389,8 @@ class BTree {
   // Miss interleaving (file comment): before the descent fixes child `index` of `parent`, a
   // leaf.
   void InterleaveBeforeLeaf(const buffer::PageHandle& parent, uint16_t index) const;
+  // Whether this descent interleaves (miss_interleaving_ kOn or kAdaptive).
+  bool InterleaveNow() const;
   static constexpr size_t kInterleavePrefetchLines = 8;
   // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
   // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
@@ -514,9 +523,9 @@ class BTree {
   // A logger was given: record operations keep before-images for it, and structure changes
   // keep the before-images of the pages they change, to restore them if logging fails.
   const bool logs_;
-  const uint16_t contention_threshold_;  // BtreeOptions::contention_split_threshold
-  const bool retire_empty_leaves_;       // BtreeOptions::retire_empty_leaves
-  const bool interleave_misses_;         // BtreeOptions::interleave_misses
+  const uint16_t contention_threshold_;       // BtreeOptions::contention_split_threshold
+  const bool retire_empty_leaves_;            // BtreeOptions::retire_empty_leaves
+  const MissInterleaving miss_interleaving_;  // BtreeOptions::miss_interleaving
   const bool test_every_write_waited_;
 
   // Relaxed: statistics only.

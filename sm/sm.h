@@ -56,6 +56,11 @@ class FileSystem;
 enum class CommitMode : uint8_t { kDurable, kAsync, kNone };
 enum class Isolation : uint8_t { kSerializable, kReadCommitted };
 const char* CommitModeName(CommitMode mode);  // "durable", "async", "none"
+// Options::miss_interleaving.
+enum class MissInterleaving : uint8_t { kOff, kOn, kAdaptive };
+const char* MissInterleavingName(MissInterleaving mode);  // "off", "on", "auto"
+// The mode named by MissInterleavingName; false if `name` names none.
+bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode);
 
 struct Options {
   std::string path;  // the database directory
@@ -109,8 +114,9 @@ struct Options {
   // lets the worker's other ready fibers run while they arrive (index/btree.h). It pays where
   // the leaves are not in the CPU cache (tables far larger than it, random point operations,
   // several fibers per worker: 10 M keys, about +20 % lookups/s) and costs where they are
-  // (TPC-C with one warehouse: -9 %), so it is off by default.
-  bool interleave_misses = false;
+  // (TPC-C with one warehouse: -9 %). kAdaptive: each worker measures which is faster for it,
+  // in short alternating epochs, and runs that.
+  MissInterleaving miss_interleaving = MissInterleaving::kAdaptive;
   std::chrono::milliseconds lock_wait_timeout{10000};
   // Every file goes through this (tests inject faults); null: the POSIX file system.
   io::FileSystem* file_system = nullptr;

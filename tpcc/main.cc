@@ -13,31 +13,31 @@
 //
 // Figures are tpmC-like, not TPC-C results: nothing here is audited, so New-Orders per minute
 // are reported as "NOPM, not an audited tpmC".
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <valgrind/callgrind.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdarg>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
 
 #include "sm/sm.h"
+#include "steps/steps.h"
 #include "tpcc/cli_common.h"
 #include "tpcc/consistency.h"
 #include "tpcc/crash_torture.h"
 #include "tpcc/driver.h"
 #include "tpcc/loader.h"
-#include "steps/steps.h"
 #include "tpcc/sm_engine.h"
 
 namespace sm::tpcc {
@@ -51,11 +51,11 @@ struct CommonOptions {
   bool warehouses_given = false;
   unsigned workers = 0;  // 0: all cores
   std::string buffer_pool = "1G";
-  std::string log_buffer = "8M";    // the log's in-memory ring
-  std::string reserve_free = "0";   // free space the data file keeps at open
+  std::string log_buffer = "8M";   // the log's in-memory ring
+  std::string reserve_free = "0";  // free space the data file keeps at open
   uint32_t writer_interval_ms = 100;
   uint32_t writer_quiet_ms = 5000;
-  bool interleave_misses = sm::Options().interleave_misses;
+  std::string miss_interleaving = sm::MissInterleavingName(sm::Options().miss_interleaving);
   uint32_t checkpoint_interval_ms =  // the engine's defaults
       static_cast<uint32_t>(sm::Options().checkpoint_interval.count());
   double checkpoint_spread = sm::Options().checkpoint_spread;
@@ -210,7 +210,10 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
   options.db.background_write_quiet = std::chrono::milliseconds(o.writer_quiet_ms);
-  options.db.interleave_misses = o.interleave_misses;
+  if (!sm::ParseMissInterleaving(o.miss_interleaving, &options.db.miss_interleaving)) {
+    return UsageError("--miss-interleaving takes off, on or auto, not '" + o.miss_interleaving +
+                      "'");
+  }
   options.db.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
   options.db.checkpoint_spread = o.checkpoint_spread;
   options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
@@ -228,8 +231,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   } else if (o.read_for_update == "plain") {
     options.read_for_update = ReadForUpdate::kPlain;
   } else {
-    return UsageError("--read-for-update takes lock or plain, not '" +
-                      o.read_for_update + "'");
+    return UsageError("--read-for-update takes lock or plain, not '" + o.read_for_update + "'");
   }
   options.db.steps = o.steps;
   options.db.steps_adaptive = o.steps_adaptive;
@@ -240,7 +242,8 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   if (!create) {
     // Refuse a path that is not a database before Open would make a directory there.
     if (::access((o.db + "/sm.meta").c_str(), F_OK) != 0) {
-      std::fprintf(stderr, "tpcc: no database at %s: run `tpcc load` first (--db to choose another)\n",
+      std::fprintf(stderr,
+                   "tpcc: no database at %s: run `tpcc load` first (--db to choose another)\n",
                    o.db.c_str());
       return kExitFailed;
     }
@@ -292,8 +295,8 @@ bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
     Say(o, "\n");
   }
   if (!all) {
-    std::fprintf(stderr, "tpcc: CONSISTENCY FAILURE %s: the database does not satisfy clause 3.3.2\n",
-                 when);
+    std::fprintf(
+        stderr, "tpcc: CONSISTENCY FAILURE %s: the database does not satisfy clause 3.3.2\n", when);
   }
   return all;
 }
@@ -330,8 +333,8 @@ int LoadCommand(const CommonOptions& o) {
       engine->Close().PermitUnchecked();
       return kExitUsage;
     }
-    Say(o, "reusing the database at %s: %u warehouses, loaded earlier, %u runs since\n", o.db.c_str(),
-        info.warehouses, info.runs);
+    Say(o, "reusing the database at %s: %u warehouses, loaded earlier, %u runs since\n",
+        o.db.c_str(), info.warehouses, info.runs);
   } else if (!s.IsNotFound()) {
     return Failure(o, "reading the database", s);
   } else {
@@ -345,7 +348,8 @@ int LoadCommand(const CommonOptions& o) {
       lo.progress = [&](const LoadProgress& p) {
         double pct = p.rows_total ? 100.0 * p.rows_done / p.rows_total : 0;
         Say(o, "load [%6.1fs] %5.1f%% %10llu rows %8.0f rows/s\n", p.seconds, std::min(pct, 100.0),
-            static_cast<unsigned long long>(p.rows_done), p.seconds > 0 ? p.rows_done / p.seconds : 0);
+            static_cast<unsigned long long>(p.rows_done),
+            p.seconds > 0 ? p.rows_done / p.seconds : 0);
       };
     }
     Say(o, "loading %u warehouses into %s on %u workers (%s)\n", o.warehouses, o.db.c_str(),
@@ -398,7 +402,8 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
                       c.conditions + "'");
   }
   if (!info.fresh() && std::find(conditions.begin(), conditions.end(), 11) != conditions.end()) {
-    Say(o, "note: condition 11 holds only right after the load; %u runs happened since\n", info.runs);
+    Say(o, "note: condition 11 holds only right after the load; %u runs happened since\n",
+        info.runs);
   }
   std::vector<ConditionResult> results;
   Status error;
@@ -406,9 +411,12 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   if (!error.ok()) return Failure(o, "consistency check", error);
   if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
   if (Json(o)) {
-    json out = {{"command", "check"},       {"db", o.db},
-                {"warehouses", info.warehouses}, {"consistency", ok ? "pass" : "fail"},
-                {"conditions", ConditionsJson(results)}, {"git_revision", GitRevision()}};
+    json out = {{"command", "check"},
+                {"db", o.db},
+                {"warehouses", info.warehouses},
+                {"consistency", ok ? "pass" : "fail"},
+                {"conditions", ConditionsJson(results)},
+                {"git_revision", GitRevision()}};
     std::printf("%s\n", out.dump().c_str());
   }
   return ok ? 0 : kExitFailed;
@@ -426,10 +434,12 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
   Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
   Say(o, "engine:      %s\n", engine.Describe().c_str());
   Say(o, "setup:       %u users, commit %s, mix %s, think time %s, access order %s, STEPS %s\n",
-      users, o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(),
-      r.access_order.c_str(), r.steps.c_str());
+      users, o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(), r.access_order.c_str(),
+      r.steps.c_str());
   Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
-  Say(o, "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an audited tpmC)\n",
+  Say(o,
+      "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an "
+      "audited tpmC)\n",
       res.tx_per_s, res.nopm);
   Say(o, "%-13s %10s %7s %9s %9s %9s %9s %9s %8s %8s\n", "transaction", "count", "mix%", "p50 ms",
       "p95 ms", "p99 ms", "max ms", "mean ms", "deadlk", "timeout");
@@ -442,16 +452,21 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
         static_cast<unsigned long long>(tr.lock_timeout_retries));
   }
   Say(o, "%-13s %10llu %6.2f%% %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8llu\n", "all",
-      static_cast<unsigned long long>(res.completed), 100.0, res.latency.p50_ms,
-      res.latency.p95_ms, res.latency.p99_ms, res.latency.max_ms, res.latency.mean_ms,
+      static_cast<unsigned long long>(res.completed), 100.0, res.latency.p50_ms, res.latency.p95_ms,
+      res.latency.p99_ms, res.latency.max_ms, res.latency.mean_ms,
       static_cast<unsigned long long>(res.deadlock_retries),
       static_cast<unsigned long long>(res.lock_timeout_retries));
-  Say(o, "aborts:      %llu deadlock victims, %llu lock timeouts (all retried); %llu New-Order rollbacks (completed)\n",
+  Say(o,
+      "aborts:      %llu deadlock victims, %llu lock timeouts (all retried); %llu New-Order "
+      "rollbacks (completed)\n",
       static_cast<unsigned long long>(res.deadlock_retries),
       static_cast<unsigned long long>(res.lock_timeout_retries),
       static_cast<unsigned long long>(res.types[0].rolled_back));
-  Say(o, "input audit: rollbacks %.2f%% [0.9-1.1], lines/order %.2f [9.5-10.5], remote lines %.2f%% [0.95-1.05], "
-         "remote payments %.2f%% [14-16], payment by name %.2f%% [57-63], order-status by name %.2f%% [57-63]\n",
+  Say(o,
+      "input audit: rollbacks %.2f%% [0.9-1.1], lines/order %.2f [9.5-10.5], remote lines %.2f%% "
+      "[0.95-1.05], "
+      "remote payments %.2f%% [14-16], payment by name %.2f%% [57-63], order-status by name %.2f%% "
+      "[57-63]\n",
       res.new_order_rollback_percent, res.order_lines_per_order, res.remote_order_line_percent,
       res.remote_payment_percent, res.payment_by_name_percent, res.order_status_by_name_percent);
   Say(o, "delivery:    %llu districts skipped (no undelivered order)\n",
@@ -463,9 +478,11 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
       fixes ? 100.0 * e.pool_misses / fixes : 0.0, static_cast<unsigned long long>(e.pool_writes),
       static_cast<unsigned long long>(e.pool_dirty_pages));
   Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
-      static_cast<unsigned long long>(e.lock_requests), static_cast<unsigned long long>(e.lock_waits),
-      static_cast<unsigned long long>(e.deadlocks), static_cast<unsigned long long>(e.lock_timeouts));
-  Say(o, "log:         %s written, %llu syncs, %.1f commits/sync, %llu waits for buffer space; "
+      static_cast<unsigned long long>(e.lock_requests),
+      static_cast<unsigned long long>(e.lock_waits), static_cast<unsigned long long>(e.deadlocks),
+      static_cast<unsigned long long>(e.lock_timeouts));
+  Say(o,
+      "log:         %s written, %llu syncs, %.1f commits/sync, %llu waits for buffer space; "
       "%llu checkpoints\n",
       BytesText(e.log_bytes).c_str(), static_cast<unsigned long long>(e.log_syncs),
       e.commits_per_sync, static_cast<unsigned long long>(e.log_space_waits),
@@ -506,8 +523,9 @@ json PrintAdaptive(const CommonOptions& o) {
     std::snprintf(buf, sizeof buf, "%s%.3f", ratios.empty() ? "" : ", ", r);
     ratios += buf;
   }
-  Say(o, "STEPS auto:  %llu probes chose teams %llu times, no teams %llu times; epochs with "
-         "teams %llu, without %llu; last rate ratio (teams / none) per worker: %s\n",
+  Say(o,
+      "STEPS auto:  %llu probes chose teams %llu times, no teams %llu times; epochs with "
+      "teams %llu, without %llu; last rate ratio (teams / none) per worker: %s\n",
       static_cast<unsigned long long>(a.probes), static_cast<unsigned long long>(a.chose_teams),
       static_cast<unsigned long long>(a.chose_serial),
       static_cast<unsigned long long>(a.epochs_teams),
@@ -553,9 +571,10 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
     char* end = nullptr;
     ro.think_time_s = std::strtod(r.think_time.c_str(), &end);
     if (end == r.think_time.c_str() || *end != '\0' || ro.think_time_s < 0) {
-      return UsageError("--think-time takes seconds (the mean think time, e.g. 0 or 0.5) or "
-                        "'spec' (the keying and think times of clause 5.2.5), not '" +
-                        r.think_time + "'");
+      return UsageError(
+          "--think-time takes seconds (the mean think time, e.g. 0 or 0.5) or "
+          "'spec' (the keying and think times of clause 5.2.5), not '" +
+          r.think_time + "'");
     }
   }
   if (!ParseAccessOrder(r.access_order, &ro.access_order)) {
@@ -597,7 +616,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"log_buffer", o.log_buffer},
               {"reserve_free", o.reserve_free},
               {"steps", r.steps},
-              {"interleave_misses", o.interleave_misses},
+              {"miss_interleaving", o.miss_interleaving},
               {"mix", mix.ToString()},
               {"read_for_update", o.read_for_update},
               {"interval_s", o.interval_s},
@@ -640,13 +659,16 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
     std::snprintf(length, sizeof length, "%.1f s (warm-up %.1f s)", ro.duration_s, ro.warmup_s);
   }
   Say(o, "running %u users on %u workers for %s, %u warehouses, commit %s, mix %s\n", ro.users,
-      engine->workers(), length, info.warehouses, o.commit.c_str(),
-      mix.ToString().c_str());
+      engine->workers(), length, info.warehouses, o.commit.c_str(), mix.ToString().c_str());
   auto progress = [&](const RunProgress& p) {
-    Say(o, "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts %llu\n",
+    Say(o,
+        "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts "
+        "%llu\n",
         p.elapsed_s, p.warming_up ? " warm-up" : "", p.interval_tx_per_s,
-        static_cast<unsigned long long>(p.completed[0]), static_cast<unsigned long long>(p.completed[1]),
-        static_cast<unsigned long long>(p.completed[2]), static_cast<unsigned long long>(p.completed[3]),
+        static_cast<unsigned long long>(p.completed[0]),
+        static_cast<unsigned long long>(p.completed[1]),
+        static_cast<unsigned long long>(p.completed[2]),
+        static_cast<unsigned long long>(p.completed[3]),
         static_cast<unsigned long long>(p.completed[4]), p.interval_p95_ns * 1e-6,
         static_cast<unsigned long long>(p.aborts));
   };
@@ -694,10 +716,15 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
                         {"payment_by_name_percent", res.payment_by_name_percent},
                         {"order_status_by_name_percent", res.order_status_by_name_percent}};
   const EngineStats& e = res.engine;
-  out["buffer_pool"] = {{"bytes_option", o.buffer_pool}, {"hits", e.pool_hits}, {"misses", e.pool_misses},
-                        {"writes", e.pool_writes}, {"dirty_pages", e.pool_dirty_pages}};
-  out["locks"] = {{"requests", e.lock_requests}, {"waits", e.lock_waits},
-                  {"deadlocks", e.deadlocks}, {"timeouts", e.lock_timeouts}};
+  out["buffer_pool"] = {{"bytes_option", o.buffer_pool},
+                        {"hits", e.pool_hits},
+                        {"misses", e.pool_misses},
+                        {"writes", e.pool_writes},
+                        {"dirty_pages", e.pool_dirty_pages}};
+  out["locks"] = {{"requests", e.lock_requests},
+                  {"waits", e.lock_waits},
+                  {"deadlocks", e.deadlocks},
+                  {"timeouts", e.lock_timeouts}};
   out["log"] = {{"bytes", e.log_bytes},
                 {"syncs", e.log_syncs},
                 {"commits_per_sync", e.commits_per_sync},
@@ -710,12 +737,12 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
 void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--db", o->db, "database directory")->capture_default_str();
   app->add_option_function<uint32_t>(
-         "-w,--warehouses",
-         [o](const uint32_t& w) {
-           o->warehouses = w;
-           o->warehouses_given = true;
-         },
-         "warehouses (load: how many to load, default 1; run/check: must match the load)");
+      "-w,--warehouses",
+      [o](const uint32_t& w) {
+        o->warehouses = w;
+        o->warehouses_given = true;
+      },
+      "warehouses (load: how many to load, default 1; run/check: must match the load)");
   app->add_option("--workers", o->workers, "worker threads (default: all cores)");
   app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
       ->capture_default_str();
@@ -731,9 +758,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
       ->capture_default_str();
-  app->add_flag("--interleave-misses", o->interleave_misses,
-                "B-tree descents prefetch the leaf and let other fibers run while it arrives "
-                "(pays only where the data is far larger than the CPU caches; default: off)");
+  app->add_option("--miss-interleaving", o->miss_interleaving,
+                  "B-tree descents prefetch the leaf and let other fibers run while it arrives: "
+                  "off, on, or auto (each worker measures whether it pays)")
+      ->capture_default_str();
   app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
                   "the writer writes a page early only once it has not changed for this long "
                   "(0: regardless; eviction and checkpoints write pages regardless)")
@@ -775,13 +803,16 @@ int Main(int argc, char** argv) {
   CommonOptions common;
   RunCliOptions run;
   CheckCliOptions check;
-  CLI::App* load_cmd = app.add_subcommand("load", "populate a database per clause 4.3 (or reuse it)");
+  CLI::App* load_cmd =
+      app.add_subcommand("load", "populate a database per clause 4.3 (or reuse it)");
   CLI::App* run_cmd = app.add_subcommand("run", "run the transaction mix");
-  CLI::App* check_cmd = app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
+  CLI::App* check_cmd =
+      app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
   for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd}) AddCommon(cmd, &common);
-  load_cmd->add_option("--load-fibers", common.load_fibers,
-                       "loading fibers per worker; with --workers 1 --load-fibers 1 the units "
-                       "load one after another, so every load lays out the same pages")
+  load_cmd
+      ->add_option("--load-fibers", common.load_fibers,
+                   "loading fibers per worker; with --workers 1 --load-fibers 1 the units "
+                   "load one after another, so every load lays out the same pages")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   CrashTestOptions crash;
@@ -794,7 +825,8 @@ int Main(int argc, char** argv) {
   AddCrashChildOptions(crash_child_cmd, &crash_child);
   run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
   run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
-  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")->capture_default_str();
+  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")
+      ->capture_default_str();
   run_cmd->add_option("--transactions", run.transactions,
                       "run this many measured transactions instead of --duration");
   run_cmd->add_option("--warmup-transactions", run.warmup_transactions,
@@ -804,19 +836,23 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--callgrind-window", run.callgrind_window,
                     "with --transactions under valgrind --tool=callgrind --collect-atstart=no: "
                     "collect only the measured transactions (dumped as part 'tpcc window')");
-  run_cmd->add_option("--mix", run.mix,
-                      "weights new_order,payment,order_status,delivery,stock_level, or one name")
+  run_cmd
+      ->add_option("--mix", run.mix,
+                   "weights new_order,payment,order_status,delivery,stock_level, or one name")
       ->capture_default_str();
-  run_cmd->add_option("--think-time", run.think_time,
-                      "mean think time in seconds after each transaction, or 'spec'")
+  run_cmd
+      ->add_option("--think-time", run.think_time,
+                   "mean think time in seconds after each transaction, or 'spec'")
       ->capture_default_str();
-  run_cmd->add_option("--access-order", run.access_order,
-                      "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
-                      "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
+  run_cmd
+      ->add_option("--access-order", run.access_order,
+                   "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
+                   "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
       ->capture_default_str();
-  run_cmd->add_option("--steps", run.steps,
-                      "on, off or auto: run storage operations in STEPS teams (auto: each worker "
-                      "probes with teams and without and runs the faster)")
+  run_cmd
+      ->add_option("--steps", run.steps,
+                   "on, off or auto: run storage operations in STEPS teams (auto: each worker "
+                   "probes with teams and without and runs the faster)")
       ->capture_default_str();
   run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
       ->check(CLI::Range(1u, 1000000u));

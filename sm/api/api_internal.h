@@ -251,7 +251,7 @@ class DatabaseImpl final : public Database {
   index::BtreeOptions TreeOptions() const {
     index::BtreeOptions options;
     options.logger = wal_.get();
-    options.interleave_misses = options_.interleave_misses;
+    options.miss_interleaving = static_cast<index::MissInterleaving>(options_.miss_interleaving);
     return options;
   }
   Status RemarkTreePages(OpenReport* report);

@@ -3,8 +3,8 @@
 #include <string>
 #include <typeinfo>
 
-#include "sm/api/api_internal.h"
 #include "index/btree_locks.h"
+#include "sm/api/api_internal.h"
 #include "sm/common/assert.h"
 #include "sm/io/aligned_buffer.h"
 #include "sm/space/alloc_map.h"
@@ -15,6 +15,32 @@ namespace sm {
 
 const char* CommitModeName(CommitMode mode) {
   return log::CommitModeName(static_cast<log::CommitMode>(mode));
+}
+
+// DatabaseImpl::TreeOptions passes the mode on by value.
+static_assert(static_cast<int>(MissInterleaving::kOff) ==
+              static_cast<int>(index::MissInterleaving::kOff));
+static_assert(static_cast<int>(MissInterleaving::kOn) ==
+              static_cast<int>(index::MissInterleaving::kOn));
+static_assert(static_cast<int>(MissInterleaving::kAdaptive) ==
+              static_cast<int>(index::MissInterleaving::kAdaptive));
+
+namespace {
+constexpr const char* kMissInterleavingNames[] = {"off", "on", "auto"};
+}  // namespace
+
+const char* MissInterleavingName(MissInterleaving mode) {
+  return kMissInterleavingNames[static_cast<int>(mode)];
+}
+
+bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode) {
+  for (int i = 0; i < 3; ++i) {
+    if (name == kMissInterleavingNames[i]) {
+      *mode = static_cast<MissInterleaving>(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string OpenReport::ToString() const {
@@ -43,8 +69,7 @@ std::string IndexKey(std::string_view secondary_key, std::string_view primary_ke
   return key;
 }
 
-Status Database::Open(const Options& options, std::unique_ptr<Database>* db,
-                      OpenReport* report) {
+Status Database::Open(const Options& options, std::unique_ptr<Database>* db, OpenReport* report) {
   if (options.path.empty()) return Status::InvalidArgument("Options::path is empty");
   if (!(options.checkpoint_spread >= 0 && options.checkpoint_spread < 1)) {
     return Status::InvalidArgument("Options::checkpoint_spread " +
@@ -59,24 +84,24 @@ Status Database::Open(const Options& options, std::unique_ptr<Database>* db,
 }
 
 std::string DatabaseStats::ToString() const {
-  return "transactions: " + std::to_string(txn_begun) + " begun, " +
-         std::to_string(txn_committed) + " committed, " + std::to_string(txn_aborted) +
-         " aborted, " + std::to_string(txn_failed) + " failed; checkpoints " +
-         std::to_string(checkpoints) + "\nlocks: " + std::to_string(lock_requests) +
-         " requests, " + std::to_string(lock_waits) + " waits, " + std::to_string(deadlocks) +
-         " deadlocks, " + std::to_string(lock_timeouts) + " timeouts\nlog: " +
-         std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) + " syncs, " +
-         std::to_string(commits_per_sync) + " commits/sync, " + std::to_string(log_space_waits) +
-         " waits for buffer space\nbuffer pool: " +
-         std::to_string(pool_hits) + " hits, " + std::to_string(pool_misses) + " misses, " +
-         std::to_string(pool_writes) + " writes, " + std::to_string(pool_dirty_pages) +
-         " dirty\nvolume: " + std::to_string(volume_pages) + " pages, " +
-         std::to_string(volume_pages_allocated) + " allocated";
+  return "transactions: " + std::to_string(txn_begun) + " begun, " + std::to_string(txn_committed) +
+         " committed, " + std::to_string(txn_aborted) + " aborted, " + std::to_string(txn_failed) +
+         " failed; checkpoints " + std::to_string(checkpoints) +
+         "\nlocks: " + std::to_string(lock_requests) + " requests, " + std::to_string(lock_waits) +
+         " waits, " + std::to_string(deadlocks) + " deadlocks, " + std::to_string(lock_timeouts) +
+         " timeouts\nlog: " + std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) +
+         " syncs, " + std::to_string(commits_per_sync) + " commits/sync, " +
+         std::to_string(log_space_waits) +
+         " waits for buffer space\nbuffer pool: " + std::to_string(pool_hits) + " hits, " +
+         std::to_string(pool_misses) + " misses, " + std::to_string(pool_writes) + " writes, " +
+         std::to_string(pool_dirty_pages) + " dirty\nvolume: " + std::to_string(volume_pages) +
+         " pages, " + std::to_string(volume_pages_allocated) + " allocated";
 }
 
 namespace api {
 
-static_assert(static_cast<int>(CommitMode::kDurable) == static_cast<int>(log::CommitMode::kDurable));
+static_assert(static_cast<int>(CommitMode::kDurable) ==
+              static_cast<int>(log::CommitMode::kDurable));
 static_assert(static_cast<int>(CommitMode::kAsync) == static_cast<int>(log::CommitMode::kAsync));
 static_assert(static_cast<int>(CommitMode::kNone) == static_cast<int>(log::CommitMode::kNone));
 
@@ -309,8 +334,7 @@ Status DatabaseImpl::CatalogOp(std::string_view name,
 Status DatabaseImpl::CatalogTxn(const std::function<Status(txn::Txn*, index::OpContext&)>& op) {
   std::unique_ptr<txn::Txn> txn;
   SM_TRY(txns_->Begin(txn::Isolation::kSerializable, &txn));
-  index::TxnKeyLocks key_locks(locks_.get(), txn->lock_owner(), txn->isolation(),
-                               kCatalogTableId);
+  index::TxnKeyLocks key_locks(locks_.get(), txn->lock_owner(), txn->isolation(), kCatalogTableId);
   index::OpContext ctx{txn.get(), &key_locks};
   Status s = op(txn.get(), ctx);
   if (!s.ok()) {
@@ -493,8 +517,7 @@ Status DatabaseImpl::VerifyPages(const std::vector<PageId>& reachable, std::stri
   *report += "(pages): " + std::to_string(allocated) + " allocated, " +
              std::to_string(reachable.size()) + " in trees, " + std::to_string(outside) +
              " in none (dropped tables, aborted creates, retired leaves; " +
-             std::to_string(unwritten) +
-             " not yet on disk), all intact";
+             std::to_string(unwritten) + " not yet on disk), all intact";
   if (uint64_t rejected = volume_->map_copies_rejected(); rejected != 0) {
     // Not an error (one copy may be torn by a crash, the other serves), but after a clean
     // close it is damage the operator should know about.

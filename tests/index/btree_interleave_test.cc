@@ -1,11 +1,13 @@
-// Miss interleaving (BtreeOptions::interleave_misses, btree.h): a descent about to fix a leaf
+// Miss interleaving (BtreeOptions::miss_interleaving, btree.h): a descent about to fix a leaf
 // through its parent's frame hint yields to the worker's other ready fibers, and only then; the
-// operation's result is unchanged.
+// operation's result is unchanged. And the adaptive mode's chooser (InterleaveChooser), on a
+// clock the test drives.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "index/btree.h"
+#include "index/interleave_chooser.h"
 #include "tests/index/btree_test_util.h"
 #include "tests/test_util.h"
 #include "threads/runtime.h"
@@ -75,14 +77,13 @@ void Fill(TreeEnv& env) {
 
 TEST_CASE("miss interleaving yields to a ready fiber before the leaf fix", "[unit][btree]") {
   index::BtreeOptions options;
-  options.interleave_misses = true;
+  options.miss_interleaving = index::MissInterleaving::kOn;
   TreeEnv env(256, options);
   Fill(env);
   CHECK(OtherFiberRanDuringLookup(env, Held::kNothing));
 }
 
-TEST_CASE("without miss interleaving a lookup of a resident leaf does not yield",
-          "[unit][btree]") {
+TEST_CASE("without miss interleaving a lookup of a resident leaf does not yield", "[unit][btree]") {
   TreeEnv env(256);
   Fill(env);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kNothing));
@@ -91,8 +92,67 @@ TEST_CASE("without miss interleaving a lookup of a resident leaf does not yield"
 TEST_CASE("miss interleaving does not yield while the fiber holds an exclusive latch or mutex",
           "[unit][btree]") {
   index::BtreeOptions options;
-  options.interleave_misses = true;
+  options.miss_interleaving = index::MissInterleaving::kOn;
   TreeEnv env(256, options);
   Fill(env);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kMutex));
+}
+
+namespace {
+
+// Drives a chooser through `epochs` epochs in which the worker does `rate_off` descents per
+// millisecond without interleaving and `rate_on` with it; returns the epochs it interleaved.
+uint32_t DriveChooser(index::InterleaveChooser* chooser, uint32_t epochs, double rate_off,
+                      double rate_on, int64_t* now_ns) {
+  using index::InterleaveChooser;
+  uint32_t interleaved = 0;
+  for (uint32_t e = 0; e < epochs; ++e) {
+    const bool on = chooser->current();
+    interleaved += on ? 1 : 0;
+    const double per_ms = on ? rate_on : rate_off;
+    // Enough descents to pass an epoch, each advancing the clock by 1 / per_ms ms.
+    const uint64_t descents = static_cast<uint64_t>(per_ms * InterleaveChooser::kEpochNs / 1e6) +
+                              2 * InterleaveChooser::kClockEvery;
+    const uint64_t probes_before = chooser->probes();
+    for (uint64_t d = 0;
+         d < descents && chooser->current() == on && chooser->probes() == probes_before; ++d) {
+      *now_ns += static_cast<int64_t>(1e6 / per_ms);
+      chooser->CountDescent([&] { return *now_ns; });
+    }
+  }
+  return interleaved;
+}
+
+}  // namespace
+
+TEST_CASE("the adaptive chooser interleaves where that is faster and not where it is slower",
+          "[unit][btree]") {
+  using index::InterleaveChooser;
+  int64_t now = 1'000'000'000;
+  SECTION("faster with interleaving") {
+    InterleaveChooser chooser;
+    CHECK_FALSE(chooser.current());  // a probe first, starting without
+    DriveChooser(&chooser, 1 + InterleaveChooser::kProbeEpochs, 1000, 1200, &now);
+    CHECK(chooser.probes() == 1);
+    CHECK(chooser.current());
+    CHECK_FALSE(chooser.probing());
+    // Confirmed by later probes: the runs double.
+    const uint32_t first_run = chooser.run_epochs();
+    const uint32_t on = DriveChooser(&chooser, 3000, 1000, 1200, &now);
+    CHECK(chooser.run_epochs() > first_run);
+    CHECK(on > 3000 * 9 / 10);
+  }
+  SECTION("slower with interleaving") {
+    InterleaveChooser chooser;
+    const uint32_t on = DriveChooser(&chooser, 3000, 1000, 900, &now);
+    CHECK(chooser.probes() >= 2);
+    CHECK_FALSE(chooser.current());
+    CHECK(on < 3000 / 10);  // only the probes' epochs
+  }
+  SECTION("a tie within the margin does not interleave") {
+    InterleaveChooser chooser;
+    DriveChooser(&chooser, 1 + InterleaveChooser::kProbeEpochs, 1000, 1010, &now);
+    CHECK(chooser.probes() == 1);
+    CHECK_FALSE(chooser.current());
+  }
 }

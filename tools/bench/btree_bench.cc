@@ -104,8 +104,8 @@ struct BenchOptions {
   std::vector<unsigned> worker_counts = {1, 2};
   std::string steps = "off";  // the API runs' STEPS: off, on, or auto (Options::steps_adaptive)
   std::string ctx_placement;  // empty: the built-in placement
-  uint32_t writer_quiet_ms = 5000;  // the API's default (Options::background_write_quiet)
-  bool interleave_misses = false;   // Options::interleave_misses, for both kinds of run
+  uint32_t writer_quiet_ms = 5000;         // the API's default (Options::background_write_quiet)
+  std::string miss_interleaving = "auto";  // Options::miss_interleaving, both kinds of run
 };
 
 struct Figures {
@@ -259,13 +259,15 @@ class ApiStore {
    public:
     explicit Session(ApiStore* store) : store_(store) {}
     void Insert(std::string_view key, std::string_view value) {
-      InTxn("insert", [&](sm::Transaction* txn) { return store_->table_->Insert(txn, key, value); });
+      InTxn("insert",
+            [&](sm::Transaction* txn) { return store_->table_->Insert(txn, key, value); });
     }
     void Lookup(std::string_view key, std::string* value) {
       InTxn("lookup", [&](sm::Transaction* txn) { return store_->table_->Get(txn, key, value); });
     }
     void Update(std::string_view key, std::string_view value) {
-      InTxn("update", [&](sm::Transaction* txn) { return store_->table_->Update(txn, key, value); });
+      InTxn("update",
+            [&](sm::Transaction* txn) { return store_->table_->Update(txn, key, value); });
     }
     uint64_t Scan(std::string_view key, uint64_t rows) {
       uint64_t n = 0;
@@ -292,7 +294,7 @@ class ApiStore {
         if (s.ok()) s = txn_->Commit();
         if (s.ok()) return;
         if (!s.IsRetryable()) Die(what, s);
-        if (txn_->active()) txn_->Abort().PermitUnchecked();  // retried below in any case
+        if (txn_->active()) txn_->Abort().PermitUnchecked();       // retried below in any case
         store_->retries_.fetch_add(1, std::memory_order_relaxed);  // a statistic only
       }
     }
@@ -312,6 +314,15 @@ class ApiStore {
 
 constexpr const char* kTableName = "bench";
 
+// --miss-interleaving (its values are checked when parsed).
+sm::MissInterleaving Interleaving(const BenchOptions& options) {
+  sm::MissInterleaving mode = sm::MissInterleaving::kOff;
+  if (!sm::ParseMissInterleaving(options.miss_interleaving, &mode)) {
+    Die("--miss-interleaving", Status::InvalidArgument(options.miss_interleaving));
+  }
+  return mode;
+}
+
 sm::Options ApiOptions(const BenchOptions& options, const std::string& path, unsigned workers,
                        size_t pool_bytes) {
   sm::Options o;
@@ -325,7 +336,7 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
   o.steps_adaptive = options.steps == "auto";
   o.ctx_placement = options.ctx_placement;
   o.background_write_quiet = std::chrono::milliseconds(options.writer_quiet_ms);
-  o.interleave_misses = options.interleave_misses;
+  o.miss_interleaving = Interleaving(options);
   return o;
 }
 
@@ -422,7 +433,7 @@ Figures RunApi(const BenchOptions& options, unsigned workers, size_t large_pool_
 // A volume file in a fresh directory, a pool, a tree without logger or key locks.
 class RawDatabase {
  public:
-  RawDatabase(const std::string& parent, size_t pool_bytes, bool interleave_misses)
+  RawDatabase(const std::string& parent, size_t pool_bytes, sm::MissInterleaving interleaving)
       : dir_(MakeTempDir(parent)) {
     sm::space::VolumeOptions volume_options;
     volume_options.extent_pages = 4096;
@@ -431,7 +442,7 @@ class RawDatabase {
           "create volume");
     MakePool(pool_bytes);
     sm::index::BtreeOptions tree_options;
-    tree_options.interleave_misses = interleave_misses;
+    tree_options.miss_interleaving = static_cast<sm::index::MissInterleaving>(interleaving);
     Check(sm::index::BTree::Create(pool_.get(), tree_options, &root_, &tree_), "create tree");
   }
   ~RawDatabase() {
@@ -507,7 +518,7 @@ Figures RunRaw(const BenchOptions& options, unsigned workers, size_t large_pool_
       workers * (small_pool ? options.small_pool_fibers_per_worker : options.fibers_per_worker);
   Figures fig;
   Stopwatch watch(&fig.untimed);
-  RawDatabase db(options.dir, large_pool_bytes, options.interleave_misses);
+  RawDatabase db(options.dir, large_pool_bytes, Interleaving(options));
   sm::threads::RuntimeOptions runtime_options;
   runtime_options.workers = workers;
   std::unique_ptr<sm::threads::Runtime> runtime;
@@ -652,9 +663,10 @@ int main(int argc, char** argv) {
   app.add_option("--ctx-placement", options.ctx_placement,
                  "CTX placement file for --steps (default: the built-in one)")
       ->check(CLI::ExistingFile);
-  app.add_flag("--interleave-misses", options.interleave_misses,
-               "B-tree descents prefetch the leaf and let other fibers run while it arrives "
-               "(Options::interleave_misses; default: off, the engine's default)");
+  app.add_option("--miss-interleaving", options.miss_interleaving,
+                 "B-tree descents prefetch the leaf and let other fibers run while it arrives: "
+                 "off, on, or auto (Options::miss_interleaving; default: auto, the engine's)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   app.add_option("--writer-quiet-ms", options.writer_quiet_ms,
                  "the background writer writes a page early only once it has not changed for "
                  "this long (0: regardless; default 5000)");
@@ -689,7 +701,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(options.keys), kValueBytes,
       static_cast<unsigned long long>(ops), options.fibers_per_worker,
       options.small_pool_fibers_per_worker, options.steps.c_str(),
-      options.interleave_misses ? "on" : "off");
+      options.miss_interleaving.c_str());
   std::fflush(stdout);
   // Pool larger than the data: random inserts leave leaves ~70 % full, so 2x the raw bytes.
   const size_t raw_bytes = options.keys * (8 + kValueBytes + 2 + 4);
@@ -760,7 +772,7 @@ int main(int argc, char** argv) {
   json["logging"] = options.api;
   json["commit_mode"] = sm::CommitModeName(sm::CommitMode::kAsync);
   json["steps"] = options.steps;
-  json["interleave_misses"] = options.interleave_misses;
+  json["miss_interleaving"] = options.miss_interleaving;
   sm::bench::PrintJsonLine(json);
   return 0;
 }
