@@ -121,6 +121,8 @@ Options DbOptions(const BenchOptions& bo, bool steps) {
   // wait for another thread, an I/O thread, and the rounds' counts would depend on when the
   // OS ran it.
   o.reserve_free_bytes = 64u << 20;
+  // Miss interleaving's adaptive mode decides by the clock, which valgrind slows unevenly.
+  o.miss_interleaving = MissInterleaving::kOff;
   o.steps = steps;
   o.steps_team_size = bo.team_size;
   o.ctx_placement = bo.ctx_placement;

@@ -83,7 +83,8 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
   // The counts repeat exactly only if the worker never waits for another thread and no other
   // thread runs meanwhile (under valgrind it would run at a point the OS chooses): no lock
   // timeouts, a log buffer that never fills to the quarter that wakes the flusher, and free
-  // space for every page the run allocates.
+  // space for every page the run allocates; and no miss interleaving, whose adaptive mode
+  // decides by the clock.
   std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
                     std::to_string(o.users) + " --mix " + w.mix + " --transactions " +
                     std::to_string(o.transactions) + " --warmup-transactions " +
@@ -91,7 +92,7 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
                     " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
                     " --prewarm --buffer-pool " + o.buffer_pool + " --writer-interval-ms 0" +
                     " --lock-timeout-ms 3600000 --log-buffer 256M --reserve-free 64M" +
-                    " --steps " + (steps ? "on" : "off");
+                    " --miss-interleaving off --steps " + (steps ? "on" : "off");
   if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
   cmd += " > " + Quote(log) + " 2>&1";
   std::map<std::string, Counters> parts;
