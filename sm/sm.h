@@ -67,6 +67,10 @@ struct Options {
   bool create_if_missing = true;
   bool error_if_exists = false;
   size_t buffer_pool_bytes = 256u << 20;
+  // A background thread has the kernel back the pool's memory a window (64 MiB) ahead of the
+  // pages in use, so that no operation waits while the kernel zeroes memory it touches first
+  // (a few milliseconds per 2 MiB huge page here). The memory still grows with use.
+  bool prefault_pool = true;
   // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
   // pages) to write the dirty pages whose oldest unwritten change lies at least
   // background_write_log_lag_bytes of log behind its end (0: every dirty page) and that has

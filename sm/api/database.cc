@@ -203,6 +203,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   SM_TRY(log::LogManager::Open(fs_, LogDir(options_.path), log_options, &log_));
   buffer::BufferPoolOptions pool_options;
   pool_options.pool_bytes = options_.buffer_pool_bytes;
+  if (!options_.prefault_pool) pool_options.prefault_ahead_bytes = 0;
   pool_options.writer_interval_ms =
       static_cast<uint32_t>(options_.background_write_interval.count());
   pool_options.writer_log_lag_bytes = options_.background_write_log_lag_bytes;

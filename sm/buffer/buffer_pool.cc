@@ -9,8 +9,6 @@
 #include <new>
 #include <string>
 
-#include <sys/mman.h>
-
 #include "sm/buffer/frame_table.h"
 #include "sm/common/assert.h"
 #include "sm/space/volume.h"
@@ -49,23 +47,11 @@ struct StagingBuffer {
 // allows fewer (BufferPool::BatchPages).
 constexpr size_t kWriteBatchPages = 64;
 
-// The frames' memory (and their descriptors'), in 2 MiB-aligned whole huge pages and advised
-// to be backed by transparent huge pages: a random page access over a pool of gigabytes
-// otherwise misses the TLB almost every time (a 4 KiB page per 8 KiB frame; per 21 frame
-// descriptors), and the page walk costs as much as the cache miss it precedes. Where the
-// kernel gives no huge pages the advice is ignored.
-char* AllocateFrameMemory(size_t bytes) {
-  constexpr size_t kHugePage = 2u << 20;
-  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  char* memory = static_cast<char*>(std::aligned_alloc(kHugePage, rounded));
-  if (memory != nullptr) (void)madvise(memory, rounded, MADV_HUGEPAGE);
-  return memory;
-}
-
-// Null if the memory cannot be had (Create reports it).
-Frame* NewFrames(size_t count) {
-  auto* frames = reinterpret_cast<Frame*>(AllocateFrameMemory(count * sizeof(Frame)));
-  if (frames == nullptr) return nullptr;
+// The frame descriptors, constructed in memory of their own (PoolMemory without prefault: the
+// construction touches it all). Null if the memory cannot be had (Create reports it).
+Frame* NewFrames(PoolMemory* memory, size_t count) {
+  if (memory == nullptr) return nullptr;
+  auto* frames = reinterpret_cast<Frame*>(memory->data());
   for (size_t i = 0; i < count; ++i) new (&frames[i]) Frame();
   return frames;
 }
@@ -134,7 +120,7 @@ Status BufferPool::Create(space::Volume* volume, const BufferPoolOptions& option
   }
   if (volume == nullptr) return Status::InvalidArgument("buffer pool needs a volume");
   pool->reset(new BufferPool(volume, options, frames));
-  if ((*pool)->memory_ == nullptr || (*pool)->frames_ == nullptr) {
+  if ((*pool)->pages_ == nullptr || (*pool)->frames_ == nullptr) {
     pool->reset();
     return Status::NoSpace("cannot allocate the buffer pool's memory");
   }
@@ -144,16 +130,18 @@ Status BufferPool::Create(space::Volume* volume, const BufferPoolOptions& option
 BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, size_t frames)
     : volume_(volume),
       options_(options),
-      memory_(AllocateFrameMemory(frames * kPageBytes), &std::free),
-      frames_(NewFrames(frames), FrameArrayDeleter{frames}),
+      memory_(PoolMemory::Allocate(frames * kPageBytes, options.prefault_ahead_bytes)),
+      pages_(memory_ != nullptr ? memory_->data() : nullptr),
+      frame_memory_(PoolMemory::Allocate(frames * sizeof(Frame), 0)),
+      frames_(NewFrames(frame_memory_.get(), frames), FrameArrayDeleter{frames}),
       frame_count_(frames),
       partitions_(new Partition[PartitionCountFor(frames)]),
       partition_mask_(PartitionCountFor(frames) - 1),
       hinted_hits_(new HitShard[kHitShards]) {
-  if (memory_ == nullptr || frames_ == nullptr) return;
+  if (pages_ == nullptr || frames_ == nullptr) return;
   free_frames_.reserve(frames);
   for (size_t i = frames; i-- > 0;) {
-    frames_[i].data = memory_.get() + i * kPageBytes;
+    frames_[i].data = pages_ + i * kPageBytes;
     free_frames_.push_back(&frames_[i]);
   }
 }
@@ -163,7 +151,6 @@ BufferPool::~BufferPool() { StopWriter(); }
 void BufferPool::FrameArrayDeleter::operator()(Frame* frames) const {
   if (frames == nullptr) return;
   for (size_t i = 0; i < count; ++i) frames[i].~Frame();
-  std::free(frames);
 }
 
 BufferPool::Partition& BufferPool::PartitionOf(PageId id) const {
@@ -191,7 +178,7 @@ __attribute__((target("prfchw"))) void BufferPool::PrefetchForFix(FrameHint hint
   // another core has read (the background writer looks at frames) would otherwise come back
   // shared and need a second round trip to be owned.
   __builtin_prefetch(hint, 1);
-  const char* data = memory_.get() + static_cast<size_t>(hint - frames_.get()) * kPageBytes;
+  const char* data = pages_ + static_cast<size_t>(hint - frames_.get()) * kPageBytes;
   for (size_t line = 0; line < page_lines && line < kPageBytes / 64; ++line) {
     __builtin_prefetch(data + line * 64);
   }
@@ -456,13 +443,20 @@ Status BufferPool::Forget(PageId id) {
 // ---- eviction and write-back ---------------------------------------------------------------
 
 Status BufferPool::ClaimFrame(Frame** out) {
+  Frame* free_frame = nullptr;
   {
     std::lock_guard<threads::SpinLock> guard(free_lock_);
     if (!free_frames_.empty()) {
-      *out = free_frames_.back();
+      free_frame = free_frames_.back();
       free_frames_.pop_back();
-      return Status::OK();
     }
+  }
+  if (free_frame != nullptr) {
+    // The free list hands never-used frames out in index order (the constructor's), so the
+    // memory up to this frame is the memory in use.
+    memory_->NoteFrontier(static_cast<size_t>(free_frame - frames_.get() + 1) * kPageBytes);
+    *out = free_frame;
+    return Status::OK();
   }
   // Clock with second chance. The first two sweeps take only clean frames (and wake the
   // writer); after that a dirty victim is written back by this fiber.
@@ -862,6 +856,7 @@ BufferPoolStats BufferPool::stats() const {
   int64_t dirty = dirty_count_.load(std::memory_order_relaxed);
   st.dirty_pages = dirty > 0 ? static_cast<uint64_t>(dirty) : 0;
   st.frames = frame_count_;
+  st.prefaulted_bytes = memory_->populated_bytes();
   return st;
 }
 

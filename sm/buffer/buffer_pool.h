@@ -85,6 +85,7 @@
 #include "sm/common/assert.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
+#include "sm/buffer/pool_memory.h"
 #include "sm/page/page.h"
 #include "threads/sync.h"
 #include "threads/worker.h"
@@ -109,6 +110,9 @@ struct BufferPoolOptions {
   // ... and, of those, only the pages that have not changed for this long (0: regardless): a
   // page still changing is dirty again at once, and the next checkpoint writes it anyway.
   uint32_t writer_quiet_ms = 5000;
+  // Keep this much of the pool's memory after the highest frame handed out so far backed by
+  // the kernel, in a background thread (pool_memory.h); 0: the kernel backs it at first touch.
+  size_t prefault_ahead_bytes = 64 << 20;
 };
 
 struct BufferPoolStats {
@@ -121,6 +125,7 @@ struct BufferPoolStats {
   uint64_t evictions = 0;
   uint64_t dirty_pages = 0;  // now
   uint64_t frames = 0;
+  uint64_t prefaulted_bytes = 0;  // of the frames' memory, backed ahead of use (pool_memory.h)
 };
 
 class BufferPool;
@@ -402,8 +407,10 @@ class BufferPool {
 
   space::Volume* volume_;
   const BufferPoolOptions options_;
-  std::unique_ptr<char, void (*)(void*)> memory_;
-  // The frame descriptors, in huge pages too (buffer_pool.cc, AllocateFrameMemory).
+  std::unique_ptr<PoolMemory> memory_;  // the frames' pages, prefaulted ahead of use
+  char* const pages_;                     // memory_->data(): the fix path's address base
+  // The frame descriptors, in huge pages too; the deleter destroys them, frame_memory_ frees.
+  std::unique_ptr<PoolMemory> frame_memory_;
   struct FrameArrayDeleter {
     size_t count = 0;
     void operator()(Frame* frames) const;
@@ -450,7 +457,7 @@ inline void BufferPool::PrefetchPage(const Frame* frame) const {
   // The page's first two cache lines (every page type's headers, a B-tree node's first
   // slots), fetched while the latch waits for the frame's own line. The address comes from
   // the frame's index, not from frame->data, which would wait for that line.
-  const char* data = memory_.get() + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
+  const char* data = pages_ + static_cast<size_t>(frame - frames_.get()) * kPageBytes;
   __builtin_prefetch(data);
   __builtin_prefetch(data + 64);
 }

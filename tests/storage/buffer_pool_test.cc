@@ -148,6 +148,34 @@ TEST_CASE("pages written through the pool read back after a new pool", "[unit][b
   REQUIRE(pool->stats().misses == ids.size());
 }
 
+TEST_CASE("the pool's memory is prefaulted ahead of the frames it hands out", "[unit][buffer]") {
+  io::FaultInjectionFileSystem fs(1);
+  auto volume = MakeVolume(&fs, "data.vol");
+  BufferPoolOptions options;
+  options.pool_bytes = 2048 * kPageBytes;          // 16 MiB
+  options.prefault_ahead_bytes = 2 * 1024 * 1024;  // one huge page ahead
+  std::unique_ptr<BufferPool> pool;
+  REQUIRE(BufferPool::Create(volume.get(), options, &pool).ok());
+  auto prefaulted_at_least = [&](uint64_t bytes) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pool->stats().prefaulted_bytes < bytes &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return pool->stats().prefaulted_bytes;
+  };
+  if (prefaulted_at_least(2 << 20) == 0) {
+    WARN("this kernel refuses MADV_POPULATE_WRITE: the pool's memory is backed at first touch");
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  CHECK(pool->stats().prefaulted_bytes == 2 << 20);
+  // 640 new pages (5 MiB of frames): the window now ends a huge page after them.
+  CreatePages(pool.get(), 640);
+  CHECK(prefaulted_at_least(7 << 20) == 8 << 20);
+  CHECK(pool->CheckInvariants());
+}
+
 TEST_CASE("pinned pages are never evicted, a full pool of pins is Busy", "[unit][buffer]") {
   io::FaultInjectionFileSystem fs(2);
   auto volume = MakeVolume(&fs, "data.vol");
