@@ -503,7 +503,8 @@ class BTree {
   // The steps of a cascade; they change pages only (no logging, no stamping, no counters).
   void GrowRoot(buffer::PageHandle& root, buffer::PageHandle& child);
   void SplitNode(buffer::PageHandle& node, const SplitPlan& plan, buffer::PageHandle& right);
-  void PostSeparator(buffer::PageHandle& parent, std::string_view separator, PageId child);
+  void PostSeparator(buffer::PageHandle& parent, std::string_view separator,
+                     const buffer::PageHandle& child);
 
   // --- verify (btree_verify.cc) ---
   Status VerifyNode(VerifyState& state, buffer::PageHandle& handle, uint32_t expected_level,

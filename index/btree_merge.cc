@@ -61,6 +61,7 @@ bool AbsorbRight(PageHandle& parent, uint16_t right_index, PageHandle& left, Pag
   l.mutable_header().right_sibling = r.header().right_sibling;
   l.BumpVersion();
   p.EraseRecord(static_cast<uint16_t>(right_index - 1));  // separator s_i and child c_i
+  parent.EraseChildHint(right_index, p.count() + 1u);     // the later children's hints follow
   p.BumpVersion();
   Node::FormatRetired(right.data());  // hints and cursors check tree_root and reject it
   return true;

@@ -343,7 +343,7 @@ Status BTree::SplitPath(Path* path, const PendingEntry& pending, const SplitPlan
     SM_ASSERT(depth >= 1);
     PageHandle* right = &pages[next_page++];
     SplitNode(*nodes[depth], it->plan, *right);
-    PostSeparator(*nodes[depth - 1], it->plan.separator, right->page_id());
+    PostSeparator(*nodes[depth - 1], it->plan.separator, *right);
     note(nodes[depth - 1]);
     note(nodes[depth]);
     note(right);
@@ -381,12 +381,14 @@ void BTree::GrowRoot(PageHandle& root, PageHandle& child) {
   HeaderOf(child.data())->type = HeaderOf(root.data())->type;
   std::memcpy(child.data() + kPageHeaderBytes, root.data() + kPageHeaderBytes,
               kPageBytes - kPageHeaderBytes);
+  if (level > 0) root.MoveChildHints(0, r.count() + 1u, child);  // the children move down
   Node c(child.data());
   c.mutable_header().flags = static_cast<uint16_t>(c.flags() & ~(kNodeRoot | kNodeNonUnique));
   c.BumpVersion();
   Node::Format(root.data(), static_cast<uint16_t>(level + 1),
                static_cast<uint16_t>(kNodeRoot | kNodeHighInfinite | kind), root_id_, "", "");
   r.mutable_header().leftmost_child = child.page_id().value();
+  root.RememberChild(0, child.frame_hint());
   root.MarkDirty();
   child.MarkDirty();
 }
@@ -406,6 +408,8 @@ void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& 
     right.mutable_header().leftmost_child =
         node.ChildAt(static_cast<uint16_t>(plan.move_from + 1)).value();
     ++first_moved;
+    // Children c_{move_from+1} .. c_count become the right node's c_0 ..: their hints too.
+    node_page.MoveChildHints(plan.move_from + 1u, count - plan.move_from, right_page);
   }
   // The plan guarantees both halves fit (PlanSplit), so these cannot fail.
   for (uint16_t i = first_moved; i < count; ++i) {
@@ -424,11 +428,14 @@ void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& 
   right_page.MarkDirty();
 }
 
-void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator, PageId child) {
+void BTree::PostSeparator(PageHandle& parent_page, std::string_view separator,
+                          const PageHandle& child) {
   Node parent(parent_page.data());
   uint16_t index = parent.UpperBound(separator);
   SM_DASSERT(index == 0 || parent.KeyAt(static_cast<uint16_t>(index - 1)) < separator);
-  SM_ASSERT(parent.InsertInnerRecord(index, separator, child).ok());  // planned to fit
+  SM_ASSERT(parent.InsertInnerRecord(index, separator, child.page_id()).ok());  // planned to fit
+  // The new child is c_{index+1}; the hints of the children after it move with them.
+  parent_page.InsertChildHint(index + 1u, child.frame_hint(), parent.count() + 1u);
   parent_page.set_owner_hint(static_cast<uint16_t>(index + 1));  // see "Split point"
   parent.BumpVersion();
   parent_page.MarkDirty();

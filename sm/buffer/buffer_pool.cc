@@ -173,7 +173,7 @@ Status BufferPool::FixForRedo(PageId id, bool may_be_new, PageHandle* handle, bo
 
 // prfchw: __builtin_prefetch(p, 1) becomes PREFETCHW (see LogManager::PrefetchNextRecord).
 __attribute__((target("prfchw"))) void BufferPool::PrefetchForFix(FrameHint hint,
-                                                                 size_t page_lines) const {
+                                                                  size_t page_lines) const {
   // The frame's line for writing: the fix's latch is a read-modify-write of it, and a line
   // another core has read (the background writer looks at frames) would otherwise come back
   // shared and need a second round trip to be owned.
@@ -304,18 +304,62 @@ void BufferPool::ForgetOwnerWords(Frame* frame) {
   delete frame->child_hints.exchange(nullptr, std::memory_order_relaxed);
 }
 
-void PageHandle::RememberChild(size_t index, FrameHint hint) const {
-  if (index >= ChildHints::kSlots) return;
-  ChildHints* hints = frame_->child_hints.load(std::memory_order_acquire);
+namespace {
+
+ChildHints* EnsureChildHints(Frame* frame) {
+  ChildHints* hints = frame->child_hints.load(std::memory_order_acquire);
   if (hints == nullptr) {
     auto fresh = std::make_unique<ChildHints>();
     // acq_rel: a reader that loads the array sees it zeroed; a loser uses the winner's.
-    if (frame_->child_hints.compare_exchange_strong(hints, fresh.get(),
-                                                    std::memory_order_acq_rel)) {
+    if (frame->child_hints.compare_exchange_strong(hints, fresh.get(), std::memory_order_acq_rel)) {
       hints = fresh.release();
     }
   }
-  hints->frames[index].store(hint, std::memory_order_relaxed);
+  return hints;
+}
+
+}  // namespace
+
+void PageHandle::RememberChild(size_t index, FrameHint hint) const {
+  if (index >= ChildHints::kSlots) return;
+  EnsureChildHints(frame_)->frames[index].store(hint, std::memory_order_relaxed);
+}
+
+// The three below run under the exclusive latch, so no reader or RememberChild is concurrent;
+// the slots are atomics for the shared-latch races of the other two.
+void PageHandle::InsertChildHint(size_t index, FrameHint hint, size_t children) const {
+  SM_DASSERT(mode_ == threads::LatchMode::kExclusive);
+  SM_DASSERT(index < children);
+  if (index >= ChildHints::kSlots) return;
+  std::atomic<FrameHint>* slots = EnsureChildHints(frame_)->frames;
+  for (size_t j = std::min(children, ChildHints::kSlots) - 1; j > index; --j) {
+    slots[j].store(slots[j - 1].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  slots[index].store(hint, std::memory_order_relaxed);
+}
+
+void PageHandle::EraseChildHint(size_t index, size_t children) const {
+  SM_DASSERT(mode_ == threads::LatchMode::kExclusive);
+  ChildHints* hints = frame_->child_hints.load(std::memory_order_relaxed);
+  if (hints == nullptr || index >= ChildHints::kSlots) return;
+  const size_t end = std::min(children, ChildHints::kSlots - 1);
+  for (size_t j = index; j < end; ++j) {
+    hints->frames[j].store(hints->frames[j + 1].load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  }
+  hints->frames[end].store(nullptr, std::memory_order_relaxed);
+}
+
+void PageHandle::MoveChildHints(size_t first, size_t count, const PageHandle& to) const {
+  SM_DASSERT(mode_ == threads::LatchMode::kExclusive);
+  SM_DASSERT(to.mode_ == threads::LatchMode::kExclusive);
+  const ChildHints* from = frame_->child_hints.load(std::memory_order_relaxed);
+  if (from == nullptr || first >= ChildHints::kSlots) return;
+  std::atomic<FrameHint>* slots = EnsureChildHints(to.frame_)->frames;
+  for (size_t k = 0; k < count && first + k < ChildHints::kSlots; ++k) {
+    slots[k].store(from->frames[first + k].load(std::memory_order_relaxed),
+                   std::memory_order_relaxed);
+  }
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
@@ -422,8 +466,7 @@ Status BufferPool::Forget(PageId id) {
       // As in TryEvict: not pinned, and latched through the unmapping (invariant 2).
       if (frame->pin_count.load(std::memory_order_acquire) != 0 ||
           !frame->latch.TryAcquireExclusive()) {
-        return Status::Busy("page " + std::to_string(id.value()) +
-                            " is fixed and cannot be freed");
+        return Status::Busy("page " + std::to_string(id.value()) + " is fixed and cannot be freed");
       }
       part.map.Erase(id.value());
     }
@@ -757,7 +800,7 @@ size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit, bool onl
   for (size_t i = 0; i < frame_count_ && due.size() < max_pages; ++i) {
     Frame* f = &frames_[i];
     if (!f->dirty.load(std::memory_order_acquire)) continue;
-    if (InUse(*f)) continue;  // in use: later
+    if (InUse(*f)) continue;                                                    // in use: later
     if (f->rec_lsn.load(std::memory_order_relaxed) >= rec_lsn_limit) continue;  // young: later
     if (only_quiet && !Quiet(*f)) continue;  // still changing: the checkpoint writes it
     due.push_back(f);
@@ -845,8 +888,9 @@ BufferPoolStats BufferPool::stats() const {
     st.hits += partitions_[p].hits.load(std::memory_order_relaxed);
   }
   for (size_t i = 0; i < kHitShards; ++i) {
-    st.hits += hinted_hits_[i].hits.load(std::memory_order_relaxed);
+    st.hinted_hits += hinted_hits_[i].hits.load(std::memory_order_relaxed);
   }
+  st.hits += st.hinted_hits;
   st.misses = misses_.load(std::memory_order_relaxed);
   st.reads = reads_.load(std::memory_order_relaxed);
   st.read_failures = read_failures_.load(std::memory_order_relaxed);

@@ -82,10 +82,10 @@
 #include <thread>
 #include <vector>
 
+#include "sm/buffer/pool_memory.h"
 #include "sm/common/assert.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
-#include "sm/buffer/pool_memory.h"
 #include "sm/page/page.h"
 #include "threads/sync.h"
 #include "threads/worker.h"
@@ -117,8 +117,9 @@ struct BufferPoolOptions {
 
 struct BufferPoolStats {
   uint64_t hits = 0;
-  uint64_t misses = 0;  // fixes that found the page not resident
-  uint64_t reads = 0;   // page reads issued (misses minus coalesced waiters)
+  uint64_t hinted_hits = 0;  // of the hits, those through a frame hint (FixHinted)
+  uint64_t misses = 0;       // fixes that found the page not resident
+  uint64_t reads = 0;        // page reads issued (misses minus coalesced waiters)
   uint64_t read_failures = 0;
   uint64_t writes = 0;  // page writes (eviction, background writer, flush)
   uint64_t write_failures = 0;
@@ -181,7 +182,7 @@ struct alignas(64) Frame {
   // (WriteDirtyRound). Here because the marking fixer holds this line already.
   std::atomic<uint8_t> changed_epoch{0};
   // -- end of the first cache line --
-  threads::Mutex write_mu;  // serializes write-backs (invariant 7)
+  threads::Mutex write_mu;     // serializes write-backs (invariant 7)
   FrameContention contention;  // under the exclusive latch
   // When the page last became dirty: no older change is missing on disk. Stored before
   // `dirty` is set (release) so that DirtyPages, which reads it without the latch after
@@ -248,6 +249,16 @@ class PageHandle {
     return hints->frames[index].load(std::memory_order_relaxed);
   }
   void RememberChild(size_t index, FrameHint hint) const;
+  // Keeping the hints with their children when the records move, under the exclusive latch
+  // (without it, every split of a child shifts the hints of the children after it onto the
+  // wrong children, and a tree growing by random inserts finds almost none right). `children`
+  // is the page's child count after the change.
+  //   A child inserted at `index` (with its hint): the later children's hints move up one.
+  void InsertChildHint(size_t index, FrameHint hint, size_t children) const;
+  //   The child at `index` removed: the later children's hints move down one.
+  void EraseChildHint(size_t index, size_t children) const;
+  //   This page's children from `first` on, `count` of them, moved to `to` as its first ones.
+  void MoveChildHints(size_t first, size_t count, const PageHandle& to) const;
   // Shared -> exclusive if this is the only shared holder; false otherwise (still shared).
   bool TryUpgrade();
   void Release();
@@ -408,7 +419,7 @@ class BufferPool {
   space::Volume* volume_;
   const BufferPoolOptions options_;
   std::unique_ptr<PoolMemory> memory_;  // the frames' pages, prefaulted ahead of use
-  char* const pages_;                     // memory_->data(): the fix path's address base
+  char* const pages_;                   // memory_->data(): the fix path's address base
   // The frame descriptors, in huge pages too; the deleter destroys them, frame_memory_ frees.
   std::unique_ptr<PoolMemory> frame_memory_;
   struct FrameArrayDeleter {

@@ -6,8 +6,8 @@
 // keep hitting; a seeded random workload through a few hints equals a std::map model and
 // verifies; KeyPrefix orders as keys do.
 // (Concurrent use: btree_concurrency_test.cc; lock requests with hints: btree_hooks_test.cc.)
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -292,12 +292,12 @@ TEST_CASE("btree hint: ascending inserts through one hint split leaves and keep 
   // key, the new rightmost leaf.
   REQUIRE(hint.hits == kKeys - 1);
   REQUIRE(hint.misses == 1);
-  std::printf("  %llu ascending inserts: %llu hint hits, %llu misses (%llu rejected), %llu "
-              "splits\n",
-              static_cast<unsigned long long>(kKeys), static_cast<unsigned long long>(hint.hits),
-              static_cast<unsigned long long>(hint.misses),
-              static_cast<unsigned long long>(hint.rejected),
-              static_cast<unsigned long long>(counters.leaf_splits));
+  std::printf(
+      "  %llu ascending inserts: %llu hint hits, %llu misses (%llu rejected), %llu "
+      "splits\n",
+      static_cast<unsigned long long>(kKeys), static_cast<unsigned long long>(hint.hits),
+      static_cast<unsigned long long>(hint.misses), static_cast<unsigned long long>(hint.rejected),
+      static_cast<unsigned long long>(counters.leaf_splits));
   RequireSameAsModel(*env.tree, model);
   RequireVerified(*env.tree);
 }
@@ -373,4 +373,33 @@ TEST_CASE("btree hint: random operations through hints against a model", "[rando
   REQUIRE(hits > misses);
   RequireSameAsModel(*env.tree, model);
   RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hint: the children's frame hints follow them through splits",
+          "[random][btree][hint]") {
+  // Random inserts split leaves all over the tree; each split inserts a child into its parent
+  // and so moves the later children's positions. Their frame hints must move with them: then
+  // a lookup of every key afterwards fixes every node through a hint (root, inner, leaf), and
+  // none through the page table.
+  const uint64_t seed = sm::test::TestSeed("btree hint children follow splits");
+  TreeEnv env(4096);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> keys(100000);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i * 7;
+  std::shuffle(keys.begin(), keys.end(), rng);
+  for (uint64_t k : keys) REQUIRE(env.tree->Insert(Key64(k), ValueFor(k, 0, 100)).ok());
+  index::BtreeStats tree_stats;
+  RequireVerified(*env.tree, &tree_stats);
+  REQUIRE(tree_stats.height >= 3);  // inner nodes below the root split too
+  REQUIRE(env.pool->stats().misses == 0);
+
+  const buffer::BufferPoolStats before = env.pool->stats();
+  std::string value;
+  for (uint64_t k : keys) REQUIRE(env.tree->Lookup(Key64(k), &value).ok());
+  const buffer::BufferPoolStats after = env.pool->stats();
+  const uint64_t fixes = after.hits - before.hits;
+  const uint64_t hinted = after.hinted_hits - before.hinted_hits;
+  INFO("fixes " << fixes << ", through hints " << hinted);
+  CHECK(fixes >= keys.size() * tree_stats.height);
+  CHECK(hinted == fixes);
 }
