@@ -378,10 +378,13 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       Node node(leaf.data());
       // A read for update is followed by its write: remember its leaf. A plain read that
       // descended does not displace the leaf the caller's writes use, and a random read
-      // elsewhere (a read-only table) then costs only FixHintedLeaf's test.
-      if (hint != nullptr && (hinted || for_update)) RememberLeaf(leaf, fences_known, hint);
+      // elsewhere (a read-only table) then costs only FixHintedLeaf's test. The fences load
+      // during the search.
+      const bool remember = hint != nullptr && (hinted || for_update);
+      if (remember && !fences_known) node.PrefetchFences();
       bool found;
       uint16_t index = node.LowerBound(key, &found);
+      if (remember) RememberLeaf(leaf, fences_known, hint);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
       const KeyLockPurpose purpose = !found       ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
@@ -440,6 +443,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
           !FixHintedLeaf(key, LatchMode::kExclusive, site, ctx.hint, &leaf, &fences_known)) {
         SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
       }
+      if (ctx.hint != nullptr && !fences_known) Node(leaf.data()).PrefetchFences();
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
       // `written` is set only once the record operation was applied (so retry is kNone).
