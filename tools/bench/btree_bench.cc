@@ -138,6 +138,8 @@ double Phase(const std::string& label, SpawnFn spawn, unsigned workers, unsigned
   CALLGRIND_DUMP_STATS_AT(before.c_str());
   sm::threads::WaitGroup done;
   done.Add(fibers);
+  // Progress on stderr (the figures and the JSON line go to stdout at the end).
+  std::fprintf(stderr, "  %s ...", label.c_str());
   double t0 = NowSeconds();
   for (unsigned f = 0; f < fibers; ++f) {
     spawn(
@@ -149,6 +151,7 @@ double Phase(const std::string& label, SpawnFn spawn, unsigned workers, unsigned
   }
   done.Wait();
   double secs = NowSeconds() - t0;
+  std::fprintf(stderr, " %.1f s\n", secs);
   CALLGRIND_DUMP_STATS_AT(label.c_str());
   return secs;
 }
