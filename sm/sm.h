@@ -155,6 +155,7 @@ struct DatabaseStats {
   uint64_t log_space_waits = 0;  // log records that waited for room in the log buffer
   double commits_per_sync = 0;
   uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
+  uint64_t pool_hinted_hits = 0;  // of pool_hits, those through a remembered frame (no table)
   // The data file's 8 KiB pages: all of them, and those in use (trees, the allocation map,
   // the pages of dropped tables not yet given back).
   uint64_t volume_pages = 0, volume_pages_allocated = 0;

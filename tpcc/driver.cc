@@ -560,6 +560,7 @@ EngineStats Delta(const EngineStats& after, const EngineStats& before) {
   d.deadlocks -= before.deadlocks;
   d.lock_timeouts -= before.lock_timeouts;
   d.pool_hits -= before.pool_hits;
+  d.pool_hinted_hits -= before.pool_hinted_hits;
   d.pool_misses -= before.pool_misses;
   d.pool_writes -= before.pool_writes;
   d.log_bytes -= before.log_bytes;

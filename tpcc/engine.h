@@ -125,6 +125,7 @@ class EngineTxn {
 struct EngineStats {
   uint64_t lock_requests = 0, lock_waits = 0, deadlocks = 0, lock_timeouts = 0;
   uint64_t pool_hits = 0, pool_misses = 0, pool_writes = 0, pool_dirty_pages = 0;
+  uint64_t pool_hinted_hits = 0;  // of pool_hits, those that needed no page-table lookup
   uint64_t log_bytes = 0, log_syncs = 0, log_space_waits = 0;
   double commits_per_sync = 0;
   uint64_t txn_committed = 0, txn_aborted = 0;

@@ -473,9 +473,13 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
       static_cast<unsigned long long>(res.delivery_skipped_districts));
   const EngineStats& e = res.engine;
   uint64_t fixes = e.pool_hits + e.pool_misses;
-  Say(o, "buffer pool: %llu hits, %llu misses (%.3f%% miss), %llu writes, %llu dirty at the end\n",
-      static_cast<unsigned long long>(e.pool_hits), static_cast<unsigned long long>(e.pool_misses),
-      fixes ? 100.0 * e.pool_misses / fixes : 0.0, static_cast<unsigned long long>(e.pool_writes),
+  Say(o,
+      "buffer pool: %llu hits (%.1f%% through frame hints), %llu misses (%.3f%% miss), %llu "
+      "writes, %llu dirty at the end\n",
+      static_cast<unsigned long long>(e.pool_hits),
+      e.pool_hits ? 100.0 * e.pool_hinted_hits / e.pool_hits : 0.0,
+      static_cast<unsigned long long>(e.pool_misses), fixes ? 100.0 * e.pool_misses / fixes : 0.0,
+      static_cast<unsigned long long>(e.pool_writes),
       static_cast<unsigned long long>(e.pool_dirty_pages));
   Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
       static_cast<unsigned long long>(e.lock_requests),
@@ -718,6 +722,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   const EngineStats& e = res.engine;
   out["buffer_pool"] = {{"bytes_option", o.buffer_pool},
                         {"hits", e.pool_hits},
+                        {"hinted_hits", e.pool_hinted_hits},
                         {"misses", e.pool_misses},
                         {"writes", e.pool_writes},
                         {"dirty_pages", e.pool_dirty_pages}};

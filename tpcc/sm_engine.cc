@@ -166,6 +166,7 @@ EngineStats SmEngine::Stats() {
   s.deadlocks = d.deadlocks;
   s.lock_timeouts = d.lock_timeouts;
   s.pool_hits = d.pool_hits;
+  s.pool_hinted_hits = d.pool_hinted_hits;
   s.pool_misses = d.pool_misses;
   s.pool_writes = d.pool_writes;
   s.pool_dirty_pages = d.pool_dirty_pages;

@@ -92,7 +92,8 @@ std::string DatabaseStats::ToString() const {
          " timeouts\nlog: " + std::to_string(log_bytes) + " bytes, " + std::to_string(log_syncs) +
          " syncs, " + std::to_string(commits_per_sync) + " commits/sync, " +
          std::to_string(log_space_waits) +
-         " waits for buffer space\nbuffer pool: " + std::to_string(pool_hits) + " hits, " +
+         " waits for buffer space\nbuffer pool: " + std::to_string(pool_hits) + " hits (" +
+         std::to_string(pool_hinted_hits) + " through frame hints), " +
          std::to_string(pool_misses) + " misses, " + std::to_string(pool_writes) + " writes, " +
          std::to_string(pool_dirty_pages) + " dirty\nvolume: " + std::to_string(volume_pages) +
          " pages, " + std::to_string(volume_pages_allocated) + " allocated";
@@ -559,6 +560,7 @@ DatabaseStats DatabaseImpl::stats() {
   out.commits_per_sync = g.CommitsPerSync();
   buffer::BufferPoolStats b = pool_->stats();
   out.pool_hits = b.hits;
+  out.pool_hinted_hits = b.hinted_hits;
   out.pool_misses = b.misses;
   out.pool_writes = b.writes;
   out.pool_dirty_pages = b.dirty_pages;
