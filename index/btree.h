@@ -622,6 +622,7 @@ class Cursor {
   std::string value_;
   std::string target_;  // scratch: the key a step starts from
   PageId leaf_id_;
+  buffer::FrameHint leaf_frame_ = nullptr;  // where leaf_id_ was: Next fixes it without the table
   uint64_t leaf_version_ = 0;
   uint16_t index_ = 0;
 };

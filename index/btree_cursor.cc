@@ -104,7 +104,7 @@ Status Cursor::FromHint(std::string_view target, bool forward, PageHandle* leaf,
                         bool* positioned) const {
   *positioned = false;
   if (!leaf_id_.valid()) return Status::OK();
-  SM_TRY(tree_->pool_->Fix(leaf_id_, LatchMode::kShared, leaf));
+  SM_TRY(tree_->pool_->FixHinted(leaf_id_, leaf_frame_, LatchMode::kShared, leaf));
   // A stale id is not corruption: the page may have become the root's inner node (root growth).
   Node n(leaf->data());
   const BtreeNodeHeader& header = n.header();
@@ -130,6 +130,7 @@ void Cursor::Take(const PageHandle& leaf, uint16_t index) {
   key_.assign(node.KeyAt(index));
   value_.assign(node.ValueAt(index));
   leaf_id_ = leaf.page_id();
+  leaf_frame_ = leaf.frame_hint();
   leaf_version_ = node.version();
   index_ = index;
   valid_ = true;

@@ -252,3 +252,18 @@ TEST_CASE("btree cursor: its leaf retired and reused meanwhile", "[unit][btree][
   RequireVerified(*env.tree);
   RequireSameAsModel(*env.tree, model);
 }
+
+TEST_CASE("btree cursor: each step fixes the cursor's leaf through the frame it remembers",
+          "[unit][btree][cursor]") {
+  TreeEnv env(64);
+  for (uint64_t k = 0; k < 20; ++k) REQUIRE(env.tree->Insert(Key64(k), ValueFor(k, 0)).ok());
+  Cursor cursor(env.tree.get());
+  REQUIRE(cursor.SeekToFirst().ok());  // the root's frame is remembered from here on
+  const buffer::BufferPoolStats before = env.pool->stats();
+  uint64_t steps = 0;
+  for (; cursor.Valid(); ++steps) REQUIRE(cursor.Next().ok());
+  const buffer::BufferPoolStats after = env.pool->stats();
+  REQUIRE(steps == 20);
+  CHECK(after.hits - before.hits >= steps);
+  CHECK(after.hinted_hits - before.hinted_hits == after.hits - before.hits);
+}
