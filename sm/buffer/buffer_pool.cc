@@ -190,17 +190,10 @@ Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle*
   Partition& part = PartitionOf(id);
   // The usual hit takes no lock (invariant 2): latch the frame the table seems to map, then
   // check that it holds the page, loaded. Anything else goes the locked way.
-  if (Frame* seen = part.map.FindUnlocked(id.value()); seen != nullptr) [[likely]] {
-    PrefetchPage(seen);
-    if (TryLatch(seen, mode)) [[likely]] {
-      if (seen->page_id.load(std::memory_order_acquire) == id &&
-          seen->state.load(std::memory_order_acquire) == FrameState::kResident) [[likely]] {
-        part.CountHit();
-        HandOver(seen, mode, /*pinned=*/false, handle);
-        return Status::OK();
-      }
-      seen->latch.Release(mode);
-    }
+  if (Frame* seen = part.map.FindUnlocked(id.value());
+      seen != nullptr && TryFixUnlocked(seen, id, mode, handle)) [[likely]] {
+    part.CountHit();
+    return Status::OK();
   }
   Frame* frame = nullptr;
   {
@@ -797,14 +790,21 @@ bool BufferPool::Quiet(const Frame& frame) const {
 
 size_t BufferPool::WriteDirtyRound(size_t max_pages, Lsn rec_lsn_limit, bool only_quiet) {
   std::vector<Frame*> due;
-  for (size_t i = 0; i < frame_count_ && due.size() < max_pages; ++i) {
-    Frame* f = &frames_[i];
+  // Only the frames handed out so far can be dirty (the free list gives never-used frames out
+  // in index order): a 1 GiB pool holding TPC-C's 90 MB no longer has 131,072 descriptors read
+  // every round. A round that stops at max_pages leaves the rest to the next one, which starts
+  // there: one that always started at frame 0 took the lowest frames' pages first.
+  const size_t used = std::min(frame_count_, memory_->frontier_bytes() / kPageBytes);
+  size_t step = 0;
+  for (; step < used && due.size() < max_pages; ++step) {
+    Frame* f = &frames_[(writer_scan_next_ + step) % used];
     if (!f->dirty.load(std::memory_order_acquire)) continue;
     if (InUse(*f)) continue;                                                    // in use: later
     if (f->rec_lsn.load(std::memory_order_relaxed) >= rec_lsn_limit) continue;  // young: later
     if (only_quiet && !Quiet(*f)) continue;  // still changing: the checkpoint writes it
     due.push_back(f);
   }
+  if (used > 0) writer_scan_next_ = (writer_scan_next_ + step) % used;
   // A failure leaves the page dirty (invariant 6): the writer retries next round and the fixer
   // that needs the frame gets the error.
   Status ignored = Status::OK();

@@ -363,6 +363,10 @@ class BufferPool {
   void PrefetchPage(const Frame* frame) const;
   // Takes the latch if it is free now (never waits).
   static bool TryLatch(Frame* frame, threads::LatchMode mode);
+  // The hit without a lock or pin (invariant 2), shared by the table and hinted fixes: latches
+  // `frame` if its latch is free, then checks that it holds page `id`, loaded, and if so hands
+  // it over; otherwise unlatches and returns false. The caller counts the hit.
+  bool TryFixUnlocked(Frame* frame, PageId id, threads::LatchMode mode, PageHandle* handle);
   // Fills *handle with a frame the caller latched (and pinned, if `pinned`; waited: see
   // PageHandle::latch_waited).
   void HandOver(Frame* frame, threads::LatchMode mode, bool pinned, PageHandle* handle,
@@ -452,6 +456,7 @@ class BufferPool {
   threads::Event writer_done_;
   std::thread writer_thread_;
   bool writer_running_ = false;
+  size_t writer_scan_next_ = 0;  // where WriteDirtyRound's next scan starts (the writer's)
 
   mutable std::atomic<uint64_t> misses_{0}, reads_{0}, read_failures_{0};
   mutable std::atomic<uint64_t> writes_{0}, write_failures_{0}, evictions_{0};
@@ -485,21 +490,26 @@ inline Status BufferPool::FixHinted(PageId id, FrameHint hint, threads::LatchMod
                                     PageHandle* handle) {
   if (hint != nullptr) {
     handle->Release();
-    // Frames are never freed while the pool lives, so the hint is a frame; the latch, then
-    // the check, keep it as in FixImpl's unlocked hit (invariant 2).
-    Frame* frame = const_cast<Frame*>(hint);
-    PrefetchPage(frame);
-    if (TryLatch(frame, mode)) [[likely]] {
-      if (frame->page_id.load(std::memory_order_acquire) == id &&
-          frame->state.load(std::memory_order_acquire) == FrameState::kResident) [[likely]] {
-        CountHintedHit();
-        HandOver(frame, mode, /*pinned=*/false, handle);
-        return Status::OK();
-      }
-      frame->latch.Release(mode);
+    // Frames are never freed while the pool lives, so the hint is a frame.
+    if (TryFixUnlocked(const_cast<Frame*>(hint), id, mode, handle)) [[likely]] {
+      CountHintedHit();
+      return Status::OK();
     }
   }
   return FixImpl(id, mode, LoadKind{}, handle);
+}
+
+inline bool BufferPool::TryFixUnlocked(Frame* frame, PageId id, threads::LatchMode mode,
+                                       PageHandle* handle) {
+  PrefetchPage(frame);
+  if (!TryLatch(frame, mode)) [[unlikely]] return false;
+  if (frame->page_id.load(std::memory_order_acquire) == id &&
+      frame->state.load(std::memory_order_acquire) == FrameState::kResident) [[likely]] {
+    HandOver(frame, mode, /*pinned=*/false, handle);
+    return true;
+  }
+  frame->latch.Release(mode);
+  return false;
 }
 
 inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {

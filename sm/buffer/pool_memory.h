@@ -63,6 +63,9 @@ class PoolMemory {
     }
   }
 
+  // The largest used_bytes noted so far (relaxed: a caller racing a NoteFrontier may see the
+  // smaller value).
+  size_t frontier_bytes() const { return frontier_.load(std::memory_order_relaxed); }
   // Tests and statistics: bytes the thread has had backed so far.
   size_t populated_bytes() const { return populated_.load(std::memory_order_acquire); }
   // Whether the kernel refused to populate (an old kernel), which stopped the thread.
