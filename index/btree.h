@@ -39,7 +39,8 @@
 // child), the tree's height never shrinks, and pages are never given back to the volume while
 // the tree is in use: a retired page is kept for the tree's own splits to reuse while the tree
 // object lives, and handed to sm/api at Close (TakeRetiredPages), which frees it; after a
-// crash it stays allocated in no tree, as Verify reports.
+// crash it is allocated in no tree, and the next Open gives it back (sm/api drop.cc, which
+// learns the tree's pages from ForEachPage).
 //
 // Concurrency protocol (latches are the buffer pool's frame latches, fiber-aware):
 //   1. Readers latch-couple down with shared latches: the child is latched before the parent is
@@ -348,6 +349,11 @@ class BTree {
   [[nodiscard]] Status Verify(BtreeStats* stats = nullptr, const VerifyOptions& options = {}) const;
   // The Stats part of Verify (it runs the same walk).
   [[nodiscard]] Status GetStats(BtreeStats* stats) const { return Verify(stats); }
+  // Calls visit(id) once for every page of the tree, the root first. Reads the inner nodes
+  // only (a leaf's id is in its parent), a level at a time. For a tree nothing changes
+  // meanwhile (Open, before any transaction): it latches one node at a time. Corruption if a
+  // node is not the tree's or not one level below its parent.
+  [[nodiscard]] Status ForEachPage(const std::function<void(PageId)>& visit) const;
   BtreeCounters counters() const;
 
   // InvalidArgument (naming the limit) if key or key + value exceed the limits.

@@ -30,7 +30,7 @@
 // tree's next splits take it (AllocatePages), so a queue's tree stays at its size. Giving it
 // back to the volume while the tree is in use would need to know that no hint or cursor can
 // still fix it (epoch-based reclamation), so that waits for Close (TakeRetiredPages); after a
-// crash the page stays allocated in no tree.
+// crash the next Open finds it allocated in no tree and gives it back (sm/api drop.cc).
 #include <string>
 #include <utility>
 #include <vector>

@@ -1,6 +1,7 @@
-// BTree::Verify: the whole-tree invariant check (invariants 1-7 of btree_node.h) and Stats.
+// BTree::Verify: the whole-tree invariant check (invariants 1-7 of btree_node.h) and Stats;
+// BTree::ForEachPage, the list of a quiescent tree's pages (below).
 //
-// Owns: the walk and its bookkeeping. The walk is a depth-first descent from the root with
+// Owns: the walks and their bookkeeping. The walk is a depth-first descent from the root with
 // shared latches on the whole current path; the root stays latched throughout, and since every
 // structure change starts by latching the root exclusively (btree.h, protocol 3), none can run
 // meanwhile: the structure seen is one consistent state. Leaves may still change in place.
@@ -217,6 +218,45 @@ Status BTree::VerifyLevels(const VerifyState& state) {
     if (!link.seen) return Status::Corruption("level " + std::to_string(level) + " is empty");
     if (link.right.valid()) return Fail(link.page, "last node of its level has a right sibling");
     if (!link.high_infinite) return Fail(link.page, "last node of its level has a high fence");
+  }
+  return Status::OK();
+}
+
+// Breadth-first: only one level's ids are kept, and the leaves, most of the pages, are named by
+// their parents without being read (a database many times the pool is walked in the time of
+// reading its inner nodes). Each node is checked to be the tree's (FixNode) and one level below
+// its parent, so that a damaged tree makes the caller keep pages rather than free a live one.
+Status BTree::ForEachPage(const std::function<void(PageId)>& visit) const {
+  int level;
+  {
+    PageHandle root;
+    SM_TRY(FixNode(root_id_, LatchMode::kShared, &root));
+    level = Node(root.data()).level();
+  }
+  std::vector<PageId> level_ids = {root_id_};
+  for (; !level_ids.empty(); --level) {
+    std::vector<PageId> below;
+    for (PageId id : level_ids) {
+      visit(id);
+      if (level == 0) continue;  // a root leaf: the level-1 nodes name the other leaves
+      PageHandle handle;
+      SM_TRY(FixNode(id, LatchMode::kShared, &handle));
+      const Node node(handle.data());
+      if (node.level() != level) {
+        return Fail(id, "level " + std::to_string(node.level()) + " where " +
+                            std::to_string(level) + " was expected");
+      }
+      for (uint16_t i = 0; i <= node.count(); ++i) {
+        const PageId child = node.ChildAt(i);
+        if (!child.valid()) return Fail(id, "child page id 0");
+        if (level == 1) {
+          visit(child);
+        } else {
+          below.push_back(child);
+        }
+      }
+    }
+    level_ids = std::move(below);
   }
   return Status::OK();
 }

@@ -143,6 +143,13 @@ struct OpenReport {
   // and the tree pages the surviving, possibly older, copy lacked and Open marked allocated.
   uint64_t map_copies_rejected = 0;
   uint64_t pages_remarked = 0;
+  // Pages allocated in no tree that Open gave back (leaves retired, pages of creates that
+  // aborted or of splits a crash cut short), those it kept because they do not read back
+  // intact (Verify names them), and why it gave back none if a tree's walk failed (empty
+  // otherwise: a damaged tree keeps every page; Verify names the damage).
+  uint64_t orphan_pages_freed = 0;
+  uint64_t orphan_pages_damaged = 0;
+  std::string orphan_sweep_skipped;
   double recovery_seconds = 0;
   std::string ToString() const;
 };

@@ -31,6 +31,7 @@
 #include "index/btree_wal.h"
 #include "log/log_manager.h"
 #include "sm/buffer/buffer_pool.h"
+#include "sm/io/aligned_buffer.h"
 #include "sm/io/file.h"
 #include "sm/lock/lock_manager.h"
 #include "sm/sm.h"
@@ -265,6 +266,10 @@ class DatabaseImpl final : public Database {
   Status ReclaimDropped();
   // Close: gives back the pages the trees retired and kept for reuse (drop.cc).
   Status FreeRetiredPages();
+  // Open, before any transaction: gives back the pages allocated in no tree (drop.cc).
+  Status FreeOrphanPages(OpenReport* report);
+  Status OrphanIntact(PageId id, io::AlignedBuffer* buf, bool* intact);
+  Status FreePagesLogged(const std::vector<PageId>& pages);
   Status Reclaim(PendingDrop* drop, bool* finished);
   Status WalkDropped(PendingDrop* drop);
   Status ReadDroppedNode(PageId id, PageId root, int level, bool* mine, uint16_t* node_level,

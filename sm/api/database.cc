@@ -52,6 +52,16 @@ std::string OpenReport::ToString() const {
            " damaged allocation-map copies (the other copy used; " +
            std::to_string(pages_remarked) + " tree pages marked allocated again)";
   }
+  if (orphan_pages_freed != 0) {
+    out += "; " + std::to_string(orphan_pages_freed) + " pages in no tree given back";
+  }
+  if (orphan_pages_damaged != 0) {
+    out += "; " + std::to_string(orphan_pages_damaged) +
+           " damaged pages in no tree kept (Verify names them)";
+  }
+  if (!orphan_sweep_skipped.empty()) {
+    out += "; pages in no tree kept (" + orphan_sweep_skipped + ")";
+  }
   return out;
 }
 
@@ -255,7 +265,8 @@ Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
   SM_TRY(LoadCatalog());
   report->tables = tables_.size();
   SM_TRY(RemarkTreePages(report));
-  SM_TRY(ResumeDrops());  // no transaction has begun yet
+  SM_TRY(ResumeDrops());            // no transaction has begun yet
+  SM_TRY(FreeOrphanPages(report));  // after the drops: their pages are theirs to free
   txns_->StartCheckpointer();
   return Status::OK();
 }

@@ -63,12 +63,14 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "index/btree_node.h"
 #include "sm/api/api_internal.h"
 #include "sm/common/assert.h"
 #include "sm/io/aligned_buffer.h"
 #include "sm/page/page.h"
+#include "sm/space/alloc_map.h"
 #include "sm/txn/page_frees.h"
 #include "threads/baton.h"
 
@@ -194,7 +196,8 @@ Status DatabaseImpl::ReclaimDropped() {
 
 // At Close no transaction is active, so no operation, leaf hint or cursor can reach a page a
 // tree retired (index/btree_merge.cc): they go back to the volume like a dropped table's,
-// logged first. A page retired and not reused before a crash stays allocated in no tree.
+// logged first. A page retired and not reused before a crash is given back by the next Open
+// (FreeOrphanPages).
 Status DatabaseImpl::FreeRetiredPages() {
   std::vector<index::BTree*> trees = {catalog_.get()};
   {
@@ -204,13 +207,110 @@ Status DatabaseImpl::FreeRetiredPages() {
   }
   for (index::BTree* tree : trees) {
     if (tree == nullptr) continue;  // an Open that failed before the catalog was opened
-    const std::vector<PageId> pages = tree->TakeRetiredPages();
-    for (size_t at = 0; at < pages.size(); at += txn::kMaxPageFreesPerRecord) {
-      const size_t n = std::min<size_t>(txn::kMaxPageFreesPerRecord, pages.size() - at);
-      SM_TRY(txn::LogPageFrees(txns_.get(), std::span<const PageId>(pages.data() + at, n)));
-      for (size_t i = at; i < at + n; ++i) SM_TRY(FreeUnfixed(pool_.get(), pages[i]));
+    SM_TRY(FreePagesLogged(tree->TakeRetiredPages()));
+  }
+  return Status::OK();
+}
+
+// Each page-free record before the frees it names (invariant 1).
+Status DatabaseImpl::FreePagesLogged(const std::vector<PageId>& pages) {
+  for (size_t at = 0; at < pages.size(); at += txn::kMaxPageFreesPerRecord) {
+    const size_t n = std::min<size_t>(txn::kMaxPageFreesPerRecord, pages.size() - at);
+    SM_TRY(txn::LogPageFrees(txns_.get(), std::span<const PageId>(pages.data() + at, n)));
+    for (size_t i = at; i < at + n; ++i) SM_TRY(FreeUnfixed(pool_.get(), pages[i]));
+  }
+  return Status::OK();
+}
+
+// Pages allocated in no tree. Only the B-trees allocate pages, and a page leaves its tree only
+// to be freed, so at Open, once the pending drops have been walked, an allocated page that is
+// in no live tree and in no pending drop is one no one will free: a leaf retired and not reused
+// before a crash (its tree kept it in memory), the root of a create whose transaction aborted,
+// the pages a split allocated before a crash cut it short (its record never reached the log).
+// Nothing can reach them (no transaction has begun, no hint or cursor exists), so they go back
+// the way a dropped table's do. Every Open looks, not only one after a crash: a crash may follow
+// a checkpoint with nothing left to redo, and an aborted create leaks without one.
+//
+// A page freed wrongly is a live page handed out twice, a page kept is a leak; so nothing is
+// freed unless every tree was walked (BTree::ForEachPage reads the inner nodes only), named
+// only allocated pages and none twice, and every pending drop was walked. A page in no tree
+// that does not read back intact (and is not one allocated but never written) is kept too:
+// Verify then names the damage, which freeing would hide.
+Status DatabaseImpl::FreeOrphanPages(OpenReport* report) {
+  std::vector<bool> owned(volume_->page_count(), false);
+  Status walked;
+  auto mark_tree_page = [&](PageId id) {
+    if (!walked.ok()) return;
+    if (id.value() >= owned.size() || !volume_->IsAllocated(id)) {
+      walked = Status::Corruption("a tree names page " + std::to_string(id.value()) +
+                                  ", which is not allocated");
+    } else if (owned[id.value()]) {
+      walked = Status::Corruption("page " + std::to_string(id.value()) + " is in a tree twice");
+    } else {
+      owned[id.value()] = true;
+    }
+  };
+  auto walk = [&](const index::BTree& tree) {
+    if (walked.ok()) walked = tree.ForEachPage(mark_tree_page);
+  };
+  walk(*catalog_);
+  {
+    std::lock_guard<threads::Mutex> guard(tables_mu_);
+    for (const auto& [name, table] : tables_) walk(*table->tree());
+  }
+  {
+    std::lock_guard<threads::Mutex> guard(reclaim_mu_);
+    for (const PendingDrop& drop : pending_drops_) {
+      if (!drop.walked && walked.ok()) {
+        walked = Status::Corruption(DropName(drop.table_id) + " not walked");
+      }
+      // A drop's root may be a newer tree's (invariant 3): marked, not checked.
+      for (PageId id : drop.pages) {
+        if (id.value() < owned.size()) owned[id.value()] = true;
+      }
+      if (drop.root.value() < owned.size()) owned[drop.root.value()] = true;
     }
   }
+  if (!walked.ok()) {
+    report->orphan_sweep_skipped = walked.ToString();
+    return Status::OK();
+  }
+  std::vector<PageId> orphans;
+  io::AlignedBuffer buf(kPageBytes);
+  for (uint64_t id = 1; id < owned.size(); ++id) {
+    if (owned[id] || space::AllocMap::IsMetadataPage(id) || !volume_->IsAllocated(PageId(id))) {
+      continue;
+    }
+    bool intact = false;
+    SM_TRY(OrphanIntact(PageId(id), &buf, &intact));
+    if (intact) {
+      orphans.push_back(PageId(id));
+    } else {
+      ++report->orphan_pages_damaged;
+    }
+  }
+  SM_TRY(FreePagesLogged(orphans));
+  report->orphan_pages_freed = orphans.size();
+  return Status::OK();
+}
+
+// Through the pool, which holds the current image of a page redo changed (the disk's may be
+// older, or torn by the crash and repaired only in memory so far).
+Status DatabaseImpl::OrphanIntact(PageId id, io::AlignedBuffer* buf, bool* intact) {
+  {
+    buffer::PageHandle page;
+    Status fixed = pool_->Fix(id, threads::LatchMode::kShared, &page);
+    if (fixed.ok()) {
+      *intact = true;
+      return Status::OK();
+    }
+    if (!fixed.IsCorruption()) return fixed;
+  }
+  // Allocated but never written (all zero) is intact; anything else is damage.
+  Status read = volume_->ReadPage(id, buf->data());
+  if (!read.ok() && !read.IsCorruption()) return read;
+  read.PermitUnchecked();
+  *intact = IsZeroPage(buf->data());
   return Status::OK();
 }
 
