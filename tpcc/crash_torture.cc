@@ -301,11 +301,17 @@ int OpenReporting(const CrashChildOptions& o, const Reporter& report,
   sm::OpenReport r;
   Status s = SmEngine::Open(ChildEngineOptions(o), engine, &r);
   if (!s.ok()) return report.Error("open: " + s.ToString());
+  // No disk damage here: a tree Open could not walk, or a page in no tree that does not read
+  // back, is a bug that kept pages (r.ToString() says which).
+  if (!r.orphan_sweep_skipped.empty() || r.orphan_pages_damaged != 0) {
+    return report.Error("open kept pages in no tree: " + r.ToString());
+  }
   char line[192];
-  std::snprintf(line, sizeof line, "opened %d %.3f %llu %llu %llu", r.recovered ? 1 : 0,
+  std::snprintf(line, sizeof line, "opened %d %.3f %llu %llu %llu %llu", r.recovered ? 1 : 0,
                 Ms(Clock::now() - start), static_cast<unsigned long long>(r.redo_records),
                 static_cast<unsigned long long>(r.losers),
-                static_cast<unsigned long long>(r.torn_pages_repaired));
+                static_cast<unsigned long long>(r.torn_pages_repaired),
+                static_cast<unsigned long long>(r.orphan_pages_freed));
   report.Line(line);
   return 0;
 }
@@ -406,6 +412,7 @@ struct Child {
   bool recovered = false;
   double open_ms = 0;
   uint64_t redo_records = 0, losers = 0, torn_pages = 0;
+  uint64_t orphan_pages = 0;  // pages in no tree that the open gave back
   uint64_t acks = 0;
   bool verify_failed = false;
   double check_ms = 0;
@@ -490,6 +497,7 @@ struct Counts {
   uint64_t reloads = 0;  // fresh databases after --reload-every cycles
   uint64_t kills_in_recovery = 0, kills_in_run = 0;
   uint64_t checkpoint_cycles = 0, recoveries = 0, redo_records = 0, losers = 0, torn_pages = 0;
+  uint64_t orphan_pages = 0;
   double max_open_ms = 0, max_check_ms = 0;
   // What the checks found.
   uint64_t failures() const {
@@ -670,9 +678,9 @@ void CrashTorture::OnLine(Child* child, const CyclePlan& plan, uint32_t cycle,
     }
   } else if (word == "opened") {
     int recovered = 0;
-    unsigned long long redo = 0, losers = 0, torn = 0;
-    if (std::sscanf(rest.c_str(), "%d %lf %llu %llu %llu", &recovered, &child->open_ms, &redo,
-                    &losers, &torn) != 5) {
+    unsigned long long redo = 0, losers = 0, torn = 0, orphans = 0;
+    if (std::sscanf(rest.c_str(), "%d %lf %llu %llu %llu %llu", &recovered, &child->open_ms, &redo,
+                    &losers, &torn, &orphans) != 6) {
       child->error = "a malformed line: " + std::string(line);
       return;
     }
@@ -681,6 +689,7 @@ void CrashTorture::OnLine(Child* child, const CyclePlan& plan, uint32_t cycle,
     child->redo_records = redo;
     child->losers = losers;
     child->torn_pages = torn;
+    child->orphan_pages = orphans;
     recovery_ms_estimate_ = std::max(1.0, Ms(now - child->opening_at));
     if (plan.kill_in_recovery && !child->killed) {
       child->deadline.reset();  // it opened before the kill came: a normal cycle
@@ -777,6 +786,7 @@ bool CrashTorture::Ended(Child* child, uint32_t cycle, bool expect_kill) {
     if (std::strcmp(child->killed_in, "recovery") == 0) ++n_.kills_in_recovery;
     if (std::strcmp(child->killed_in, "run") == 0) ++n_.kills_in_run;
   }
+  n_.orphan_pages += child->orphan_pages;
   if (child->recovered) {
     ++n_.recoveries;
     n_.redo_records += child->redo_records;
@@ -843,9 +853,10 @@ void CrashTorture::PrintCycle(uint32_t cycle, const CyclePlan& plan, const Child
   std::string open = "not opened";
   if (child.opened) {
     char text[96];
-    std::snprintf(text, sizeof text, "open %5.0f ms (redo %llu, losers %llu)", child.open_ms,
-                  static_cast<unsigned long long>(child.redo_records),
-                  static_cast<unsigned long long>(child.losers));
+    std::snprintf(text, sizeof text, "open %5.0f ms (redo %llu, losers %llu, freed %llu)",
+                  child.open_ms, static_cast<unsigned long long>(child.redo_records),
+                  static_cast<unsigned long long>(child.losers),
+                  static_cast<unsigned long long>(child.orphan_pages));
     open = text;
   }
   std::string checks = "checks -";
@@ -979,10 +990,10 @@ void CrashTorture::PrintSummary(double seconds) const {
       "background checkpoints\n",
       ull{n.kills_in_run}, ull{n.kills_in_recovery}, ull{n.checkpoint_cycles});
   std::printf(
-      "recoveries: %llu (%llu records redone, %llu losers rolled back, %llu torn pages); "
-      "longest open %.0f ms, longest checks %.0f ms\n",
-      ull{n.recoveries}, ull{n.redo_records}, ull{n.losers}, ull{n.torn_pages}, n.max_open_ms,
-      n.max_check_ms);
+      "recoveries: %llu (%llu records redone, %llu losers rolled back, %llu torn pages, %llu "
+      "pages in no tree given back); longest open %.0f ms, longest checks %.0f ms\n",
+      ull{n.recoveries}, ull{n.redo_records}, ull{n.losers}, ull{n.torn_pages}, ull{n.orphan_pages},
+      n.max_open_ms, n.max_check_ms);
   std::printf(
       "checks: %llu, of which %llu with a failed consistency condition, %llu with a failed "
       "B-tree verification, %llu could not run\n",
@@ -1016,6 +1027,7 @@ json CrashTorture::ResultJson(double seconds) const {
           {"redo_records", n.redo_records},
           {"losers", n.losers},
           {"torn_pages_repaired", n.torn_pages},
+          {"orphan_pages_freed", n.orphan_pages},
           {"max_open_ms", Round(n.max_open_ms, 1)},
           {"max_check_ms", Round(n.max_check_ms, 1)},
           {"seconds", Round(seconds, 2)},
