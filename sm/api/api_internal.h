@@ -106,6 +106,7 @@ class TransactionImpl final : public Transaction {
   // for one transaction only allocates none); larger ids (a database that has created many
   // tables in one run) are searched in overflow_locks_.
   static constexpr uint32_t kInlineTableIds = 16;
+  static_assert(kInlineTableIds <= 32, "inline_in_use_ has a bit per inline id");
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
   // Runs fn on every hook in use.
@@ -115,6 +116,7 @@ class TransactionImpl final : public Transaction {
   DatabaseImpl* const db_;
   std::unique_ptr<txn::Txn> txn_;
   std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
+  uint32_t inline_in_use_ = 0;  // bit i: key_locks_[i] holds a hook (Restart visits only those)
   std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
   index::LeafHint hints_[kInlineTableIds];                            // by table id
 };

@@ -1,5 +1,6 @@
 // TableImpl, TransactionImpl and CursorImpl: public calls mapped onto the B-tree with the
 // transaction's logging and key-lock context.
+#include <bit>
 #include <optional>
 #include <string>
 #include <typeinfo>
@@ -27,6 +28,7 @@ Status TransactionImpl::Restart(Isolation isolation) {
   SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
   if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
     for (auto& locks : key_locks_) locks.reset();
+    inline_in_use_ = 0;
     overflow_locks_.clear();
     return Status::OK();
   }
@@ -36,8 +38,8 @@ Status TransactionImpl::Restart(Isolation isolation) {
 
 template <typename Fn>
 void TransactionImpl::ForEachKeyLocks(Fn fn) {
-  for (auto& locks : key_locks_) {
-    if (locks.has_value()) fn(*locks);
+  for (uint32_t in_use = inline_in_use_; in_use != 0; in_use &= in_use - 1) {
+    fn(*key_locks_[std::countr_zero(in_use)]);
   }
   for (auto& locks : overflow_locks_) fn(*locks);
 }
@@ -51,6 +53,7 @@ index::TxnKeyLocks* TransactionImpl::KeyLocks(uint32_t table_id) {
 
 index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
   if (table_id < kInlineTableIds) {
+    inline_in_use_ |= uint32_t{1} << table_id;
     return &key_locks_[table_id].emplace(db_->locks(), txn_->lock_owner(), txn_->isolation(),
                                          table_id);
   }
