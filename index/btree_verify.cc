@@ -227,25 +227,21 @@ Status BTree::VerifyLevels(const VerifyState& state) {
 // reading its inner nodes). Each node is checked to be the tree's (FixNode) and one level below
 // its parent, so that a damaged tree makes the caller keep pages rather than free a live one.
 Status BTree::ForEachPage(const std::function<void(PageId)>& visit) const {
-  int level;
-  {
-    PageHandle root;
-    SM_TRY(FixNode(root_id_, LatchMode::kShared, &root));
-    level = Node(root.data()).level();
-  }
   std::vector<PageId> level_ids = {root_id_};
+  int level = -1;  // of the nodes in level_ids; the root's is what it says
   for (; !level_ids.empty(); --level) {
     std::vector<PageId> below;
     for (PageId id : level_ids) {
       visit(id);
-      if (level == 0) continue;  // a root leaf: the level-1 nodes name the other leaves
       PageHandle handle;
       SM_TRY(FixNode(id, LatchMode::kShared, &handle));
       const Node node(handle.data());
+      if (level < 0) level = node.level();
       if (node.level() != level) {
         return Fail(id, "level " + std::to_string(node.level()) + " where " +
                             std::to_string(level) + " was expected");
       }
+      if (node.is_leaf()) continue;  // a root leaf: the level-1 nodes name the other leaves
       for (uint16_t i = 0; i <= node.count(); ++i) {
         const PageId child = node.ChildAt(i);
         if (!child.valid()) return Fail(id, "child page id 0");
