@@ -296,7 +296,9 @@ bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,
                 header.tree_root == root_id_.value() && header.level == 0 &&
                 header.format_version == kBtreeNodeFormatVersion;
   *fences_known = usable && n.version() == hint->version;
-  if ((*fences_known && inside) || (usable && n.Covers(key, SearchMode::kCovering))) {
+  // A hint filled ahead leaves the test to its caller (LeafHint::ahead).
+  if (usable &&
+      (hint->ahead || (*fences_known && inside) || n.Covers(key, SearchMode::kCovering))) {
     ++hint->hits;
     return true;
   }
@@ -312,6 +314,7 @@ void BTree::RememberLeaf(const PageHandle& leaf, bool fences_known, LeafHint* hi
   hint->version = n.version();
   hint->frame = leaf.frame_hint();  // even when the rest holds: the page may have moved
   if (fences_known) return;
+  hint->ahead = false;
   hint->tree = instance_id_;
   hint->leaf = leaf.page_id();
   // Straight from the slot directory: every node has both fence slots (btree_node.h, 2).
@@ -380,10 +383,19 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       // descended does not displace the leaf the caller's writes use, and a random read
       // elsewhere (a read-only table) then costs only FixHintedLeaf's test. The fences load
       // during the search.
-      const bool remember = hint != nullptr && (hinted || for_update);
+      // A read for update remembers even a leaf found ahead: the update comes next.
+      const bool ahead = hinted && hint->ahead;
+      const bool remember = hint != nullptr && (for_update || (hinted && !ahead));
       if (remember && !fences_known) node.PrefetchFences();
       bool found;
       uint16_t index = node.LowerBound(key, &found);
+      if (ahead && !(found && node.KeyOfKind<true>(index) == key)) {
+        // A leaf found ahead holds the key only if the key's own record is there (the search's
+        // `found` trusts the heads, which leave out a prefix only a covering leaf shares); for
+        // anything else, descend (an absent key's next-key lock needs the covering leaf).
+        hint->Clear();
+        continue;
+      }
       if (remember) RememberLeaf(leaf, fences_known, hint);
       // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
       const KeyLockPurpose purpose = !found       ? KeyLockPurpose::kReadNext
@@ -398,6 +410,46 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       }
     }
     SM_TRY(WaitForLock(ctx, wait));
+  }
+}
+
+Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint) const {
+  SM_TRY(CheckKey(key));
+  hint->Clear();
+  PageHandle node;
+  SM_TRY(FixRoot(LatchMode::kShared, &node));
+  for (;;) {
+    Node n(node.data());
+    const uint16_t level = n.level();
+    if (level == 0) return Status::OK();  // a root leaf: nothing to load ahead
+    const uint16_t index = n.ChildIndex(key, SearchMode::kCovering);
+    const PageId child_id = n.ChildAt(index);
+    if (level == 1) {
+      buffer::FrameHint frame = node.ChildHint(index);
+      if (frame == nullptr) {  // no descent has fixed the leaf through this parent yet
+        frame = pool_->FrameOf(child_id);
+        if (frame != nullptr) node.RememberChild(index, frame);
+      }
+      if (frame != nullptr) pool_->PrefetchForFix(frame, kInterleavePrefetchLines);
+      // Fences unknown (a version no node has) and a range that lets FixHintedLeaf try the
+      // leaf; Lookup uses it only if its search finds the key there (LeafHint::ahead).
+      hint->tree = instance_id_;
+      hint->leaf = child_id;
+      hint->frame = frame;
+      hint->version = LeafHint::kNoVersion;
+      hint->low_prefix = 0;
+      hint->high_prefix = 0;
+      hint->high_infinite = true;
+      hint->ahead = true;
+      return Status::OK();
+    }
+    PageHandle child;
+    SM_TRY(FixChild(node, index, child_id, LatchMode::kShared, &child));
+    if (Node(child.data()).level() != level - 1) {
+      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
+                                PageName(node.page_id()));
+    }
+    node = std::move(child);
   }
 }
 
@@ -428,6 +480,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
   threads::CtxSite* site = op == WriteOp::kInsert   ? &kCtxInsertLeaf
                            : op == WriteOp::kDelete ? &kCtxDeleteLeaf
                                                     : &kCtxUpdateLeaf;
+  SM_DASSERT(ctx.hint == nullptr || !ctx.hint->ahead);  // PrefetchLeaf's hints are Lookup's
   // 0: optimistic; then the highest level latched exclusively (1: the leaf's parent; then all).
   uint16_t x_level = 0;
   for (;;) {

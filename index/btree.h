@@ -252,6 +252,12 @@ struct LeafHint {
   PageId leaf;
   buffer::FrameHint frame = nullptr;  // where the leaf was (BufferPool::FixHinted)
   uint64_t version = 0;               // the leaf's Node::version() when last used
+  // A version no node has (versions count up from 0, one per change): the fences are unknown.
+  static constexpr uint64_t kNoVersion = UINT64_MAX;
+  // Filled by BTree::PrefetchLeaf from the leaf's parent: the leaf is not known to cover the
+  // key until its search finds the key there (its fences, elsewhere in the page, would cost a
+  // miss of their own).
+  bool ahead = false;
   // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
   // and meaningless when high_infinite.
   uint64_t low_prefix = 0;
@@ -263,7 +269,19 @@ struct LeafHint {
   uint64_t misses = 0;
   uint64_t rejected = 0;
 
+  // The leaf `other` names, with what it knows of it (not its statistics).
+  void TakeLeafFrom(const LeafHint& other) {
+    ahead = other.ahead;
+    tree = other.tree;
+    leaf = other.leaf;
+    frame = other.frame;
+    version = other.version;
+    low_prefix = other.low_prefix;
+    high_prefix = other.high_prefix;
+    high_infinite = other.high_infinite;
+  }
   void Clear() {
+    ahead = false;
     tree = 0;
     leaf = PageId();
     frame = nullptr;
@@ -331,6 +349,13 @@ class BTree {
   // holding S and deadlocking on the upgrade. An absent key is read-locked as always (kReadNext).
   [[nodiscard]] Status Lookup(std::string_view key, std::string* value, const OpContext& ctx = {},
                               bool for_update = false) const;
+  // The first stage of a batched lookup: descends (latching inner nodes shared, locking
+  // nothing) to the parent of the leaf that covers `key`, fills *hint with that leaf and its
+  // frame, and starts loading the frame's line and the page's first lines without fixing it.
+  // A Lookup of the key with the hint a few lookups later finds them in the cache; whatever
+  // happened to the leaf meanwhile, it uses the leaf only if the key's record is there (an
+  // exact key lies in one leaf only), and descends otherwise. A root leaf leaves the hint empty.
+  [[nodiscard]] Status PrefetchLeaf(std::string_view key, LeafHint* hint) const;
   // Duplicate if the key is present (then read-locked: kRead).
   [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
@@ -400,7 +425,9 @@ class BTree {
   static constexpr size_t kInterleavePrefetchLines = 8;
   // Leaf hints (file comment): fixes the hinted leaf in `mode` if it is still the leaf for
   // `key` (leaf_site, if given, is marked just before); *fences_known: its version is the
-  // remembered one, so the hint's fences are current. False: nothing is held; descend.
+  // remembered one, so the hint's fences are current. False: nothing is held; descend. A hint
+  // filled ahead (LeafHint::ahead) passes with any usable leaf: the caller checks that the leaf
+  // holds the key.
   // Inline (btree.cc): the test without latching; FixHintedPage does the rest.
   bool FixHintedLeaf(std::string_view key, threads::LatchMode mode, threads::CtxSite* leaf_site,
                      LeafHint* hint, buffer::PageHandle* leaf, bool* fences_known) const;

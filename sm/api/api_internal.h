@@ -131,6 +131,8 @@ class TableImpl final : public Table {
 
   Status Get(Transaction* txn, std::string_view key, std::string* value) override;
   Status GetForUpdate(Transaction* txn, std::string_view key, std::string* value) override;
+  Status GetMany(Transaction* txn, const std::vector<std::string_view>& keys, bool for_update,
+                 const RowFn& row) override;
   Status Insert(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Update(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Upsert(Transaction* txn, std::string_view key, std::string_view value) override;

@@ -182,6 +182,35 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
                        for_update);
 }
 
+Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>& keys,
+                          bool for_update, const RowFn& row) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  // Key i's leaf is asked for when key i - kLeavesAhead is read: enough reads in between to
+  // cover a miss to memory, few enough that the lines are still in the cache when read.
+  constexpr size_t kLeavesAhead = 4;
+  index::LeafHint hints[kLeavesAhead];
+  const size_t n = keys.size();
+  for (size_t i = 0; i < n && i < kLeavesAhead; ++i) {
+    SM_TRY(tree_->PrefetchLeaf(keys[i], &hints[i]));
+  }
+  std::string value;  // keeps its capacity from one row to the next
+  for (size_t i = 0; i < n; ++i) {
+    steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
+    index::LeafHint& hint = hints[i % kLeavesAhead];
+    Status found =
+        tree_->Lookup(keys[i], &value, index::OpContext{t->txn(), t->KeyLocks(id_), &hint},
+                      for_update);
+    if (!found.ok() && !found.IsNotFound()) return found;
+    // The update that follows a read for update finds the leaf through the table's hint.
+    if (for_update && !hint.ahead) t->Hint(id_)->TakeLeafFrom(hint);
+    if (i + kLeavesAhead < n) SM_TRY(tree_->PrefetchLeaf(keys[i + kLeavesAhead], &hint));
+    if (found.IsNotFound()) value.clear();
+    if (!row(i, found, value)) break;
+  }
+  return Status::OK();
+}
+
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));

@@ -184,6 +184,11 @@ __attribute__((target("prfchw"))) void BufferPool::PrefetchForFix(FrameHint hint
   }
 }
 
+FrameHint BufferPool::FrameOf(PageId id) const {
+  if (!id.valid()) return nullptr;
+  return PartitionOf(id).map.FindUnlocked(id.value());
+}
+
 Status BufferPool::FixImpl(PageId id, LatchMode mode, LoadKind kind, PageHandle* handle) {
   handle->Release();
   if (!id.valid()) return Status::InvalidArgument("page id 0 is the volume header");

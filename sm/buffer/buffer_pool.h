@@ -303,6 +303,9 @@ class BufferPool {
   // page into the CPU cache, ahead of a FixHinted of it, so that the caller can do other work
   // (the B-tree: another fiber's) while they arrive. Any hint is safe: nothing is read.
   void PrefetchForFix(FrameHint hint, size_t page_lines) const;
+  // The frame the page table maps `id` to now, or null: read without the partition's lock, so
+  // only a hint (FixHinted checks what it finds there).
+  FrameHint FrameOf(PageId id) const;
   // Fix for recovery redo: exclusive. With may_be_new, a page the volume has never written
   // (all zeros) is handed over initialized as an empty kFree page with LSN 0 instead of
   // failing verification. With torn non-null, a page that fails verification otherwise (a

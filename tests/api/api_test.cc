@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -328,6 +329,118 @@ TEST_CASE("a read for update and its update share the transaction's leaf hint fo
   REQUIRE(u->Get(a.get(), Key(3000), &value).ok());
   REQUIRE(value == "other");
   REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
+// The outcome of each key of a GetMany: found (with the value) or not.
+struct ManyRow {
+  size_t index;
+  bool found;
+  std::string value;
+  bool operator==(const ManyRow&) const = default;
+};
+
+std::vector<ManyRow> ReadMany(Table* t, Transaction* txn, const std::vector<std::string>& keys,
+                              bool for_update, const std::function<bool(size_t)>& more = {}) {
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<ManyRow> rows;
+  Status s = t->GetMany(txn, views, for_update,
+                        [&](size_t index, const Status& found, std::string_view value) {
+                          CHECK((found.ok() || found.IsNotFound()));
+                          rows.push_back(ManyRow{index, found.ok(), std::string(value)});
+                          return !more || more(index);
+                        });
+  INFO(s.ToString());
+  CHECK(s.ok());
+  return rows;
+}
+
+TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it found them",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(7);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
+  const std::string filler(120, 'v');  // a few dozen rows per leaf: many leaves
+  {
+    std::unique_ptr<Transaction> load;
+    REQUIRE(db->Begin(&load).ok());
+    for (int i = 0; i < 4000; i += 2) REQUIRE(t->Insert(load.get(), Key(i), filler + Key(i)).ok());
+    REQUIRE(load->Commit().ok());
+  }
+  std::mt19937 rng(11);
+  std::vector<std::string> keys;  // present and absent, in no order, some twice
+  for (int n = 0; n < 600; ++n) keys.push_back(Key(static_cast<int>(rng() % 4100)));
+  keys.push_back(keys.front());
+  auto expected = [&](Transaction* txn, const std::vector<std::string>& ks) {
+    std::vector<ManyRow> rows;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      std::string value;
+      Status s = t->Get(txn, ks[i], &value);
+      REQUIRE((s.ok() || s.IsNotFound()));
+      rows.push_back(ManyRow{i, s.ok(), s.ok() ? value : std::string()});
+    }
+    return rows;
+  };
+
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  CHECK(ReadMany(t, txn.get(), keys, false) == expected(txn.get(), keys));
+  CHECK(ReadMany(t, txn.get(), {}, false).empty());
+  // A table whose root is its only leaf: nothing to find ahead.
+  Table* small = nullptr;
+  REQUIRE(db->CreateTable("small", &small).ok());
+  REQUIRE(small->Insert(txn.get(), "a", "1").ok());
+  REQUIRE(small->Insert(txn.get(), "c", "3").ok());
+  CHECK(ReadMany(small, txn.get(), {"c", "b", "a"}, true) ==
+        std::vector<ManyRow>{{0, true, "3"}, {1, false, ""}, {2, true, "1"}});
+  // A key the tree refuses is an error, not an absent row.
+  const std::string huge(100000, 'k');
+  std::vector<std::string_view> too_long = {Key(10), huge};
+  CHECK(!t->GetMany(txn.get(), too_long, false, [](size_t, const Status&, std::string_view) {
+          return true;
+        }).ok());
+  // Stopping: `row` returning false ends the batch after that row.
+  CHECK(ReadMany(t, txn.get(), keys, false, [](size_t i) { return i < 5; }).size() == 6);
+  REQUIRE(txn->Commit().ok());
+
+  // The leaves of the next keys are found ahead of their reads; rows read first move them:
+  // inserts just below them split their leaf until they lie in new leaves to its right, more
+  // inserts split the leaves of the keys after them, a delete takes one key away.
+  std::vector<std::string> sorted;
+  for (int i = 1000; i < 1200; i += 2) sorted.push_back(Key(i));
+  REQUIRE(db->Begin(&txn).ok());
+  std::vector<ManyRow> rows = ReadMany(t, txn.get(), sorted, false, [&](size_t i) {
+    if (i == 0) {
+      for (int copy = 0; copy < 300; ++copy) {
+        REQUIRE(t->Insert(txn.get(), Key(1001) + std::to_string(1000 + copy), filler).ok());
+      }
+      for (int k = 1003; k < 1200; k += 2) {
+        for (int copy = 0; copy < 5; ++copy) {
+          REQUIRE(t->Insert(txn.get(), Key(k) + std::to_string(copy), filler).ok());
+        }
+      }
+      REQUIRE(t->Delete(txn.get(), sorted[2]).ok());
+    }
+    return true;
+  });
+  CHECK(rows == expected(txn.get(), sorted));
+  REQUIRE(rows.size() == sorted.size());
+  CHECK(!rows[2].found);
+  CHECK(rows[3].found);
+  REQUIRE(txn->Abort().ok());
+
+  // For update: each row is locked exclusively at its read, as by GetForUpdate.
+  REQUIRE(db->Begin(&txn).ok());
+  std::vector<std::string> few = {Key(10), Key(3000), Key(11)};
+  rows = ReadMany(t, txn.get(), few, true);
+  REQUIRE(rows.size() == 3);
+  CHECK((rows[0].found && !rows[2].found));
+  std::unique_ptr<Transaction> other;
+  REQUIRE(db->Begin(&other).ok());
+  std::string value;
+  CHECK(t->Get(other.get(), Key(3000), &value).IsLockTimeout());
+  REQUIRE(other->Abort().ok());
+  REQUIRE(txn->Commit().ok());
   REQUIRE(db->Close().ok());
 }
 
