@@ -35,6 +35,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "sm/common/status.h"
 
@@ -82,6 +83,9 @@ class FunctionRef<R(Args...)> {
 
 // Returns false to stop the scan.
 using ScanVisitor = FunctionRef<bool(std::string_view key, std::string_view value)>;
+// One row of a batched read (GetMany): the key's index in the batch and its value; absent keys
+// are not visited. Returns false to stop the batch.
+using RowVisitor = FunctionRef<bool(size_t index, std::string_view value)>;
 
 enum class TxnIsolation : uint8_t { kSerializable, kReadCommitted };
 
@@ -103,6 +107,10 @@ class EngineTxn {
   [[nodiscard]] virtual Status Get(TableId table, std::string_view key, std::string* value) = 0;
   [[nodiscard]] virtual Status GetForUpdate(TableId table, std::string_view key,
                                             std::string* value) = 0;
+  // Get, or GetForUpdate with for_update, of each key in order, each present row visited; an
+  // engine may read ahead (keys spread over many pages cost less than the reads one by one).
+  [[nodiscard]] virtual Status GetMany(TableId table, const std::vector<std::string_view>& keys,
+                                       bool for_update, RowVisitor visit) = 0;
   [[nodiscard]] virtual Status Insert(TableId table, std::string_view key,
                                       std::string_view value) = 0;
   [[nodiscard]] virtual Status Update(TableId table, std::string_view key,

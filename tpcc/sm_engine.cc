@@ -56,6 +56,16 @@ class SmTxn final : public EngineTxn {
     return T(table)->Get(txn_.get(), key, value);
   }
 
+  Status GetMany(TableId table, const std::vector<std::string_view>& keys, bool for_update,
+                 RowVisitor visit) override {
+    SM_TRY(Check(table));
+    for_update = for_update && engine_->read_for_update() == ReadForUpdate::kLock;
+    return T(table)->GetMany(txn_.get(), keys, for_update,
+                             [&](size_t index, const Status& found, std::string_view value) {
+                               return !found.ok() || visit(index, value);
+                             });
+  }
+
   Status Insert(TableId table, std::string_view key, std::string_view value) override {
     SM_TRY(Check(table));
     return T(table)->Insert(txn_.get(), key, value);

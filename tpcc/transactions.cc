@@ -126,34 +126,35 @@ std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct va
 
 // One order line's item and stock work (clause 2.4.2.2): reads the item, updates the stock,
 // and fills the order-line row to insert. Sets *rolled_back for the unused item id.
-Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRow* ol,
-                     NewOrderOutput::Line* result, bool* rolled_back) {
-  const NewOrderInput::Line& line = in.lines[i];
-  std::string& value = *txn->value_buffer();
-  Status s = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
-  if (s.IsNotFound()) {
+// The item of line i, or *rolled_back if it is the unused item id.
+Status ItemOfLine(const NewOrderInput& in, int i, const Status& read, std::string_view value,
+                  ItemRow* item, bool* rolled_back) {
+  if (read.IsNotFound()) {
     // The unused item id, which only the last line may carry: the order is rolled back
     // (clause 2.4.2.3). Anywhere else a missing item is damage, not input.
     if (i != in.ol_cnt - 1) return Status::Corruption("tpcc.item: an item the order needs is missing");
     *rolled_back = true;
     return Status::OK();
   }
-  SM_TRY(s);
-  ItemRow item;
-  if (!DecodeRow(value, &item)) return Status::Corruption("tpcc.item: a row of the wrong size");
+  SM_TRY(read);
+  if (!DecodeRow(value, item)) return Status::Corruption("tpcc.item: a row of the wrong size");
+  return Status::OK();
+}
 
-  const std::string stock_key = StockKey(line.supply_w_id, line.i_id);
-  StockRow stock;
-  SM_TRY(GetRow(txn, TableId::kStock, stock_key, &stock, Read::kForUpdate));
-  if (stock.quantity >= line.quantity + 10) {
-    stock.quantity -= line.quantity;
+// Line i's stock row, read for update, changed and written back, and the order line it makes.
+Status SellStock(EngineTxn* txn, const NewOrderInput& in, int i, const ItemRow& item,
+                 std::string_view stock_key, StockRow* stock, OrderLineRow* ol,
+                 NewOrderOutput::Line* result) {
+  const NewOrderInput::Line& line = in.lines[i];
+  if (stock->quantity >= line.quantity + 10) {
+    stock->quantity -= line.quantity;
   } else {
-    stock.quantity = stock.quantity - line.quantity + 91;
+    stock->quantity = stock->quantity - line.quantity + 91;
   }
-  stock.ytd += line.quantity;
-  stock.order_cnt += 1;
-  if (line.supply_w_id != in.w) stock.remote_cnt += 1;
-  SM_TRY(PutRow(txn, TableId::kStock, stock_key, stock));
+  stock->ytd += line.quantity;
+  stock->order_cnt += 1;
+  if (line.supply_w_id != in.w) stock->remote_cnt += 1;
+  SM_TRY(PutRow(txn, TableId::kStock, stock_key, *stock));
 
   *ol = OrderLineRow{};
   ol->i_id = line.i_id;
@@ -161,12 +162,74 @@ Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRo
   ol->delivery_d_us = 0;
   ol->quantity = line.quantity;
   ol->amount_cents = int64_t(line.quantity) * item.price_cents;
-  std::memcpy(ol->dist_info, stock.dist[in.d - 1], sizeof ol->dist_info);
+  std::memcpy(ol->dist_info, stock->dist[in.d - 1], sizeof ol->dist_info);
   result->i_price_cents = item.price_cents;
   result->amount_cents = ol->amount_cents;
-  result->s_quantity = stock.quantity;
+  result->s_quantity = stock->quantity;
   result->brand_generic =
-      ContainsOriginal(View(item.data)) && ContainsOriginal(View(stock.data)) ? 'B' : 'G';
+      ContainsOriginal(View(item.data)) && ContainsOriginal(View(stock->data)) ? 'B' : 'G';
+  return Status::OK();
+}
+
+// Item and stock of line i, one read after the other.
+Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRow* ol,
+                     NewOrderOutput::Line* result, bool* rolled_back) {
+  const NewOrderInput::Line& line = in.lines[i];
+  std::string& value = *txn->value_buffer();
+  ItemRow item;
+  Status read = txn->Get(TableId::kItem, ItemKey(line.i_id), &value);
+  SM_TRY(ItemOfLine(in, i, read, value, &item, rolled_back));
+  if (*rolled_back) return Status::OK();
+  const std::string stock_key = StockKey(line.supply_w_id, line.i_id);
+  StockRow stock;
+  SM_TRY(GetRow(txn, TableId::kStock, stock_key, &stock, Read::kForUpdate));
+  return SellStock(txn, in, i, item, stock_key, &stock, ol, result);
+}
+
+// Every line's item and stock in two batched reads (their rows lie on as many leaves as there
+// are lines): the items in line order, then the stock rows in the order `by_stock` gives.
+Status OrderLinesBatched(EngineTxn* txn, const NewOrderInput& in, const int* by_stock,
+                         OrderLineRow* lines, NewOrderOutput* out) {
+  const int n = in.ol_cnt;
+  std::string keys[kMaxOrderLines];
+  std::vector<std::string_view> views(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) views[i] = keys[i] = ItemKey(in.lines[i].i_id);
+  ItemRow items[kMaxOrderLines];
+  bool read[kMaxOrderLines] = {};
+  Status failed = Status::OK();
+  SM_TRY(txn->GetMany(TableId::kItem, views, /*for_update=*/false,
+                      [&](size_t i, std::string_view value) {
+                        read[i] = true;
+                        failed = ItemOfLine(in, static_cast<int>(i), Status::OK(), value,
+                                            &items[i], &out->rolled_back);
+                        return failed.ok();
+                      }));
+  SM_TRY(failed);
+  for (int i = 0; i < n; ++i) {
+    if (!read[i]) SM_TRY(ItemOfLine(in, i, Status::NotFound(""), {}, nullptr, &out->rolled_back));
+  }
+  if (out->rolled_back) return Status::OK();
+
+  for (int k = 0; k < n; ++k) {
+    const NewOrderInput::Line& line = in.lines[by_stock[k]];
+    views[k] = keys[k] = StockKey(line.supply_w_id, line.i_id);
+  }
+  int sold = 0;
+  SM_TRY(txn->GetMany(TableId::kStock, views, /*for_update=*/true,
+                      [&](size_t k, std::string_view value) {
+                        const int i = by_stock[k];
+                        StockRow stock;
+                        if (!DecodeRow(value, &stock)) {
+                          failed = Status::Corruption("tpcc.stock: a row of the wrong size");
+                        } else {
+                          failed = SellStock(txn, in, i, items[i], views[k], &stock, &lines[i],
+                                             &out->lines[i]);
+                        }
+                        ++sold;
+                        return failed.ok();
+                      }));
+  SM_TRY(failed);
+  if (sold != n) return Status::Corruption("tpcc.stock: a row the workload needs is missing");
   return Status::OK();
 }
 
@@ -250,11 +313,8 @@ Status NewOrderHotRowsLast(EngineTxn* txn, const NewOrderInput& in, NewOrderOutp
            std::pair(in.lines[b].supply_w_id, in.lines[b].i_id);
   });
   OrderLineRow lines[kMaxOrderLines];
-  for (int k = 0; k < in.ol_cnt; ++k) {
-    const int i = by_stock[k];
-    SM_TRY(OrderLineWork(txn, in, i, &lines[i], &out->lines[i], &out->rolled_back));
-    if (out->rolled_back) return Status::OK();
-  }
+  SM_TRY(OrderLinesBatched(txn, in, by_stock, lines, out));
+  if (out->rolled_back) return Status::OK();
   SM_TRY(TakeOrderId(txn, in, out));
   SM_TRY(ReadWarehouseTax(txn, in, out));
   SM_TRY(InsertOrder(txn, in, out));
@@ -469,11 +529,30 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
   SM_TRY(FirstError(std::move(bad), std::move(scan)));
   std::sort(items.begin(), items.end());
   items.erase(std::unique(items.begin(), items.end()), items.end());
+  // One batched read: the stock rows lie on as many leaves as there are items.
+  std::vector<std::string> keys;
+  keys.reserve(items.size());
+  for (uint32_t i : items) keys.push_back(StockKey(in.w, i));
+  std::vector<std::string_view> key_views(keys.begin(), keys.end());
   uint32_t low = 0;
-  for (uint32_t i : items) {
-    StockRow stock;
-    SM_TRY(GetRow(txn, TableId::kStock, StockKey(in.w, i), &stock));
-    if (stock.quantity < in.threshold) ++low;
+  size_t read = 0;
+  Status decode = Status::OK();
+  SM_TRY(txn->GetMany(TableId::kStock, key_views, /*for_update=*/false,
+                      [&](size_t, std::string_view value) {
+                        StockRow stock;
+                        if (!DecodeRow(value, &stock)) {
+                          decode = Status::Corruption(std::string(TableName(TableId::kStock)) +
+                                                      ": a row of the wrong size");
+                          return false;
+                        }
+                        ++read;
+                        if (stock.quantity < in.threshold) ++low;
+                        return true;
+                      }));
+  SM_TRY(decode);
+  if (read != keys.size()) {
+    return Status::Corruption(std::string(TableName(TableId::kStock)) +
+                              ": a row the workload needs is missing");
   }
   out->low_stock = low;
   return Status::OK();
