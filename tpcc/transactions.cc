@@ -124,9 +124,7 @@ std::atomic<uint32_t> history_seq{1u << 24};  // relaxed: only needs distinct va
 
 // ---- New-Order ----------------------------------------------------------------------------
 
-// One order line's item and stock work (clause 2.4.2.2): reads the item, updates the stock,
-// and fills the order-line row to insert. Sets *rolled_back for the unused item id.
-// The item of line i, or *rolled_back if it is the unused item id.
+// The item of line i from its read, or *rolled_back if it is the unused item id.
 Status ItemOfLine(const NewOrderInput& in, int i, const Status& read, std::string_view value,
                   ItemRow* item, bool* rolled_back) {
   if (read.IsNotFound()) {
@@ -171,7 +169,9 @@ Status SellStock(EngineTxn* txn, const NewOrderInput& in, int i, const ItemRow& 
   return Status::OK();
 }
 
-// Item and stock of line i, one read after the other.
+// One order line's item and stock work (clause 2.4.2.2), one read after the other: reads the
+// item, updates the stock, and fills the order-line row to insert. Sets *rolled_back for the
+// unused item id.
 Status OrderLineWork(EngineTxn* txn, const NewOrderInput& in, int i, OrderLineRow* ol,
                      NewOrderOutput::Line* result, bool* rolled_back) {
   const NewOrderInput::Line& line = in.lines[i];
