@@ -42,6 +42,7 @@
 #include "log/log_reader.h"
 #include "sm/common/assert.h"
 #include "sm/common/coding.h"
+#include "sm/common/counted.h"
 
 namespace sm::log {
 namespace {
@@ -446,23 +447,23 @@ Status DecodeCheckpoint(std::string_view payload, CheckpointData* data) {
 std::string RecoveryReport::ToString() const {
   const double redo_mb = static_cast<double>(redo_bytes) / 1e6;
   const double redo_rate = redo_seconds > 0 ? redo_mb / redo_seconds : 0;
-  char line[512];
-  std::snprintf(
-      line, sizeof(line),
-      "recovery: checkpoint at %s, analysis from %llu (%llu records, %llu dirty pages, %llu "
-      "winners) in %.3f s;\n  redo from %llu: %llu records, %llu pages applied, %.2f MB at "
-      "%.1f MB/s;\n  undo: %zu losers, %llu records in %.3f s; next txn id %llu, end %llu",
-      checkpoint_lsn.valid() ? std::to_string(checkpoint_lsn.value()).c_str() : "none",
-      static_cast<unsigned long long>(analysis_lsn.value()),
-      static_cast<unsigned long long>(analysis_records),
-      static_cast<unsigned long long>(dirty_pages), static_cast<unsigned long long>(winners),
-      analysis_seconds, static_cast<unsigned long long>(redo_lsn.value()),
-      static_cast<unsigned long long>(redo_records),
-      static_cast<unsigned long long>(redo_pages_applied), redo_mb, redo_rate, losers.size(),
-      static_cast<unsigned long long>(undo_records), undo_seconds,
-      static_cast<unsigned long long>(next_txn_id.value()),
-      static_cast<unsigned long long>(end_lsn.value()));
-  return line;
+  char redo_size[64];
+  std::snprintf(redo_size, sizeof(redo_size), "%.2f MB at %.1f MB/s", redo_mb, redo_rate);
+  auto seconds = [](double s) {
+    char out[32];
+    std::snprintf(out, sizeof(out), "%.3f s", s);
+    return std::string(out);
+  };
+  return "recovery: checkpoint at " +
+         (checkpoint_lsn.valid() ? std::to_string(checkpoint_lsn.value()) : "none") +
+         ", analysis from " + std::to_string(analysis_lsn.value()) + " (" +
+         Counted(analysis_records, "record") + ", " + Counted(dirty_pages, "dirty page") + ", " +
+         Counted(winners, "winner") + ") in " + seconds(analysis_seconds) + ";\n  redo from " +
+         std::to_string(redo_lsn.value()) + ": " + Counted(redo_records, "record") + ", " +
+         Counted(redo_pages_applied, "page") + " applied, " + redo_size + ";\n  undo: " +
+         Counted(losers.size(), "loser") + ", " + Counted(undo_records, "record") + " in " +
+         seconds(undo_seconds) + "; next txn id " + std::to_string(next_txn_id.value()) +
+         ", end " + std::to_string(end_lsn.value());
 }
 
 Status Recover(LogManager* log, RecoveryTarget* target, const RecoveryOptions& options,

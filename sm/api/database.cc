@@ -6,6 +6,7 @@
 #include "index/btree_locks.h"
 #include "sm/api/api_internal.h"
 #include "sm/common/assert.h"
+#include "sm/common/counted.h"
 #include "sm/io/aligned_buffer.h"
 #include "sm/space/alloc_map.h"
 #include "steps/placement.h"
@@ -45,19 +46,20 @@ bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode) {
 
 std::string OpenReport::ToString() const {
   std::string out = created ? "created a new database" : "opened an existing database";
-  out += ", " + std::to_string(tables) + " tables";
+  out += ", " + Counted(tables, "table");
   if (!created) out += recovered ? "; recovery: " + recovery : "; clean (nothing to recover)";
   if (map_copies_rejected != 0) {
-    out += "; " + std::to_string(map_copies_rejected) +
-           " damaged allocation-map copies (the other copy used; " +
-           std::to_string(pages_remarked) + " tree pages marked allocated again)";
+    out += "; " + Counted(map_copies_rejected, "damaged allocation-map copy",
+                          "damaged allocation-map copies") +
+           " (the other copy used; " + Counted(pages_remarked, "tree page") +
+           " marked allocated again)";
   }
   if (orphan_pages_freed != 0) {
-    out += "; " + std::to_string(orphan_pages_freed) + " pages in no tree given back";
+    out += "; " + Counted(orphan_pages_freed, "page") + " in no tree given back";
   }
   if (orphan_pages_damaged != 0) {
-    out += "; " + std::to_string(orphan_pages_damaged) +
-           " damaged pages in no tree kept (Verify names them)";
+    out += "; " + Counted(orphan_pages_damaged, "damaged page") +
+           " in no tree kept (Verify names them)";
   }
   if (!orphan_sweep_skipped.empty()) {
     out += "; pages in no tree kept (" + orphan_sweep_skipped + ")";

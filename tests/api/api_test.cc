@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sm/api/api_internal.h"
+#include "sm/common/counted.h"
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
@@ -777,8 +778,8 @@ TEST_CASE("Open gives back the pages a crash left in no tree", "[crash][api]") {
   CHECK(report.orphan_sweep_skipped.empty());
   // About 40 leaves held the deleted rows; all but a few left the tree before the crash.
   CHECK(report.orphan_pages_freed > 30);
-  CHECK(report.ToString().find(std::to_string(report.orphan_pages_freed) +
-                               " pages in no tree given back") != std::string::npos);
+  CHECK(report.ToString().find(Counted(report.orphan_pages_freed, "page") +
+                               " in no tree given back") != std::string::npos);
   CHECK(db->stats().volume_pages_allocated + report.orphan_pages_freed == allocated_at_crash);
   std::string verify;
   REQUIRE(static_cast<api::DatabaseImpl*>(db.get())->VerifyWithReport(&verify).ok());

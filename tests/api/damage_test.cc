@@ -85,7 +85,8 @@ TEST_CASE("a damaged allocation-map copy after a clean close loses no allocation
     OpenReport report;
     REQUIRE(Database::Open(DamageOptions(&fs), &db, &report).ok());
     CHECK(report.map_copies_rejected == 1);
-    CHECK(report.ToString().find("damaged allocation-map copies") != std::string::npos);
+    CHECK(report.ToString().find("1 damaged allocation-map copy (the other copy used") !=
+          std::string::npos);
     remarked += report.pages_remarked;
     Table* t = nullptr;
     REQUIRE(db->OpenTable("t", &t).ok());
@@ -165,7 +166,7 @@ TEST_CASE("Open keeps a damaged page of a dropped table for Verify to report", "
   REQUIRE(Database::Open(DamageOptions(&fs), &db, &report).ok());
   INFO(report.ToString());
   CHECK(report.orphan_pages_damaged == 1);
-  CHECK(report.ToString().find("1 damaged pages in no tree kept") != std::string::npos);
+  CHECK(report.ToString().find("1 damaged page in no tree kept") != std::string::npos);
   // Everything of the dropped table but the damaged page went back.
   CHECK(db->stats().volume_pages_allocated + dropped.size() - 1 == allocated_before_drop);
   std::string text;

@@ -659,7 +659,7 @@ TEST_CASE("recovery without a checkpoint keeps the winners and rolls back the lo
   REQUIRE(CountRecords(records, RecordType::kTxnEnd, t1) == 1);  // winners get an end record
   REQUIRE(CountRecords(records, RecordType::kTxnEnd, t3) == 1);
   REQUIRE(CountRecords(records, RecordType::kTxnEnd, t4) == 1);  // only its own
-  REQUIRE(report.ToString().find("1 losers") != std::string::npos);
+  REQUIRE(report.ToString().find("undo: 1 loser,") != std::string::npos);
 }
 
 TEST_CASE("recovery starts at a fuzzy checkpoint: analysis at its begin, redo at its RedoLsn",
