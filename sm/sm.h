@@ -209,7 +209,8 @@ class Table {
   // NotFound (empty value), and returns false to stop. Faster than the calls one after another
   // for keys spread over more leaves than the CPU caches hold: a key's leaf starts loading a few
   // keys ahead of its read. Returns the first error other than NotFound (the keys before it were
-  // read; the batch stops there), else OK.
+  // read; the batch stops there), as a Get of that key would (also when `row` has ended the
+  // transaction), else OK.
   using RowFn = std::function<bool(size_t index, const Status& found, std::string_view value)>;
   [[nodiscard]] virtual Status GetMany(Transaction* txn, const std::vector<std::string_view>& keys,
                                        bool for_update, const RowFn& row) = 0;

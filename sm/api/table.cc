@@ -191,11 +191,17 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
   constexpr size_t kLeavesAhead = 4;
   index::LeafHint hints[kLeavesAhead];
   const size_t n = keys.size();
-  for (size_t i = 0; i < n && i < kLeavesAhead; ++i) {
-    SM_TRY(tree_->PrefetchLeaf(keys[i], &hints[i]));
-  }
+  // Only a hint: whatever fails here (a key too long, a damaged node) fails again, in key
+  // order, in that key's read.
+  auto ask_ahead = [&](size_t j) {
+    index::LeafHint& hint = hints[j % kLeavesAhead];
+    if (!tree_->PrefetchLeaf(keys[j], &hint).ok()) hint.Clear();
+  };
+  for (size_t i = 0; i < n && i < kLeavesAhead; ++i) ask_ahead(i);
   std::string value;  // keeps its capacity from one row to the next
   for (size_t i = 0; i < n; ++i) {
+    // `row` may have ended the transaction, closed the database or dropped the table.
+    if (i > 0) SM_TRY(Resolve(txn, &t));
     steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
     index::LeafHint& hint = hints[i % kLeavesAhead];
     Status found =
@@ -204,7 +210,7 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
     if (!found.ok() && !found.IsNotFound()) return found;
     // The update that follows a read for update finds the leaf through the table's hint.
     if (for_update && !hint.ahead) t->Hint(id_)->TakeLeafFrom(hint);
-    if (i + kLeavesAhead < n) SM_TRY(tree_->PrefetchLeaf(keys[i + kLeavesAhead], &hint));
+    if (i + kLeavesAhead < n) ask_ahead(i + kLeavesAhead);
     if (found.IsNotFound()) value.clear();
     if (!row(i, found, value)) break;
   }

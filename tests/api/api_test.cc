@@ -394,12 +394,28 @@ TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it 
   REQUIRE(small->Insert(txn.get(), "c", "3").ok());
   CHECK(ReadMany(small, txn.get(), {"c", "b", "a"}, true) ==
         std::vector<ManyRow>{{0, true, "3"}, {1, false, ""}, {2, true, "1"}});
-  // A key the tree refuses is an error, not an absent row.
+  // A key the tree refuses is an error, not an absent row, met in key order: the rows before
+  // it are read.
   const std::string present = Key(10), huge(100000, 'k');
-  std::vector<std::string_view> too_long = {present, huge};
-  CHECK(!t->GetMany(txn.get(), too_long, false, [](size_t, const Status&, std::string_view) {
-          return true;
-        }).ok());
+  std::vector<std::string_view> too_long = {present, huge, present};
+  size_t rows_read = 0;
+  CHECK(t->GetMany(txn.get(), too_long, false, [&](size_t, const Status& found, std::string_view) {
+           CHECK(found.ok());
+           ++rows_read;
+           return true;
+         }).IsInvalidArgument());
+  CHECK(rows_read == 1);
+  // A row that ends the transaction ends the batch with the error the next read would meet.
+  std::unique_ptr<Transaction> ended;
+  REQUIRE(db->Begin(&ended).ok());
+  rows_read = 0;
+  CHECK(t->GetMany(ended.get(), std::vector<std::string_view>{present, present},
+                   false, [&](size_t, const Status&, std::string_view) {
+                     ++rows_read;
+                     CHECK(ended->Commit().ok());
+                     return true;
+                   }).IsInvalidArgument());
+  CHECK(rows_read == 1);
   // Stopping: `row` returning false ends the batch after that row.
   CHECK(ReadMany(t, txn.get(), keys, false, [](size_t i) { return i < 5; }).size() == 6);
   REQUIRE(txn->Commit().ok());
