@@ -188,6 +188,12 @@ Status BTree::FixChild(const PageHandle& parent, uint16_t index, PageId child_id
   buffer::FrameHint hint = parent.ChildHint(index);
   SM_TRY(FixNode(child_id, mode, child, hint));
   if (child->frame_hint() != hint) parent.RememberChild(index, child->frame_hint());
+  if (Node(child->data()).level() + 1 != Node(parent.data()).level()) {
+    const std::string child_name = PageName(child_id);
+    child->Release();
+    return Status::Corruption(child_name + " is not one level below its parent " +
+                              PageName(parent.page_id()));
+  }
   return Status::OK();
 }
 
@@ -252,10 +258,6 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
     if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
     PageHandle child;
     SM_TRY(FixChild(node, index, child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
-    if (Node(child.data()).level() != level - 1) {
-      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
-                                PageName(node.page_id()));
-    }
     node = std::move(child);  // latch coupling: the child is latched before the parent is freed
   }
 }
@@ -295,7 +297,7 @@ bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,
   bool usable = PageTypeOf(leaf->data()) == PageType::kBtreeLeaf &&
                 header.tree_root == root_id_.value() && header.level == 0 &&
                 header.format_version == kBtreeNodeFormatVersion;
-  *fences_known = usable && n.version() == hint->version;
+  *fences_known = usable && !hint->ahead && n.version() == hint->version;
   // A hint filled ahead leaves the test to its caller (LeafHint::ahead).
   if (usable &&
       (hint->ahead || (*fences_known && inside) || n.Covers(key, SearchMode::kCovering))) {
@@ -345,10 +347,6 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
     SM_TRY(FixChild(parent, index, child_id,
                     level <= x_level ? LatchMode::kExclusive : LatchMode::kShared, &child));
     Node c(child.data());
-    if (c.level() != level) {
-      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
-                                PageName(parent.page_id()));
-    }
     if (level > x_level) {
       node = std::move(child);  // shared coupling above the exclusive zone
       continue;
@@ -431,12 +429,11 @@ Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint) const {
         if (frame != nullptr) node.RememberChild(index, frame);
       }
       if (frame != nullptr) pool_->PrefetchForFix(frame, kInterleavePrefetchLines);
-      // Fences unknown (a version no node has) and a range that lets FixHintedLeaf try the
-      // leaf; Lookup uses it only if its search finds the key there (LeafHint::ahead).
+      // Fences unknown, and a range that lets FixHintedLeaf try the leaf; Lookup uses it only
+      // if its search finds the key there (LeafHint::ahead).
       hint->tree = instance_id_;
       hint->leaf = child_id;
       hint->frame = frame;
-      hint->version = LeafHint::kNoVersion;
       hint->low_prefix = 0;
       hint->high_prefix = 0;
       hint->high_infinite = true;
@@ -445,10 +442,6 @@ Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint) const {
     }
     PageHandle child;
     SM_TRY(FixChild(node, index, child_id, LatchMode::kShared, &child));
-    if (Node(child.data()).level() != level - 1) {
-      return Status::Corruption(PageName(child_id) + " is not one level below its parent " +
-                                PageName(node.page_id()));
-    }
     node = std::move(child);
   }
 }

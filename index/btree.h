@@ -252,11 +252,9 @@ struct LeafHint {
   PageId leaf;
   buffer::FrameHint frame = nullptr;  // where the leaf was (BufferPool::FixHinted)
   uint64_t version = 0;               // the leaf's Node::version() when last used
-  // A version no node has (versions count up from 0, one per change): the fences are unknown.
-  static constexpr uint64_t kNoVersion = UINT64_MAX;
-  // Filled by BTree::PrefetchLeaf from the leaf's parent: the leaf is not known to cover the
-  // key until its search finds the key there (its fences, elsewhere in the page, would cost a
-  // miss of their own).
+  // Filled by BTree::PrefetchLeaf from the leaf's parent: its version and fences are unknown,
+  // and the leaf is not known to cover the key until its search finds the key there (its
+  // fences, elsewhere in the page, would cost a miss of their own).
   bool ahead = false;
   // KeyPrefix of the leaf's fences then (unchanged while the version is); high_prefix is 0
   // and meaningless when high_infinite.
@@ -410,7 +408,8 @@ class BTree {
   // FixNode of the root, through root_hint_ (and updating it).
   Status FixRoot(threads::LatchMode mode, buffer::PageHandle* root) const;
   // FixNode of the parent's child `index` (child_id), through the parent's child hints (and
-  // updating them): a descent then finds each node without the page table.
+  // updating them): a descent then finds each node without the page table. Corruption (the
+  // child released) unless the child is one level below the parent.
   Status FixChild(const buffer::PageHandle& parent, uint16_t index, PageId child_id,
                   threads::LatchMode mode, buffer::PageHandle* child) const;
   // Latch-couples from the root to the leaf for `target` (inner nodes shared, the leaf in
