@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <span>
+#include <string_view>
 
 #include "sm/common/assert.h"
+#include "sm/common/crc32c.h"
 
 namespace sm::log {
 namespace {
@@ -75,25 +78,29 @@ Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
   if (!IsKnownType(static_cast<uint8_t>(record.type)) || (record.flags & ~kFlagsDefined) != 0) {
     return Status::InvalidArgument("log record: unknown type or flags");
   }
-  if (record.payload.size() > kMaxPayloadBytes) {
+  SM_ASSERT(record.payload_parts.empty() || record.payload.empty());
+  const size_t payload_bytes = record.payload_bytes();
+  if (payload_bytes > kMaxPayloadBytes) {
     return Status::InvalidArgument(
-        "log record payload of " + std::to_string(record.payload.size()) +
+        "log record payload of " + std::to_string(payload_bytes) +
         " bytes exceeds the format's limit of " + std::to_string(kMaxPayloadBytes));
   }
-  uint32_t payload_crc = PayloadCrc(record.payload);
-  uint64_t length = RecordBytes(record.payload.size());
+  const uint64_t length = RecordBytes(payload_bytes);
   // acquire: the copy into the ring stays below the reservation (ReadFromRing relies on it).
   // release: what the caller stored before stays above it, for whoever reserves later
   // (TxnManager's chain count, Txn::chain_seq_). Both are the one locked add on x86.
-  uint64_t start = insert_.fetch_add(length, std::memory_order_acq_rel);
+  const uint64_t start = insert_.fetch_add(length, std::memory_order_acq_rel);
   PrefetchNextRecord(start + length);
   // A link that does not point backwards would make the record read back as corrupt.
   SM_ASSERT(record.prev_lsn.value() < start);
   SM_ASSERT(record.undo_next.value() < start);
-  RecordHeader header;
-  // acquire: the hint must not run ahead of the sync that produced it (log_record.h).
-  EncodeHeader(record, start, durable_.load(std::memory_order_acquire), payload_crc, &header);
-  SM_TRY(CopyIn(start, header, record.payload));
+  const uint64_t offset = start % ring_bytes_;
+  if (record.payload_parts.empty() && offset + length <= ring_bytes_ &&
+      start + length <= ReuseLimit()) [[likely]] {
+    CopyWhole(start, offset, length, record);
+  } else {
+    SM_TRY(CopyInPieces(start, offset, length, record));
+  }
   *lsn = Lsn(start);
   if (end_lsn != nullptr) *end_lsn = Lsn(start + length);
   return Status::OK();
@@ -132,15 +139,73 @@ uint64_t LogManager::CopyToRing(uint64_t offset, const char* src, size_t n) {
   return offset;
 }
 
-// Copies the record image (header, payload, zero padding) into the ring, publishing each piece
-// that fits below the reuse limit. The ring offset is computed once (a division) and then
-// advanced with the copies.
-Status LogManager::CopyIn(uint64_t start, const RecordHeader& header, std::string_view payload) {
-  const uint64_t end = start + header.length;
-  const uint64_t payload_end = start + kRecordHeaderBytes + payload.size();
-  const char* header_bytes = reinterpret_cast<const char*>(&header);
+namespace {
+
+// A record's image as consecutive runs of bytes: its header, its payload (whole or in parts),
+// its zero padding. Next is called only while bytes remain.
+class ImageSource {
+ public:
+  ImageSource(const RecordHeader& header, const LogRecord& record)
+      : current_(reinterpret_cast<const char*>(&header), kRecordHeaderBytes),
+        parts_(record.payload_parts.empty() ? std::span<const std::string_view>(&record.payload, 1)
+                                            : record.payload_parts),
+        padding_(kZeroPadding, header.length - kRecordHeaderBytes - header.payload_bytes) {}
+
+  // The next run of at most max (> 0) bytes.
+  std::string_view Next(size_t max) {
+    while (at_ == current_.size()) {
+      at_ = 0;
+      if (part_ < parts_.size()) {
+        current_ = parts_[part_++];
+      } else {
+        SM_ASSERT(!padding_.empty());  // asked for more than the image holds
+        current_ = padding_;
+        padding_ = {};
+      }
+    }
+    size_t n = std::min(max, current_.size() - at_);
+    std::string_view run = current_.substr(at_, n);
+    at_ += n;
+    return run;
+  }
+
+ private:
+  std::string_view current_;
+  size_t at_ = 0;
+  std::span<const std::string_view> parts_;
+  size_t part_ = 0;
+  std::string_view padding_;
+};
+
+}  // namespace
+
+// Nearly every record: one payload, room for all of it in the ring, no wrap at the ring's end.
+// The payload and its padding are checksummed where they were copied to, in one pass.
+void LogManager::CopyWhole(uint64_t start, uint64_t offset, uint64_t length,
+                           const LogRecord& record) {
+  char* to = ring_.data() + offset;
+  const size_t payload_bytes = record.payload.size();
+  std::memcpy(to + kRecordHeaderBytes, record.payload.data(), payload_bytes);
+  std::memset(to + kRecordHeaderBytes + payload_bytes, 0,
+              length - kRecordHeaderBytes - payload_bytes);
+  RecordHeader header;
+  // acquire: the hint must not run ahead of the sync that produced it (log_record.h).
+  EncodeHeader(record, start, durable_.load(std::memory_order_acquire),
+               Crc32c(to + kRecordHeaderBytes, length - kRecordHeaderBytes), &header);
+  std::memcpy(to, &header, kRecordHeaderBytes);
+  Publish(start, offset, start + length, false);
+}
+
+// Any other record: its image is copied in runs, and published in pieces as the ring makes
+// room for them (a record may be longer than the ring).
+Status LogManager::CopyInPieces(uint64_t start, uint64_t offset, uint64_t length,
+                                const LogRecord& record) {
+  RecordHeader header;
+  EncodeHeader(record, start, durable_.load(std::memory_order_acquire), PayloadCrc(record),
+               &header);
+  const uint64_t end = start + length;
+  ImageSource image(header, record);
   uint64_t pos = start;
-  uint64_t offset = start % ring_bytes_;  // of pos
   while (pos < end) {
     uint64_t limit = ReuseLimit();
     if (limit <= pos) {
@@ -148,21 +213,11 @@ Status LogManager::CopyIn(uint64_t start, const RecordHeader& header, std::strin
       continue;
     }
     uint64_t piece_end = std::min(end, limit);
-    const uint64_t piece_offset = offset;
+    const uint64_t piece_offset = offset;  // of pos
     for (uint64_t p = pos; p < piece_end;) {
-      uint64_t at = p - start;
-      size_t n;
-      if (at < kRecordHeaderBytes) {
-        n = std::min<uint64_t>(kRecordHeaderBytes, piece_end - start) - at;
-        offset = CopyToRing(offset, header_bytes + at, n);
-      } else if (p < payload_end) {
-        n = std::min(payload_end, piece_end) - p;
-        offset = CopyToRing(offset, payload.data() + (at - kRecordHeaderBytes), n);
-      } else {
-        n = piece_end - p;
-        offset = CopyToRing(offset, kZeroPadding, n);
-      }
-      p += n;
+      std::string_view run = image.Next(piece_end - p);
+      offset = CopyToRing(offset, run.data(), run.size());
+      p += run.size();
     }
     Publish(pos, piece_offset, piece_end, piece_end < end);
     pos = piece_end;

@@ -15,10 +15,13 @@
 //   durable  every byte below has been synced: Flush(lsn) returns once durable >= lsn
 //
 // Insert protocol:
-//   1. reserve with insert_.fetch_add (the LSN); the payload's CRC is computed before that;
+//   1. reserve with insert_.fetch_add (the LSN);
 //   2. copy header, payload and zero padding into the ring at lsn % buffer_bytes, in pieces
 //      whenever the ring lacks room: byte x may be overwritten only once x < BlockFloor(written)
-//      + buffer_bytes (the flusher rewrites the partial block at written, so it stays);
+//      + buffer_bytes (the flusher rewrites the partial block at written, so it stays). The
+//      usual record (one payload, room for all of it, no wrap) is copied in one go and its
+//      checksum taken from the copy; a payload may also come in parts (LogRecord), which are
+//      copied one after another with no assembly first;
 //   3. publish each piece [a, b) by storing b in slot (a / 8) % slot_count. The flusher walks
 //      slots from filled: a slot holding an end > its position is a published piece (an older
 //      lap's value is always <= the position, so no slot is ever cleared); bit 0 of the stored
@@ -273,7 +276,10 @@ class LogManager {
   Status Start(uint64_t end);
 
   // --- Insert path (log_manager.cc) ---
-  Status CopyIn(uint64_t start, const RecordHeader& header, std::string_view payload);
+  // Copy the record reserved at `start` (ring offset `offset`, `length` bytes with header and
+  // padding) into the ring and publish it: CopyWhole when it fits at once and is one payload.
+  void CopyWhole(uint64_t start, uint64_t offset, uint64_t length, const LogRecord& record);
+  Status CopyInPieces(uint64_t start, uint64_t offset, uint64_t length, const LogRecord& record);
   uint64_t CopyToRing(uint64_t offset, const char* src, size_t n);
   void CopyFromRing(uint64_t lsn, char* dst, size_t n) const;
   // ReadRecord from the ring: false if the record may no longer be there.

@@ -97,16 +97,30 @@ uint32_t PayloadCrc(std::string_view payload) {
   return Crc32c(kZeros, padding, crc);
 }
 
+uint32_t PayloadCrc(const LogRecord& record) {
+  if (record.payload_parts.empty()) return PayloadCrc(record.payload);
+  SM_DASSERT(record.payload.empty());
+  uint32_t crc = 0;
+  size_t bytes = 0;
+  for (std::string_view part : record.payload_parts) {
+    crc = Crc32c(part.data(), part.size(), crc);
+    bytes += part.size();
+  }
+  size_t padding = RecordBytes(bytes) - kRecordHeaderBytes - bytes;
+  return Crc32c(kZeros, padding, crc);
+}
+
 void EncodeHeader(const LogRecord& record, uint64_t lsn, uint64_t durable_hint,
                   uint32_t payload_crc, RecordHeader* header) {
-  SM_DASSERT(record.payload.size() <= kMaxPayloadBytes);
+  const size_t payload_bytes = record.payload_bytes();
+  SM_DASSERT(payload_bytes <= kMaxPayloadBytes);
   SM_DASSERT(lsn % kRecordAlignment == 0);
-  header->length = static_cast<uint32_t>(RecordBytes(record.payload.size()));
+  header->length = static_cast<uint32_t>(RecordBytes(payload_bytes));
   header->lsn = lsn;
   header->type = static_cast<uint8_t>(record.type);
   header->subtype = record.subtype;
   header->flags = record.flags;
-  header->payload_bytes = static_cast<uint32_t>(record.payload.size());
+  header->payload_bytes = static_cast<uint32_t>(payload_bytes);
   header->txn_id = record.txn.value();
   header->prev_lsn = record.prev_lsn.value();
   header->page_id = record.page.value();

@@ -40,6 +40,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -150,7 +151,10 @@ const char* RecordKindName(RecordKind kind);
 RecordKind KindOf(RecordType type);
 bool IsKnownType(uint8_t raw_type);
 
-// What a caller appends (LogManager::Insert). The payload is copied.
+// What a caller appends (LogManager::Insert). The payload is copied: `payload`, or, when
+// `payload_parts` is not empty, the concatenation of its parts (and `payload` is empty). Parts
+// let a payload made of large pieces (the page images of a structure change) go into the log
+// buffer in one copy, instead of being assembled in a buffer of its own first.
 struct LogRecord {
   RecordType type = RecordType::kComment;
   uint8_t subtype = 0;
@@ -160,6 +164,14 @@ struct LogRecord {
   PageId page;
   Lsn undo_next;
   std::string_view payload;
+  std::span<const std::string_view> payload_parts;
+
+  size_t payload_bytes() const {
+    if (payload_parts.empty()) return payload.size();
+    size_t bytes = 0;
+    for (std::string_view part : payload_parts) bytes += part.size();
+    return bytes;
+  }
 };
 
 // A record as read back: the fields it was appended with, plus where it lies. The payload view
@@ -204,8 +216,10 @@ class LogRecordBuf {
 
 // The CRC of a payload and its zero padding: the first part of a record's checksum.
 uint32_t PayloadCrc(std::string_view payload);
+// The same for a record's payload, whole or in parts.
+uint32_t PayloadCrc(const LogRecord& record);
 
-// Fills *header for `record` placed at `lsn`, given PayloadCrc(record.payload).
+// Fills *header for `record` placed at `lsn`, given PayloadCrc(record).
 void EncodeHeader(const LogRecord& record, uint64_t lsn, uint64_t durable_hint,
                   uint32_t payload_crc, RecordHeader* header);
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sm/common/assert.h"
 #include "sm/common/coding.h"
@@ -84,31 +86,36 @@ namespace {
 Status LogImages(TxnManager* txns, std::span<const PageImage> images, uint8_t subtype,
                  Lsn* page_lsn) {
   SM_ASSERT(!images.empty() && images.size() <= UINT16_MAX);
-  std::string payload;
-  size_t bytes = 2;
-  for (const PageImage& image : images) bytes += 12 + kPageBytes - image.hole_bytes;
-  payload.reserve(bytes);
-  PutFixed16(&payload, static_cast<uint16_t>(images.size()));
+  // The payload goes to the log in parts that point into the latched pages, so each page is
+  // copied once (into the log buffer), not first into a payload of its own.
+  std::string heads;  // the count, then each image's 12-byte head
+  heads.reserve(2 + 12 * images.size());  // no reallocation: the parts point into it
+  std::vector<std::string_view> parts;
+  parts.reserve(1 + 3 * images.size());
+  PutFixed16(&heads, static_cast<uint16_t>(images.size()));
+  size_t head_start = 0;
   for (const PageImage& image : images) {
     SM_ASSERT(image.page->mode() == threads::LatchMode::kExclusive);
     SM_ASSERT(HoleValid(image.hole_offset, image.hole_bytes));
+    PutFixed64(&heads, image.page->page_id().value());
+    PutFixed16(&heads, image.hole_offset);
+    PutFixed16(&heads, image.hole_bytes);
+    parts.emplace_back(heads.data() + head_start, heads.size() - head_start);
+    head_start = heads.size();
     const char* data = image.page->data();
-    PutFixed64(&payload, image.page->page_id().value());
-    PutFixed16(&payload, image.hole_offset);
-    PutFixed16(&payload, image.hole_bytes);
     if (image.hole_bytes == 0) {
-      payload.append(data, kPageBytes);
+      parts.emplace_back(data, kPageBytes);
     } else {
-      payload.append(data, image.hole_offset);
+      parts.emplace_back(data, image.hole_offset);
       size_t after = image.hole_offset + image.hole_bytes;
-      payload.append(data + after, kPageBytes - after);
+      parts.emplace_back(data + after, kPageBytes - after);
     }
   }
   log::LogRecord record;
   record.type = log::RecordType::kPageRedo;
   record.subtype = subtype;
   record.page = images.front().page->page_id();
-  record.payload = payload;
+  record.payload_parts = parts;
   return txns->LogSystem(&record, page_lsn);
 }
 }  // namespace

@@ -279,6 +279,45 @@ TEST_CASE("a record larger than the log buffer is streamed through it", "[unit][
   REQUIRE(bigs == 1);
 }
 
+TEST_CASE("a payload given in parts is logged as their concatenation", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(6);
+  auto log = logtest::OpenLog(&fs, SmallOptions());  // 16 KiB buffer
+  // Part layouts: empty parts among others, sizes that leave every padding length, and one
+  // payload larger than the buffer (streamed through it in pieces that cut across parts).
+  std::vector<std::vector<size_t>> layouts = {
+      {0, 5}, {1, 0, 2, 0}, {7}, {3, 3, 3}, {4096, 13, 0, 4095}, {9000, 9000, 3}};
+  std::vector<std::string> wholes;
+  std::vector<Lsn> lsns;
+  for (size_t l = 0; l < layouts.size(); ++l) {
+    std::vector<std::string> parts;
+    for (size_t p = 0; p < layouts[l].size(); ++p) {
+      parts.push_back(MakePayload(static_cast<uint32_t>(l), static_cast<uint32_t>(p), layouts[l][p]));
+    }
+    std::vector<std::string_view> views(parts.begin(), parts.end());
+    std::string whole;
+    for (const std::string& part : parts) whole += part;
+    LogRecord record = logtest::CommentRecord({}, TxnId(l + 1));
+    record.payload_parts = views;
+    REQUIRE(record.payload_bytes() == whole.size());
+    REQUIRE(PayloadCrc(record) == PayloadCrc(whole));
+    Lsn lsn;
+    REQUIRE(log->Insert(record, &lsn).ok());
+    wholes.push_back(whole);
+    lsns.push_back(lsn);
+  }
+  LogRecordBuf buf;
+  REQUIRE(log->ReadRecord(lsns.back(), &buf).ok());
+  REQUIRE(buf.view().payload == wholes.back());
+  REQUIRE(log->Close().ok());
+  auto records = logtest::ReadAll(&fs, Lsn(kFirstLsn));  // checks every record's checksum
+  REQUIRE(records.size() == wholes.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    INFO("layout " << i);
+    REQUIRE(records[i].view().lsn == lsns[i]);
+    REQUIRE(records[i].view().payload == wholes[i]);
+  }
+}
+
 namespace {
 
 // Delete waits until the test releases it (at most 10 s) and records whether it had to give
