@@ -184,10 +184,11 @@ class ImageSource {
 void LogManager::CopyWhole(uint64_t start, uint64_t offset, uint64_t length,
                            const LogRecord& record) {
   char* to = ring_.data() + offset;
-  const size_t payload_bytes = record.payload.size();
-  std::memcpy(to + kRecordHeaderBytes, record.payload.data(), payload_bytes);
-  std::memset(to + kRecordHeaderBytes + payload_bytes, 0,
-              length - kRecordHeaderBytes - payload_bytes);
+  // The padding, shorter than kRecordAlignment, is zeroed by one store of that size at the
+  // record's end before the payload (and the header, for an empty payload) is copied over it.
+  static_assert(kRecordHeaderBytes >= kRecordAlignment);
+  std::memset(to + length - kRecordAlignment, 0, kRecordAlignment);
+  std::memcpy(to + kRecordHeaderBytes, record.payload.data(), record.payload.size());
   RecordHeader header;
   // acquire: the hint must not run ahead of the sync that produced it (log_record.h).
   EncodeHeader(record, start, durable_.load(std::memory_order_acquire),
