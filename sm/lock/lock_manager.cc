@@ -357,9 +357,9 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
     }
     ReleaseRequest(req);  // one call site: it is inlined
     it = owner->held_.erase(it);
+    owner->Unhash(req);
     owner->FreeRequest(req);
   }
-  owner->RebuildCache();
 }
 
 [[gnu::always_inline]] inline void LockManager::ReleaseRequest(LockRequest* req) {

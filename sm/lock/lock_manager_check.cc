@@ -130,6 +130,16 @@ bool LockManager::CheckOwner(const LockOwner& owner, size_t* request_count) cons
                  owner.inherited_count_, listed);
     return false;
   }
+  // Every listed request is hashed (above); nothing else is, e.g. a released request.
+  size_t hashed = 0;
+  for (size_t slot = 0; slot <= owner.cache_mask_; ++slot) {
+    for (const LockRequest* r = owner.cache_[slot]; r != nullptr; r = r->cache_next) ++hashed;
+  }
+  if (hashed != listed) {
+    std::fprintf(stderr, "lock owner %llu: %zu requests hashed, %zu listed\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()), hashed, listed);
+    return false;
+  }
   return true;
 }
 

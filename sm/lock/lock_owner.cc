@@ -2,7 +2,6 @@
 // the lock and release paths call per request are inline in lock_owner.h).
 #include "sm/lock/lock_owner.h"
 
-#include <algorithm>
 
 #include "sm/common/assert.h"
 #include "sm/lock/lock_manager.h"
@@ -63,13 +62,7 @@ void LockOwner::RemoveHeld(LockRequest* req) {
 
 void LockOwner::Unlink(LockRequest* req) {
   held_.erase(held_.iterator_to(*req));
-  LockRequest** link = &cache_[CacheSlot(req->mix)];
-  while (*link != req) {
-    SM_DASSERT(*link != nullptr);
-    link = &(*link)->cache_next;
-  }
-  *link = req->cache_next;
-  req->cache_next = nullptr;
+  Unhash(req);
 }
 
 void LockOwner::EndInheritance(LockRequest* req, bool granted) {
@@ -89,11 +82,6 @@ void LockOwner::KeepForNext(LockRequest* req) {
   req->inherited = true;
   --held_count_;
   ++inherited_count_;
-}
-
-void LockOwner::RebuildCache() {
-  std::fill(cache_.get(), cache_.get() + cache_mask_ + 1, nullptr);
-  HashAll();
 }
 
 void LockOwner::GrowCache() {

@@ -158,15 +158,13 @@ class LockOwner {
   void RemoveHeld(LockRequest* req);  // unlinks from held_ and the hash
   void Link(LockRequest* req);        // AddHeld and RemoveHeld without the count
   void Unlink(LockRequest* req);
+  void Unhash(LockRequest* req);  // Unlink's half for the hash
   // Ends the inheritance of `req`: the current transaction's lock if it is still granted,
   // else unlinked and freed.
   void EndInheritance(LockRequest* req, bool granted);
   // Turns a request of the current transaction into one kept for the next (still on held_).
   void KeepForNext(LockRequest* req);
   void FreeRequest(LockRequest* req);
-  // Re-hashes what is left on held_ (ReleaseAll, after unlinking the released requests,
-  // whose hash links the pool's free list has overwritten).
-  void RebuildCache();
   void GrowCache();
   void HashAll();  // links every request on held_ into an empty hash
   size_t CacheSlot(uint64_t mix) const { return (mix >> 32) & cache_mask_; }
@@ -244,6 +242,16 @@ inline void LockOwner::GiveHead(LockHead* head) {
   head->next = free_heads_;
   free_heads_ = head;
   ++free_head_count_;
+}
+
+inline void LockOwner::Unhash(LockRequest* req) {
+  LockRequest** link = &cache_[CacheSlot(req->mix)];
+  while (*link != req) {
+    SM_DASSERT(*link != nullptr);
+    link = &(*link)->cache_next;
+  }
+  *link = req->cache_next;
+  req->cache_next = nullptr;
 }
 
 inline void LockOwner::FreeRequest(LockRequest* req) {
