@@ -188,7 +188,10 @@ void LogManager::CopyWhole(uint64_t start, uint64_t offset, uint64_t length,
   // record's end before the payload (and the header, for an empty payload) is copied over it.
   static_assert(kRecordHeaderBytes >= kRecordAlignment);
   std::memset(to + length - kRecordAlignment, 0, kRecordAlignment);
-  std::memcpy(to + kRecordHeaderBytes, record.payload.data(), record.payload.size());
+  // An empty payload (a commit) may have no data pointer, which memcpy must not be given.
+  if (!record.payload.empty()) {
+    std::memcpy(to + kRecordHeaderBytes, record.payload.data(), record.payload.size());
+  }
   RecordHeader header;
   // acquire: the hint must not run ahead of the sync that produced it (log_record.h).
   EncodeHeader(record, start, durable_.load(std::memory_order_acquire),
