@@ -55,6 +55,32 @@ PageId Node::ChildAt(uint16_t i) const {
   return PageId(child);
 }
 
+bool Node::StructureSound(const void* page) {
+  // Read only: the view's mutators are never called.
+  const Node n(const_cast<char*>(static_cast<const char*>(page)));
+  if (!n.slots().CheckInvariants() || n.slots().slot_count() < kFirstRecordSlot) return false;
+  const bool leaf = PageTypeOf(page) == PageType::kBtreeLeaf;
+  for (uint16_t slot = kFirstRecordSlot; slot < n.slots().slot_count(); ++slot) {
+    std::string_view rec = n.SlotBytes(slot);
+    if (!leaf) {
+      if (rec.size() < kInnerRecordOverheadBytes) return false;
+      continue;
+    }
+    if (rec.size() < kLeafRecordOverheadBytes) return false;
+    uint16_t key_bytes;
+    std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+    if (size_t{key_bytes} + kLeafRecordOverheadBytes > rec.size()) return false;
+  }
+  const bool high_infinite = (n.header().flags & kNodeHighInfinite) != 0;
+  return n.prefix_bytes() <= n.low_fence().size() &&
+         (high_infinite || n.prefix_bytes() <= n.high_fence().size());
+}
+
+void Node::RegisterStructureCheck() {
+  RegisterPageStructureCheck(PageType::kBtreeLeaf, &Node::StructureSound);
+  RegisterPageStructureCheck(PageType::kBtreeInner, &Node::StructureSound);
+}
+
 uint16_t Node::LowerBound(std::string_view key) const {
   bool found;
   return LowerBound(key, &found);

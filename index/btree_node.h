@@ -162,6 +162,14 @@ class Node {
            reinterpret_cast<const BtreeNodeHeader*>(page + kPageHeaderBytes)->tree_root == 0;
   }
 
+  // Whether the lengths and offsets a reader follows stay inside the page: the slotted
+  // area's invariants, the two fences, every record long enough for its kind's overhead (a
+  // leaf record's key length inside the record), and the fences' common prefix no longer than
+  // either fence. Safe on any bytes; the check VerifyPage runs on every node read from disk
+  // (RegisterStructureCheck), since no search or cursor re-checks these.
+  static bool StructureSound(const void* page);
+  static void RegisterStructureCheck();
+
   // Formats `page` (whose common header is already initialized) as an empty node.
   static void Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
                      std::string_view low_fence, std::string_view high_fence);

@@ -594,6 +594,7 @@ size_t FullUpdatePayloadBytes(size_t key_bytes, size_t old_value_bytes, size_t n
 void BtreeWal::RegisterHandlers() {
   static std::once_flag once;
   std::call_once(once, [] {
+    Node::RegisterStructureCheck();  // recovery and every later read of a node from disk
     using log::RecordType;
     Register(RecordType::kPageUndoRedo, kSubtypeBtreeInsert, "btree_insert",
              &RedoOp<OpKind::kInsert>, &UndoOp<OpKind::kInsert>);

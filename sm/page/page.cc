@@ -1,10 +1,12 @@
 // Page header: initialization, sealing and verification (format in page.h).
 #include "sm/page/page.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "sm/common/assert.h"
 #include "sm/common/crc32c.h"
 
 namespace sm {
@@ -42,6 +44,17 @@ bool IsZeroPage(const void* page) {
   return bytes[0] == 0 && std::memcmp(bytes, bytes + 1, kPageBytes - 1) == 0;
 }
 
+namespace {
+
+std::atomic<PageStructureCheck> g_structure_checks[kMaxPageType + 1] = {};
+
+}  // namespace
+
+void RegisterPageStructureCheck(PageType type, PageStructureCheck check) {
+  SM_ASSERT(static_cast<uint16_t>(type) <= kMaxPageType);
+  g_structure_checks[static_cast<uint16_t>(type)].store(check, std::memory_order_release);
+}
+
 Status VerifyPage(const void* page, PageId expected_id) {
   const PageHeader* header = HeaderOf(page);
   uint32_t computed = ComputePageChecksum(page);
@@ -67,6 +80,11 @@ Status VerifyPage(const void* page, PageId expected_id) {
   if (header->type > kMaxPageType) {
     return Status::Corruption(PagePrefix(expected_id) + "unknown page type " +
                               std::to_string(header->type));
+  }
+  PageStructureCheck check = g_structure_checks[header->type].load(std::memory_order_acquire);
+  if (check != nullptr && !check(page)) {
+    return Status::Corruption(PagePrefix(expected_id) + "damaged layout of a " +
+                              PageTypeName(static_cast<PageType>(header->type)) + " page");
   }
   return Status::OK();
 }

@@ -82,9 +82,17 @@ void InitPage(void* page, PageId id, PageType type);
 // Computes and stores the checksum; call right before the page leaves memory.
 void SealPage(void* page);
 
-// Checks a page right after it was read: checksum, page id, type, format version.
-// Corruption with "page N: ..." otherwise (see invariants 2 and 3).
+// Checks a page right after it was read: checksum, page id, type, format version, and the
+// structure check registered for its type, if any. Corruption with "page N: ..." otherwise
+// (see invariants 2 and 3).
 Status VerifyPage(const void* page, PageId expected_id);
+
+// A check of the layout of pages of one type (lengths and offsets that a reader follows),
+// registered by the layer that owns the format. A matching checksum says only that some
+// writer sealed the bytes; a damaged write, or a crafted file, may still hold offsets that
+// lead outside the page, and this is where a read stops them. It must be safe on any bytes.
+using PageStructureCheck = bool (*)(const void* page);
+void RegisterPageStructureCheck(PageType type, PageStructureCheck check);
 
 // The checksum SealPage would store.
 uint32_t ComputePageChecksum(const void* page);

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <random>
 #include <set>
@@ -147,5 +148,39 @@ TEST_CASE("node: CompareKeys orders as memcmp with a proper prefix first",
     if (!b.empty() && rng() % 2 == 0) b[rng() % b.size()] = kAlphabet[rng() % sizeof(kAlphabet)];
     INFO("a " << a.size() << " bytes, b " << b.size() << " bytes");
     REQUIRE(sign(index::CompareKeys(a, b)) == sign(std::string_view(a).compare(b)));
+  }
+}
+
+TEST_CASE("node: a page read with sound checksum but a damaged layout is refused",
+          "[unit][random][btree]") {
+  Node::RegisterStructureCheck();
+  std::mt19937_64 rng(test::TestSeed("node structure"));
+  for (uint16_t level : {uint16_t{0}, uint16_t{1}}) {
+    NodeCase c(rng, level);
+    if (c.model.empty()) continue;
+    char* page = c.page.data();
+    SealPage(page);
+    REQUIRE(VerifyPage(page, PageId(7)).ok());
+    // Slot directory entries: kNodeAreaOffset + 8 (area header) + 8 per slot; u16 offset,
+    // u16 length. The first record's offset pointed past the page, resealed.
+    char* entry = page + index::kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
+                  index::kFirstRecordSlot * SlottedPage::kSlotBytes;
+    uint16_t offset, saved;
+    std::memcpy(&saved, entry, sizeof(saved));
+    offset = static_cast<uint16_t>(kPageBytes - 1);
+    std::memcpy(entry, &offset, sizeof(offset));
+    SealPage(page);
+    Status s = VerifyPage(page, PageId(7));
+    REQUIRE(s.IsCorruption());
+    REQUIRE(s.ToString().find("damaged layout") != std::string::npos);
+    std::memcpy(entry, &saved, sizeof(saved));
+    SealPage(page);
+    REQUIRE(VerifyPage(page, PageId(7)).ok());
+    if (level != 0) continue;
+    // A leaf record whose key length runs past the record.
+    uint16_t key_bytes = 0xffff;
+    std::memcpy(page + saved, &key_bytes, sizeof(key_bytes));
+    SealPage(page);
+    REQUIRE(VerifyPage(page, PageId(7)).IsCorruption());
   }
 }
