@@ -58,7 +58,7 @@ PageId Node::ChildAt(uint16_t i) const {
 bool Node::StructureSound(const void* page) {
   // Read only: the view's mutators are never called.
   const Node n(const_cast<char*>(static_cast<const char*>(page)));
-  if (!n.slots().CheckInvariants() || n.slots().slot_count() < kFirstRecordSlot) return false;
+  if (!n.slots().CheckBounds() || n.slots().slot_count() < kFirstRecordSlot) return false;
   const bool leaf = PageTypeOf(page) == PageType::kBtreeLeaf;
   for (uint16_t slot = kFirstRecordSlot; slot < n.slots().slot_count(); ++slot) {
     std::string_view rec = n.SlotBytes(slot);

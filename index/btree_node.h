@@ -163,7 +163,7 @@ class Node {
   }
 
   // Whether the lengths and offsets a reader follows stay inside the page: the slotted
-  // area's invariants, the two fences, every record long enough for its kind's overhead (a
+  // area's bounds (SlottedPage::CheckBounds, one pass), the two fences, every record long enough for its kind's overhead (a
   // leaf record's key length inside the record), and the fences' common prefix no longer than
   // either fence. Safe on any bytes; the check VerifyPage runs on every node read from disk
   // (RegisterStructureCheck), since no search or cursor re-checks these.

@@ -214,14 +214,13 @@ void SlottedPage::Erase(uint16_t slot_index) {
 
 // ---- Invariants ----
 
-bool SlottedPage::CheckInvariants() const {
+bool SlottedPage::CheckBounds() const {
   AreaHeader header = LoadHeader();
   // 1 and 5; bounding dir_end first keeps every slot read inside the area.
   if (header.flags != 0) return false;
   if (DirEnd(header.slot_count) > header.heap_begin) return false;
   if (header.heap_begin > kPageBytes) return false;
   // 2
-  size_t live_bytes = 0;
   for (uint16_t i = 0; i < header.slot_count; ++i) {
     Slot slot = LoadSlot(i);
     if (slot.length > kMaxRecordBytes) return false;
@@ -231,8 +230,15 @@ bool SlottedPage::CheckInvariants() const {
     }
     if (slot.offset < header.heap_begin) return false;
     if (size_t{slot.offset} + slot.length > kPageBytes) return false;
-    live_bytes += slot.length;
   }
+  return true;
+}
+
+bool SlottedPage::CheckInvariants() const {
+  if (!CheckBounds()) return false;
+  AreaHeader header = LoadHeader();
+  size_t live_bytes = 0;
+  for (uint16_t i = 0; i < header.slot_count; ++i) live_bytes += LoadSlot(i).length;
   // 3: adjacent in offset order, each record must end at or below the start of the next
   // higher one.
   uint16_t order[kMaxSlots];
