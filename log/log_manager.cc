@@ -147,8 +147,7 @@ class ImageSource {
  public:
   ImageSource(const RecordHeader& header, const LogRecord& record)
       : current_(reinterpret_cast<const char*>(&header), kRecordHeaderBytes),
-        parts_(record.payload_parts.empty() ? std::span<const std::string_view>(&record.payload, 1)
-                                            : record.payload_parts),
+        parts_(record.parts()),
         padding_(kZeroPadding, header.length - kRecordHeaderBytes - header.payload_bytes) {}
 
   // The next run of at most max (> 0) bytes.

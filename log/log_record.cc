@@ -92,17 +92,15 @@ void LogRecordBuf::Assign(const LogRecordView& view) {
 }
 
 uint32_t PayloadCrc(std::string_view payload) {
-  uint32_t crc = Crc32c(payload.data(), payload.size());
-  size_t padding = RecordBytes(payload.size()) - kRecordHeaderBytes - payload.size();
-  return Crc32c(kZeros, padding, crc);
+  LogRecord record;
+  record.payload = payload;
+  return PayloadCrc(record);
 }
 
 uint32_t PayloadCrc(const LogRecord& record) {
-  if (record.payload_parts.empty()) return PayloadCrc(record.payload);
-  SM_DASSERT(record.payload.empty());
   uint32_t crc = 0;
   size_t bytes = 0;
-  for (std::string_view part : record.payload_parts) {
+  for (std::string_view part : record.parts()) {
     crc = Crc32c(part.data(), part.size(), crc);
     bytes += part.size();
   }

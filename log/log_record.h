@@ -166,6 +166,10 @@ struct LogRecord {
   std::string_view payload;
   std::span<const std::string_view> payload_parts;
 
+  // The payload as a list of parts (a whole payload is one part).
+  std::span<const std::string_view> parts() const {
+    return payload_parts.empty() ? std::span<const std::string_view>(&payload, 1) : payload_parts;
+  }
   size_t payload_bytes() const {
     if (payload_parts.empty()) return payload.size();
     size_t bytes = 0;
