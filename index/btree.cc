@@ -221,13 +221,23 @@ void BTree::InterleaveBeforeLeaf(const PageHandle& parent, uint16_t index) const
   const buffer::FrameHint hint = parent.ChildHint(index);
   if (hint == nullptr) return;  // no frame to ask for: the fix looks the page up
   pool_->PrefetchForFix(hint, kInterleavePrefetchLines);
+  YieldForMisses();
+}
+
+void BTree::InterleaveBeforeRecord(const PageHandle& leaf, std::string_view key) {
+  Node(leaf.data()).PrefetchRecordFor(key);
+  YieldForMisses();
+}
+
+void BTree::YieldForMisses() {
   threads::Fiber* fiber = threads::Fiber::Current();
   if (fiber == nullptr || fiber->exclusive_held() != 0 || fiber->team_slot != nullptr) return;
   threads::Worker::Current()->YieldIfOthersReady();
 }
 
 Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode leaf_mode,
-                            threads::CtxSite* leaf_site, PageHandle* leaf) const {
+                            threads::CtxSite* leaf_site, PageHandle* leaf,
+                            bool* interleaved) const {
   PageHandle node;
   for (;;) {
     SM_TRY(FixRoot(LatchMode::kShared, &node));
@@ -254,6 +264,7 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
     PageId child_id = n.ChildAt(index);
     if (level == 1 && miss_interleaving_ != MissInterleaving::kOff && InterleaveNow()) {
       InterleaveBeforeLeaf(node, index);
+      if (interleaved != nullptr) *interleaved = true;
     }
     if (level == 1 && leaf_site != nullptr) SM_CTX(*leaf_site);
     PageHandle child;
@@ -373,7 +384,10 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       const bool hinted = hint != nullptr && FixHintedLeaf(key, LatchMode::kShared, nullptr, hint,
                                                            &leaf, &fences_known);
       if (!hinted) {
-        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf));
+        bool interleaved = false;
+        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kShared, nullptr, &leaf,
+                             &interleaved));
+        if (interleaved) InterleaveBeforeRecord(leaf, key);
       }
       SM_CTX(kCtxLeafSearch);
       Node node(leaf.data());

@@ -119,7 +119,10 @@
 // for the frame's line and the page's first kInterleavePrefetchLines lines (the header and the
 // slot directory of a leaf of up to about 50 records) and then yields to the worker's other ready
 // fibers, which do their own work meanwhile, typically the same up to their own yield; when it
-// runs again the lines are there. It yields only on a worker's fiber that holds no exclusive
+// runs again the lines are there. A point lookup then searches the leaf's slot directory by the
+// key heads alone, asks for the record the search will end at (the records lie behind the
+// directory, in lines not yet asked for), and yields once more before the search that compares
+// it. It yields only on a worker's fiber that holds no exclusive
 // latch (the parent is latched shared: a writer of it waits as for any reader) and is in no
 // STEPS team (its CTX points switch instead, and a yield would make it a stray). A yield costs a
 // scheduler round trip (about 16 ns here): in a tree whose leaves are in the CPU cache anyway it
@@ -414,11 +417,17 @@ class BTree {
                   threads::LatchMode mode, buffer::PageHandle* child) const;
   // Latch-couples from the root to the leaf for `target` (inner nodes shared, the leaf in
   // leaf_mode). leaf_site, if given, is marked just before the leaf is latched.
+  // *interleaved (if given): whether the descent interleaved before the leaf.
   Status DescendToLeaf(std::string_view target, SearchMode mode, threads::LatchMode leaf_mode,
-                       threads::CtxSite* leaf_site, buffer::PageHandle* leaf) const;
+                       threads::CtxSite* leaf_site, buffer::PageHandle* leaf,
+                       bool* interleaved = nullptr) const;
   // Miss interleaving (file comment): before the descent fixes child `index` of `parent`, a
   // leaf.
   void InterleaveBeforeLeaf(const buffer::PageHandle& parent, uint16_t index) const;
+  // Miss interleaving, a lookup's second step: before the search of `leaf` for `key`.
+  static void InterleaveBeforeRecord(const buffer::PageHandle& leaf, std::string_view key);
+  // Gives the worker to its other ready fibers, if this fiber may yield (file comment).
+  static void YieldForMisses();
   // Whether this descent interleaves (miss_interleaving_ kOn or kAdaptive).
   bool InterleaveNow() const;
   static constexpr size_t kInterleavePrefetchLines = 8;

@@ -90,6 +90,27 @@ uint16_t Node::LowerBound(std::string_view key, bool* found) const {
   return is_leaf() ? Search<true, false>(key, found) : Search<false, false>(key, found);
 }
 
+void Node::PrefetchRecordFor(std::string_view key) const {
+  const uint32_t head = KeyHead(key, prefix_bytes());
+  const char* dir = SlotEntry(kFirstRecordSlot);
+  size_t lo = 0;
+  size_t hi = count();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    uint32_t mid_head;
+    std::memcpy(&mid_head, dir + mid * SlottedPage::kSlotBytes + kSlotTagOffset, sizeof(mid_head));
+    if (mid_head < head) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == count()) return;
+  std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + lo));
+  __builtin_prefetch(rec.data());
+  __builtin_prefetch(rec.data() + rec.size() - 1);
+}
+
 uint16_t Node::UpperBound(std::string_view key) const {
   bool equal;
   return is_leaf() ? Search<true, true>(key, &equal) : Search<false, true>(key, &equal);

@@ -274,6 +274,10 @@ class Node {
   std::string_view RawRecord(uint16_t i) const {
     return View(slots_.Get(static_cast<uint16_t>(kFirstRecordSlot + i)));
   }
+  // Leaf: starts loading the record a search for `key` most likely ends at, the first whose
+  // head is not below the key's (a search over the directory alone; among equal heads the key
+  // may lie further on), both ends of it: its key and the end of its value.
+  void PrefetchRecordFor(std::string_view key) const;
   // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
   // out (A+8 + 8 * slot: u16 offset, u16 length, u32 tag): the inner loop of every search, which
   // SlottedPage::Get would slow down with an always-on bounds check and a header reload per

@@ -1,6 +1,6 @@
 // Miss interleaving (BtreeOptions::miss_interleaving, btree.h): a descent about to fix a leaf
-// through its parent's frame hint yields to the worker's other ready fibers, and only then; the
-// operation's result is unchanged. And the adaptive mode's chooser (InterleaveChooser), on a
+// through its parent's frame hint yields to the worker's other ready fibers, a lookup once more
+// before it searches the leaf, and only then; the operation's result is unchanged. And the adaptive mode's chooser (InterleaveChooser), on a
 // clock the test drives.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -66,6 +66,53 @@ bool OtherFiberRanDuringLookup(TreeEnv& env, Held held) {
   return ran_during.load();
 }
 
+// On one worker, with a fiber that counts its turns and yields until told to stop: how many
+// turns it had during one lookup of `key` (made after a first lookup filled the root's child
+// hints), and whether that lookup found `key` with its value.
+struct TurnsDuringLookup {
+  int turns = 0;
+  bool found = false;
+  bool value_right = false;
+};
+TurnsDuringLookup CountTurnsDuringLookup(TreeEnv& env, uint64_t key) {
+  auto runtime = sm::test::MakeRuntime(1);
+  std::atomic<int> turns{0};
+  std::atomic<bool> stop{false};
+  TurnsDuringLookup result;
+  threads::WaitGroup done;
+  done.Add(1);
+  runtime->Spawn(
+      [&] {
+        std::string value;
+        (void)env.tree->Lookup(Key64(kKeys / 2), &value);  // fills the root's child hints
+        threads::WaitGroup other_done;
+        other_done.Add(1);
+        runtime->Spawn(
+            [&] {
+              while (!stop.load()) {
+                turns.fetch_add(1);
+                threads::Worker::Current()->Yield();
+              }
+              other_done.Done();
+            },
+            0);
+        threads::Worker::Current()->Yield();  // the counter's first turn, before the lookup
+        const int before = turns.load();
+        Status s = env.tree->Lookup(Key64(key), &value);
+        result.turns = turns.load() - before;
+        result.found = s.ok();
+        result.value_right = s.ok() && value == ValueFor(key, 0);
+        if (!s.ok()) s.PermitUnchecked();
+        stop.store(true);
+        other_done.Wait();
+        done.Done();
+      },
+      0);
+  done.Wait();
+  runtime->Shutdown();
+  return result;
+}
+
 void Fill(TreeEnv& env) {
   for (uint64_t n = 0; n < kKeys; ++n) REQUIRE(env.tree->Insert(Key64(n), ValueFor(n, 0)).ok());
   index::BtreeStats stats;
@@ -81,6 +128,24 @@ TEST_CASE("miss interleaving yields to a ready fiber before the leaf fix", "[uni
   TreeEnv env(256, options);
   Fill(env);
   CHECK(OtherFiberRanDuringLookup(env, Held::kNothing));
+}
+
+TEST_CASE("an interleaved lookup yields again before it searches the leaf", "[unit][btree]") {
+  index::BtreeOptions options;
+  options.miss_interleaving = index::MissInterleaving::kOn;
+  TreeEnv env(256, options);
+  Fill(env);
+  // Once before the leaf is fixed, once before its record is compared; the result is the
+  // search's whatever record was asked for.
+  for (uint64_t key : {uint64_t{0}, kKeys / 3, kKeys - 1}) {
+    TurnsDuringLookup t = CountTurnsDuringLookup(env, key);
+    CHECK(t.turns == 2);
+    CHECK(t.found);
+    CHECK(t.value_right);
+  }
+  TurnsDuringLookup absent = CountTurnsDuringLookup(env, kKeys + 5);
+  CHECK(absent.turns == 2);
+  CHECK_FALSE(absent.found);
 }
 
 TEST_CASE("without miss interleaving a lookup of a resident leaf does not yield", "[unit][btree]") {
