@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 
 namespace sm::buffer {
@@ -37,11 +36,8 @@ PoolMemory::PoolMemory(char* data, size_t bytes, size_t ahead_bytes)
 
 PoolMemory::~PoolMemory() {
   if (thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> guard(mu_);
-      stop_.store(true, std::memory_order_relaxed);
-    }
-    wake_.notify_one();
+    stop_.store(true, std::memory_order_relaxed);
+    Wake();
     thread_.join();
   }
   (void)munmap(data_, bytes_);
@@ -52,17 +48,17 @@ void PoolMemory::Run() {
   // A huge page at a time, so that a stop request waits for one at most.
   size_t done = 0;
   while (done < bytes_) {
+    // The sequence first: a NoteFrontier or stop after this load moves it, so the wait below
+    // returns at once instead of sleeping on what this pass read.
+    const uint32_t seq = wake_seq_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_relaxed)) return;
     const size_t target =
         std::min(bytes_, frontier_.load(std::memory_order_relaxed) + ahead_bytes_);
     if (done >= target) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stop_.load(std::memory_order_relaxed)) return;
-      // The timeout covers a NoteFrontier whose notify came between the test and the wait.
-      wake_.wait_for(lock, std::chrono::milliseconds(20));
-      if (stop_.load(std::memory_order_relaxed)) return;
+      wake_seq_.wait(seq, std::memory_order_acquire);
+      wakeups_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    if (stop_.load(std::memory_order_relaxed)) return;
     const size_t chunk = std::min(kHugePageBytes, bytes_ - done);
     if (madvise(data_ + done, chunk, MADV_POPULATE_WRITE) != 0) {
       // EINVAL before Linux 5.14 (or under a tool that does not know the advice): the

@@ -22,14 +22,15 @@
 //
 // Thread/fiber safety: NoteFrontier may be called from any fiber or thread at any time; it
 // never blocks (it wakes the thread only when the window runs short). The destructor stops
-// and joins the thread.
+// and joins the thread. The thread sleeps on wake_seq_ (a futex, C++20 atomic wait) until a
+// NoteFrontier or the destructor moves it: no wake-up is lost (the wait returns at once if the
+// sequence moved after the thread read the frontier), so an idle pool's thread never wakes.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 namespace sm::buffer {
@@ -59,7 +60,7 @@ class PoolMemory {
     } while (!frontier_.compare_exchange_weak(seen, used_bytes, std::memory_order_relaxed));
     if (ahead_bytes_ > 0 &&
         used_bytes + ahead_bytes_ / 2 > populated_.load(std::memory_order_relaxed)) {
-      wake_.notify_one();  // without the mutex: a lost wake-up only waits for the timeout
+      Wake();
     }
   }
 
@@ -70,10 +71,18 @@ class PoolMemory {
   size_t populated_bytes() const { return populated_.load(std::memory_order_acquire); }
   // Whether the kernel refused to populate (an old kernel), which stopped the thread.
   bool prefault_failed() const { return failed_.load(std::memory_order_acquire); }
+  // Tests: how often the thread woke from waiting for the frontier.
+  uint64_t thread_wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
 
  private:
   PoolMemory(char* data, size_t bytes, size_t ahead_bytes);
   void Run();
+  // Release: what the caller stored before (the frontier, stop_) is seen by the thread once
+  // it sees the new sequence.
+  void Wake() {
+    wake_seq_.fetch_add(1, std::memory_order_release);
+    wake_seq_.notify_one();
+  }
 
   char* const data_;
   const size_t bytes_;
@@ -82,8 +91,8 @@ class PoolMemory {
   std::atomic<size_t> populated_{0};
   std::atomic<bool> failed_{false};
   std::atomic<bool> stop_{false};
-  std::mutex mu_;  // for wake_'s waits only
-  std::condition_variable wake_;
+  std::atomic<uint32_t> wake_seq_{0};
+  std::atomic<uint64_t> wakeups_{0};
   std::thread thread_;
 };
 

@@ -1,6 +1,6 @@
 // PoolMemory: the prefault thread backs the memory a window ahead of the frontier and no
-// further (checked with mincore, which reports what the kernel has backed), follows the
-// frontier, and stops at the end; without a window nothing is backed ahead of use.
+// further (checked with mincore, which reports what the kernel has backed), sleeps until the
+// frontier moves, follows it, and stops at the end; without a window nothing is backed ahead of use.
 #include "sm/buffer/pool_memory.h"
 
 #include <sys/mman.h>
@@ -52,8 +52,10 @@ TEST_CASE("the prefault thread backs the pool's memory a window ahead of the fro
     WARN("this kernel refuses MADV_POPULATE_WRITE: the pool's memory is backed at first touch");
     return;
   }
-  // The first window, and nothing after it, even given time.
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  // The first window, and nothing after it, even given time; the thread sleeps until told.
+  const uint64_t wakeups = memory->thread_wakeups();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(memory->thread_wakeups() == wakeups);
   CHECK(memory->populated_bytes() == 8 * kMiB);
   CHECK(ResidentPages(*memory, 0, 8 * kMiB) == Pages(8 * kMiB));
   CHECK(ResidentPages(*memory, 8 * kMiB, 24 * kMiB) == 0);
