@@ -21,7 +21,8 @@
 //      huge page, and exits at the end.
 //
 // Thread/fiber safety: NoteFrontier may be called from any fiber or thread at any time; it
-// never blocks (it wakes the thread only when the window runs short). The destructor stops
+// never blocks (it wakes the thread only when the window lacks memory, which the thread adds a
+// huge page at a time: a burst of wake-ups per 2 MiB of frontier at most). The destructor stops
 // and joins the thread. The thread sleeps on wake_seq_ (a futex, C++20 atomic wait) until a
 // NoteFrontier or the destructor moves it: no wake-up is lost (the wait returns at once if the
 // sequence moved after the thread read the frontier), so an idle pool's thread never wakes.
@@ -58,8 +59,10 @@ class PoolMemory {
     do {
       if (used_bytes <= seen) return;
     } while (!frontier_.compare_exchange_weak(seen, used_bytes, std::memory_order_relaxed));
+    // Exactly when the thread has work: populated_ is a whole number of huge pages, so the
+    // window lacks one. A stale (smaller) populated_ only wakes the thread for nothing.
     if (ahead_bytes_ > 0 &&
-        used_bytes + ahead_bytes_ / 2 > populated_.load(std::memory_order_relaxed)) {
+        used_bytes + ahead_bytes_ > populated_.load(std::memory_order_relaxed)) {
       Wake();
     }
   }
