@@ -9,6 +9,7 @@
 namespace sm::threads {
 namespace detail {
 std::atomic<CtxHandler> g_ctx_handler{nullptr};
+constinit thread_local bool tls_ctx_muted = false;
 }  // namespace detail
 
 namespace {

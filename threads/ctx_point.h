@@ -16,6 +16,9 @@
 //      hash of the name, so they are stable across builds.
 //   2. The handler is installed before workers start running operations and removed after
 //      they stop; the hook reads it with a relaxed load (a plain move on x86-64).
+//   3. A thread may mute its own sites (SetCtxMutedOnThisThread): a STEPS worker that runs
+//      without teams (adaptive mode) then pays at each enabled site what a disabled one costs,
+//      a load and a branch more, instead of a call to a handler that would do nothing.
 //
 // Thread/fiber safety: registration runs at static-init time; the hook is safe everywhere.
 #pragma once
@@ -42,10 +45,15 @@ using CtxHandler = void (*)(CtxSite& site);
 
 namespace detail {
 extern std::atomic<CtxHandler> g_ctx_handler;
-}
+// Per OS thread (a fiber runs on one worker thread for life). constinit: no TLS wrapper call.
+extern constinit thread_local bool tls_ctx_muted;
+}  // namespace detail
 
 // Installs (or with nullptr removes) the handler called at every CTX site.
 void SetCtxHandler(CtxHandler handler);
+// Whether the calling thread's CTX sites call the handler (invariant 3).
+inline void SetCtxMutedOnThisThread(bool muted) { detail::tls_ctx_muted = muted; }
+inline bool CtxMutedOnThisThread() { return detail::tls_ctx_muted; }
 // All sites linked into this binary, sorted by name.
 std::vector<CtxSite*> ListCtxSites();
 CtxSite* FindCtxSite(std::string_view name);
@@ -64,11 +72,11 @@ constexpr uint32_t CtxSiteId(std::string_view name) {
 
 #define SM_DEFINE_CTX_SITE(ident, site_name) ::sm::threads::CtxSite ident{site_name}
 
-#define SM_CTX(site)                                                                  \
-  do {                                                                                \
-    ::sm::threads::CtxHandler sm_ctx_handler_ =                                       \
-        ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);         \
-    if (sm_ctx_handler_ != nullptr && (site).enabled.load(std::memory_order_relaxed)) \
-        [[unlikely]]                                                                  \
-      sm_ctx_handler_(site);                                                          \
+#define SM_CTX(site)                                                                    \
+  do {                                                                                  \
+    ::sm::threads::CtxHandler sm_ctx_handler_ =                                         \
+        ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);           \
+    if (sm_ctx_handler_ != nullptr && (site).enabled.load(std::memory_order_relaxed) && \
+        !::sm::threads::detail::tls_ctx_muted) [[unlikely]]                             \
+      sm_ctx_handler_(site);                                                            \
   } while (0)

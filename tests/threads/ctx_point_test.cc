@@ -1,8 +1,10 @@
-// The CTX hook: registration, listing, stable ids, and dispatch to the installed handler.
+// The CTX hook: registration, listing, stable ids, dispatch to the installed handler, and
+// muting per thread.
 #include "threads/ctx_point.h"
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -53,4 +55,26 @@ TEST_CASE("the CTX hook skips disabled sites", "[unit][ctx]") {
   SM_CTX(kTestSiteA);
   sm::threads::SetCtxHandler(nullptr);
   REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_b"});
+}
+
+TEST_CASE("a thread that mutes its CTX sites skips the handler, and other threads do not",
+          "[unit][ctx]") {
+  g_calls.clear();
+  sm::threads::SetCtxHandler(&RecordingHandler);
+  kTestSiteA.enabled = true;
+  sm::threads::SetCtxMutedOnThisThread(true);
+  REQUIRE(sm::threads::CtxMutedOnThisThread());
+  SM_CTX(kTestSiteA);  // muted here: no call
+  bool other_muted = true;
+  std::thread other([&] {
+    other_muted = sm::threads::CtxMutedOnThisThread();
+    SM_CTX(kTestSiteA);  // not muted there: a call
+  });
+  other.join();
+  sm::threads::SetCtxMutedOnThisThread(false);
+  SM_CTX(kTestSiteA);
+  sm::threads::SetCtxHandler(nullptr);
+  kTestSiteA.enabled = false;
+  CHECK_FALSE(other_muted);
+  REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_a"});
 }
