@@ -118,8 +118,10 @@ struct WorkerTeams {
   struct Adapt {
     bool serial = false;  // teams dissolved: operations run without them
     bool started = false;
-    uint32_t begins = 0;  // transactions begun in the current epoch
-    uint32_t epoch = 0;   // position in the cycle: 2 * probe_pairs probes, then the run
+    uint32_t begins = 0;       // transactions begun in the current epoch
+    bool probing = true;       // a probe is in progress (else a run)
+    uint32_t probe_epoch = 0;  // epochs of the probe done: even ones with teams, odd without
+    uint32_t run_left = 0;     // epochs of the run still to go
     std::optional<AdaptivePolicy> policy;  // made at the first epoch's end
     std::chrono::steady_clock::time_point epoch_start;
     double txns[2] = {0, 0};  // probe totals by mode: [0] without teams, [1] with
@@ -394,37 +396,53 @@ void DissolveTeams(WorkerTeams& wt, Fiber* self) {
   while (wt.wait_first != nullptr) dissolve(wt.wait_first);
 }
 
+// Copies the worker's mode into the calling thread's flags (it must be the worker's thread).
+void SyncThreadMode(const WorkerTeams& wt) {
+  detail::tls_without_teams = wt.adapt.serial;
+  threads::SetCtxMutedOnThisThread(wt.adapt.serial);
+}
+
 void SetTeamsEnabled(WorkerTeams& wt, Fiber* self, bool enabled) {
   if (wt.adapt.serial != enabled) return;  // already so
   wt.adapt.serial = !enabled;
   if (!enabled) DissolveTeams(wt, self);
+  SyncThreadMode(wt);
 }
 
-// An epoch ended: adds it to the probe, decides at the end of a probe, and sets the mode of
+// An epoch ended: adds it to the probe, decides once the probe is done, and sets the mode of
 // the next epoch.
 void EndEpoch(WorkerTeams& wt, Fiber* self, double seconds) {
   WorkerTeams::Adapt& a = wt.adapt;
-  const StepsOptions& o = g_adaptive_options;
-  const uint32_t probe_epochs = 2 * o.probe_pairs;
   const int mode = a.serial ? 0 : 1;
   (mode ? wt.epochs_teams : wt.epochs_serial).Add();
-  if (a.epoch < probe_epochs) {
+  if (!a.policy.has_value()) a.policy.emplace(g_adaptive_options);
+  bool teams;
+  if (a.probing) {
     a.txns[mode] += a.begins;
     a.secs[mode] += seconds;
-  }
-  if (!a.policy.has_value()) a.policy.emplace(o);
-  if (a.epoch + 1 == probe_epochs) {  // the probe is complete: pick the faster mode
+    ++a.probe_epoch;
     const double serial_rate = a.txns[0] / std::max(a.secs[0], 1e-9);
     const double teams_rate = a.txns[1] / std::max(a.secs[1], 1e-9);
     const double ratio = serial_rate > 0 ? teams_rate / serial_rate : 1.0;
-    a.policy->OnProbe(ratio);
-    wt.probes.Add();
-    (a.policy->teams() ? wt.chose_teams : wt.chose_serial).Add();
-    wt.last_ratio.store(ratio, std::memory_order_relaxed);
-    a.txns[0] = a.txns[1] = a.secs[0] = a.secs[1] = 0;
+    if (a.probe_epoch % 2 == 0 && a.policy->ProbeDone(a.probe_epoch / 2, ratio)) {
+      a.policy->OnProbe(ratio);
+      wt.probes.Add();
+      (a.policy->teams() ? wt.chose_teams : wt.chose_serial).Add();
+      wt.last_ratio.store(ratio, std::memory_order_relaxed);
+      a.txns[0] = a.txns[1] = a.secs[0] = a.secs[1] = 0;
+      a.probing = false;
+      a.run_left = a.policy->run_epochs();
+      teams = a.policy->teams();
+    } else {
+      teams = a.probe_epoch % 2 == 0;
+    }
+  } else if (--a.run_left > 0) {
+    teams = a.policy->teams();
+  } else {  // the next probe, starting with teams
+    a.probing = true;
+    a.probe_epoch = 0;
+    teams = true;
   }
-  a.epoch = (a.epoch + 1) % (probe_epochs + a.policy->run_epochs());
-  const bool teams = a.epoch < probe_epochs ? a.epoch % 2 == 0 : a.policy->teams();
   SetTeamsEnabled(wt, self, teams);
   a.begins = 0;
 }
@@ -471,7 +489,6 @@ const char* OpName(Op op) {
 void Install(const StepsOptions& options) {
   g_max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
   g_adaptive_options = options;
-  g_adaptive_options.probe_pairs = std::max<uint32_t>(options.probe_pairs, 1);
   g_adaptive_options.epoch_ms = std::max<uint32_t>(options.epoch_ms, 1);
   g_adaptive.store(options.adaptive, std::memory_order_relaxed);
   {
@@ -492,13 +509,17 @@ void Uninstall() {
 namespace detail {
 
 std::atomic<bool> g_installed{false};
+constinit thread_local bool tls_without_teams = false;
 
 void BeginOpInTeams(TeamKey key) {
   Fiber* self = Worker::CurrentFiber();
   if (self == nullptr) return;  // plain threads have no teams
   Worker* worker = self->worker();
   WorkerTeams& wt = TeamsOf(worker);
-  if (key.op == Op::kBegin && g_adaptive.load(std::memory_order_relaxed)) AdaptTick(wt, self);
+  if (key.op == Op::kBegin) {
+    if (g_adaptive.load(std::memory_order_relaxed)) AdaptTick(wt, self);
+    SyncThreadMode(wt);  // an Install since the last begin may have reset the mode
+  }
   if (wt.adapt.serial) [[unlikely]] {
     // Without teams fibers take turns at begin only, as with STEPS off.
     if (key.op == Op::kBegin) worker->YieldIfOthersReady();

@@ -33,11 +33,16 @@
 //   - Adaptive mode (StepsOptions::adaptive): STEPS pays only where the instruction misses it
 //     saves cost more than its switches and bookkeeping, which depends on the machine and the
 //     workload. Each worker counts the transactions it begins in short epochs, alternating
-//     epochs with teams and without (a probe), then runs the faster mode (AdaptivePolicy:
-//     teams only if they win by a margin) for run_epochs epochs, twice as many after each
-//     probe that confirms the choice, and probes again. Turning teams off dissolves them: every member becomes a stray
-//     and the parked ones are made ready; turning them on lets fibers join at their next
-//     operation. Without teams BeginOp only takes turns at begin, as with STEPS off.
+//     epochs with teams and without (a probe, which ends early once the two are clearly
+//     apart), then runs the faster mode (AdaptivePolicy: teams only if they win by a margin)
+//     for run_epochs epochs, twice as many after each probe that confirms the choice, and
+//     probes again. Turning teams off dissolves them:
+//     every member becomes a stray and the parked ones are made ready; turning them on lets
+//     fibers join at their next operation. Without teams BeginOp only takes turns at begin,
+//     as with STEPS off, and the worker's CTX sites are muted (threads/ctx_point.h), so that
+//     its operations cost what they cost with STEPS off but for a branch at each site and
+//     wrapper (TPC-C's mix at one warehouse: 2.5 % more instructions before, when every
+//     wrapper and enabled site called in).
 //
 // Invariants (per worker):
 //   1. Every team member is kParked except the one running; no member is in a run queue, so
@@ -88,6 +93,8 @@ struct StepsOptions {
                                 //   changed the choice (or the first)
   uint32_t max_run_epochs = 320;  // adaptive: the longest run (see AdaptivePolicy)
   double teams_margin = 0.02;   // adaptive: teams must be this much faster to be chosen
+  double decisive_margin = 0.10;  // adaptive: a probe whose rates so far differ by more than
+                                  //   this ends after that pair (see AdaptivePolicy)
 };
 
 // Adaptive mode's choice after each probe, given the probe's ratio of transaction rates
@@ -96,14 +103,23 @@ struct StepsOptions {
 // confirms the previous choice doubles the run after it (up to max_run_epochs), one that
 // changes it starts again from run_epochs, so a worker whose workload has settled spends ever
 // less time probing the mode it does not use (the probe's epochs in the losing mode are what
-// the adaptive mode costs).
+// the adaptive mode costs). For the same reason a probe stops early once its rates are clearly
+// apart: after any pair whose ratio so far is off 1 by decisive_margin or more, else after
+// probe_pairs pairs (TPC-C's mix at one warehouse, teams at about 0.8 of the rate without,
+// then pays one epoch with teams per probe instead of three).
 class AdaptivePolicy {
  public:
   explicit AdaptivePolicy(const StepsOptions& options)
       : margin_(options.teams_margin),
-        min_run_(options.run_epochs),
-        max_run_(std::max(options.max_run_epochs, options.run_epochs)),
-        run_(options.run_epochs) {}
+        decisive_(options.decisive_margin),
+        pairs_(std::max<uint32_t>(options.probe_pairs, 1)),
+        min_run_(std::max<uint32_t>(options.run_epochs, 1)),
+        max_run_(std::max(options.max_run_epochs, min_run_)),
+        run_(min_run_) {}
+  // Whether a probe that has run `pairs` pairs, at `ratio` so far, is over.
+  bool ProbeDone(uint32_t pairs, double ratio) const {
+    return pairs >= pairs_ || ratio <= 1.0 - decisive_ || ratio >= 1.0 + decisive_;
+  }
   void OnProbe(double ratio) {
     const bool teams = ratio >= 1.0 + margin_;
     run_ = probed_ && teams == teams_ ? std::min(run_ * 2, max_run_) : min_run_;
@@ -115,6 +131,8 @@ class AdaptivePolicy {
 
  private:
   double margin_;
+  double decisive_;
+  uint32_t pairs_;
   uint32_t min_run_, max_run_;
   uint32_t run_;
   bool teams_ = true;
@@ -127,14 +145,22 @@ void Install(const StepsOptions& options);
 void Uninstall();
 namespace detail {
 extern std::atomic<bool> g_installed;
+// Whether the calling worker thread runs without teams (adaptive mode): a copy of its mode
+// that the wrapper reads without reaching the worker's state, set by the worker itself when
+// the mode changes and again at every begin.
+extern constinit thread_local bool tls_without_teams;
 void BeginOpInTeams(TeamKey key);
 }  // namespace detail
 inline bool Installed() { return detail::g_installed.load(std::memory_order_acquire); }
 
 // The STEPS wrapper: call at the start of each storage operation on a fiber. With STEPS off
-// it costs a load and a predictable branch, inline.
+// it costs a load and a predictable branch, inline; on a worker that adaptive mode runs
+// without teams, a load and a branch more for every operation but begin (which counts the
+// transaction and takes turns).
 inline void BeginOp(TeamKey key) {
-  if (Installed()) detail::BeginOpInTeams(key);
+  if (Installed() && (key.op == Op::kBegin || !detail::tls_without_teams)) {
+    detail::BeginOpInTeams(key);
+  }
 }
 // Leave the current team (if any) and stop being tracked. Required before a fiber that
 // called BeginOp finishes.

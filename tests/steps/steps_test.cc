@@ -390,17 +390,58 @@ TEST_CASE("teams form again once turned back on", "[unit][steps]") {
   REQUIRE(trace == std::vector<int>{0, 0, 1, 1, 2, 2, 10, 11, 12, 10, 11, 12});
 }
 
-TEST_CASE("the adaptive mode alternates teams and no teams and picks one per probe",
+TEST_CASE("a worker without teams mutes its CTX sites until teams are on or STEPS is installed "
+          "again",
           "[unit][steps]") {
-  steps::StepsOptions options;
-  options.adaptive = true;
-  options.epoch_ms = 1;
-  options.probe_pairs = 1;
-  options.run_epochs = 2;
+  auto rt = MakeRuntime(2);
+  // Runs `body` on a fiber of `worker` and waits for it.
+  auto on_worker = [&](int worker, auto body) {
+    threads::WaitGroup wg;
+    wg.Add(1);
+    rt->Spawn(
+        [&] {
+          body();
+          wg.Done();
+        },
+        worker);
+    wg.Wait();
+  };
+  bool muted0 = false, muted1 = true, after_on = true, after_install = true;
+  {
+    StepsScope scope(32);
+    on_worker(0, [&] {
+      steps::SetTeamsEnabledForTest(false);
+      muted0 = threads::CtxMutedOnThisThread();
+    });
+    on_worker(1, [&] { muted1 = threads::CtxMutedOnThisThread(); });  // its own mode: teams
+    on_worker(0, [&] {
+      steps::SetTeamsEnabledForTest(true);
+      after_on = threads::CtxMutedOnThisThread();
+      steps::SetTeamsEnabledForTest(false);  // and off again, for the reinstall below
+    });
+  }
+  {
+    StepsScope scope(32);  // Install starts every worker with teams
+    on_worker(0, [&] {
+      steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+      after_install = threads::CtxMutedOnThisThread();
+      steps::Detach();
+    });
+  }
+  rt->Shutdown();
+  CHECK(muted0);
+  CHECK_FALSE(muted1);
+  CHECK_FALSE(after_on);
+  CHECK_FALSE(after_install);
+}
+
+namespace {
+// Runs 4 fibers on one worker in adaptive mode, each a loop of tiny transactions, until
+// `probes` probes have finished (or a generous deadline: epochs are wall-clock time).
+steps::AdaptiveStats RunAdaptive(const steps::StepsOptions& options, uint64_t probes) {
   StepsScope scope(options);
   auto rt = MakeRuntime(1);
   constexpr int kFibers = 4;
-  // Epochs are wall-clock time: run until two probes have finished (or a generous deadline).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::atomic<bool> stop{false};
   std::atomic<int> begun{0}, done{0};
@@ -415,7 +456,7 @@ TEST_CASE("the adaptive mode alternates teams and no teams and picks one per pro
           for (int p = 0; p < 4; ++p) SM_CTX(kSiteOn);
           steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
           done.fetch_add(1, std::memory_order_relaxed);
-          if (t % 64 == 0 && (steps::GetAdaptiveStats().probes >= 2 ||
+          if (t % 64 == 0 && (steps::GetAdaptiveStats().probes >= probes ||
                               std::chrono::steady_clock::now() > deadline)) {
             stop.store(true, std::memory_order_relaxed);
           }
@@ -426,7 +467,23 @@ TEST_CASE("the adaptive mode alternates teams and no teams and picks one per pro
   wg.Wait();
   rt->Shutdown();
   CHECK(done.load() == begun.load());  // every transaction finished across the switches
-  steps::AdaptiveStats stats = steps::GetAdaptiveStats();
+  return steps::GetAdaptiveStats();
+}
+
+// Adaptive mode with epochs of 1 ms and short runs, so that a test sees several probes.
+steps::StepsOptions FastAdaptive(uint32_t probe_pairs) {
+  steps::StepsOptions options;
+  options.adaptive = true;
+  options.epoch_ms = 1;
+  options.probe_pairs = probe_pairs;
+  options.run_epochs = 2;
+  return options;
+}
+}  // namespace
+
+TEST_CASE("the adaptive mode alternates teams and no teams and picks one per probe",
+          "[unit][steps]") {
+  steps::AdaptiveStats stats = RunAdaptive(FastAdaptive(1), 2);
   INFO("probes " << stats.probes << ", epochs with teams " << stats.epochs_teams
                  << ", without " << stats.epochs_serial);
   REQUIRE(stats.probes >= 1);
@@ -435,6 +492,25 @@ TEST_CASE("the adaptive mode alternates teams and no teams and picks one per pro
   CHECK(stats.epochs_serial >= stats.probes);
   REQUIRE(stats.last_ratio.size() == 1);
   CHECK(stats.last_ratio[0] > 0);
+}
+
+TEST_CASE("an adaptive probe ends after one pair once its rates are clearly apart",
+          "[unit][steps]") {
+  steps::StepsOptions options = FastAdaptive(3);
+  options.teams_margin = 100;  // teams are never chosen: only probes run with teams
+  for (bool decisive : {true, false}) {
+    // A margin of 0 makes every first pair decisive; one of 100 makes none.
+    options.decisive_margin = decisive ? 0.0 : 100.0;
+    steps::AdaptiveStats stats = RunAdaptive(options, 3);
+    const uint64_t teams_per_probe = decisive ? 1 : 3;
+    INFO("decisive " << decisive << ": probes " << stats.probes << ", epochs with teams "
+                     << stats.epochs_teams << ", without " << stats.epochs_serial);
+    REQUIRE(stats.probes >= 3);
+    CHECK(stats.chose_teams == 0);
+    // Every finished probe ran teams_per_probe epochs with teams; one more probe may have begun.
+    CHECK(stats.epochs_teams >= stats.probes * teams_per_probe);
+    CHECK(stats.epochs_teams <= (stats.probes + 1) * teams_per_probe);
+  }
 }
 
 TEST_CASE("the adaptive policy wants a margin for teams and probes less once settled",
@@ -462,4 +538,17 @@ TEST_CASE("the adaptive policy wants a margin for teams and probes less once set
   policy.OnProbe(1.30);
   CHECK(policy.teams());
   CHECK(policy.run_epochs() == 20);
+}
+
+TEST_CASE("the adaptive policy ends a probe early only when its rates are clearly apart",
+          "[unit][steps]") {
+  steps::StepsOptions options;
+  options.probe_pairs = 3;
+  options.decisive_margin = 0.10;
+  steps::AdaptivePolicy policy(options);
+  CHECK(policy.ProbeDone(1, 0.80));   // teams clearly slower
+  CHECK(policy.ProbeDone(1, 1.15));   // teams clearly faster
+  CHECK_FALSE(policy.ProbeDone(1, 0.95));
+  CHECK_FALSE(policy.ProbeDone(2, 1.05));
+  CHECK(policy.ProbeDone(3, 1.00));   // all pairs run
 }
