@@ -231,7 +231,11 @@ void BTree::InterleaveBeforeRecord(const PageHandle& leaf, std::string_view key)
 
 void BTree::YieldForMisses() {
   threads::Fiber* fiber = threads::Fiber::Current();
-  if (fiber == nullptr || fiber->exclusive_held() != 0 || fiber->team_slot != nullptr) return;
+  if (fiber == nullptr || fiber->exclusive_held() != 0) return;
+  // A STEPS team member switches at CTX points instead. A fiber keeps its team state
+  // (team_slot) between teams; its worker's muted CTX sites say that adaptive STEPS runs it
+  // without teams (steps/steps.h), and then it interleaves as with STEPS off.
+  if (fiber->team_slot != nullptr && !threads::CtxMutedOnThisThread()) return;
   threads::Worker::Current()->YieldIfOthersReady();
 }
 

@@ -1,7 +1,8 @@
 // Miss interleaving (BtreeOptions::miss_interleaving, btree.h): a descent about to fix a leaf
 // through its parent's frame hint yields to the worker's other ready fibers, a lookup once more
-// before it searches the leaf, and only then; the operation's result is unchanged. And the adaptive mode's chooser (InterleaveChooser), on a
-// clock the test drives.
+// before it searches the leaf, and only then (not under an exclusive latch or mutex, nor in a
+// STEPS team); the operation's result is unchanged. And the adaptive mode's chooser
+// (InterleaveChooser), on a clock the test drives.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <string>
@@ -23,7 +24,9 @@ namespace {
 
 constexpr uint64_t kKeys = 3000;  // several leaves under an inner root
 
-enum class Held { kNothing, kMutex };
+// What the looking-up fiber holds or is: a mutex; a STEPS team's state (team_slot) on a worker
+// whose CTX sites switch (teams on), or are muted (adaptive STEPS running without teams).
+enum class Held { kNothing, kMutex, kTeamState, kTeamStateMuted };
 
 // On one worker: a lookup that has already descended once (so the root remembers the leaf's
 // frame), made while another fiber is ready. Returns whether that fiber ran before the lookup
@@ -43,6 +46,10 @@ bool OtherFiberRanDuringLookup(TreeEnv& env, Held held) {
         bool ok = env.tree->Lookup(Key64(n), &value).ok();  // fills the root's child hints
         threads::Mutex mu;
         if (held == Held::kMutex) mu.lock();
+        int team_state = 0;  // what steps/ would keep there; only its presence is read
+        threads::Fiber* self = threads::Fiber::Current();
+        if (held == Held::kTeamState || held == Held::kTeamStateMuted) self->team_slot = &team_state;
+        threads::SetCtxMutedOnThisThread(held == Held::kTeamStateMuted);
         threads::WaitGroup other_done;
         other_done.Add(1);
         runtime->Spawn(
@@ -55,6 +62,8 @@ bool OtherFiberRanDuringLookup(TreeEnv& env, Held held) {
         ok = ok && env.tree->Lookup(Key64(n), &value).ok() && value == ValueFor(n, 0);
         ran_during.store(other_ran.load());
         if (held == Held::kMutex) mu.unlock();
+        self->team_slot = nullptr;
+        threads::SetCtxMutedOnThisThread(false);
         other_done.Wait();
         lookup_ok.store(ok);
         done.Done();
@@ -161,6 +170,16 @@ TEST_CASE("miss interleaving does not yield while the fiber holds an exclusive l
   TreeEnv env(256, options);
   Fill(env);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kMutex));
+}
+
+TEST_CASE("miss interleaving yields in a STEPS worker's fiber only while its teams are off",
+          "[unit][btree]") {
+  index::BtreeOptions options;
+  options.miss_interleaving = index::MissInterleaving::kOn;
+  TreeEnv env(256, options);
+  Fill(env);
+  CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kTeamState));  // teams switch at CTX instead
+  CHECK(OtherFiberRanDuringLookup(env, Held::kTeamStateMuted));
 }
 
 namespace {
