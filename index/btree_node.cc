@@ -91,22 +91,10 @@ uint16_t Node::LowerBound(std::string_view key, bool* found) const {
 }
 
 void Node::PrefetchRecordFor(std::string_view key) const {
-  const uint32_t head = KeyHead(key, prefix_bytes());
-  const char* dir = SlotEntry(kFirstRecordSlot);
-  size_t lo = 0;
-  size_t hi = count();
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    uint32_t mid_head;
-    std::memcpy(&mid_head, dir + mid * SlottedPage::kSlotBytes + kSlotTagOffset, sizeof(mid_head));
-    if (mid_head < head) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == count()) return;
-  std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + lo));
+  bool unused;
+  const uint16_t i = Search<true, false, /*kHeadsOnly=*/true>(key, &unused);
+  if (i == count()) return;
+  std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
   __builtin_prefetch(rec.data());
   __builtin_prefetch(rec.data() + rec.size() - 1);
 }
@@ -116,8 +104,9 @@ uint16_t Node::UpperBound(std::string_view key) const {
   return is_leaf() ? Search<true, true>(key, &equal) : Search<false, true>(key, &equal);
 }
 
-template <bool kLeaf, bool kUpper>
+template <bool kLeaf, bool kUpper, bool kHeadsOnly>
 uint16_t Node::Search(std::string_view key, bool* equal) const {
+  static_assert(!(kHeadsOnly && kUpper), "a heads-only search is a lower bound");
   SM_DASSERT(key.size() >= prefix_bytes());
   SM_DASSERT(key.compare(0, prefix_bytes(), low_fence().substr(0, prefix_bytes())) == 0);
   const uint32_t head = KeyHead(key, prefix_bytes());
@@ -134,9 +123,12 @@ uint16_t Node::Search(std::string_view key, bool* equal) const {
     // The next probe is one of these two: their slots' cache lines load while mid's is
     // compared, so a search through a node not in the cache waits for about half as many
     // misses one after another. Once the range fits in a line these hit; testing for that
-    // costs more instructions than the two prefetches (callgrind).
-    __builtin_prefetch(dir + (lo + mid) / 2 * SlottedPage::kSlotBytes);
-    __builtin_prefetch(dir + (mid + 1 + hi) / 2 * SlottedPage::kSlotBytes);
+    // costs more instructions than the two prefetches (callgrind). A heads-only search runs
+    // over a directory already asked for.
+    if constexpr (!kHeadsOnly) {
+      __builtin_prefetch(dir + (lo + mid) / 2 * SlottedPage::kSlotBytes);
+      __builtin_prefetch(dir + (mid + 1 + hi) / 2 * SlottedPage::kSlotBytes);
+    }
     // Whether record mid sorts before the key (kUpper: or equals it). Only a head tie reads
     // the record.
     uint32_t mid_head;
@@ -144,6 +136,8 @@ uint16_t Node::Search(std::string_view key, bool* equal) const {
     bool before;
     if (mid_head != head) {
       before = mid_head < head;
+    } else if constexpr (kHeadsOnly) {
+      before = false;
     } else {
       int c = CompareKeys(KeyOfKind<kLeaf>(static_cast<uint16_t>(mid)), key);
       equal_seen |= c == 0;

@@ -339,7 +339,9 @@ class Node {
 
   // First record index whose key is >= key (kUpper: > key), count() if none; *equal: whether
   // some record compared equal to the key (for !kUpper: the one at the index returned).
-  template <bool kLeaf, bool kUpper>
+  // kHeadsOnly (with !kUpper): the first whose head is >= the key's, by the directory alone:
+  // no record is read (*equal stays false) and nothing is prefetched.
+  template <bool kLeaf, bool kUpper, bool kHeadsOnly = false>
   uint16_t Search(std::string_view key, bool* equal) const;
 
   char* page_;
