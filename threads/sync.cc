@@ -210,7 +210,12 @@ void Event::Wait() { WaitImpl({}, false); }
 bool Event::WaitUntil(Baton::Clock::time_point deadline) { return WaitImpl(deadline, true); }
 
 bool Event::WaitImpl(Baton::Clock::time_point deadline, bool timed) {
-  if (set_.load(std::memory_order_acquire)) return true;
+  if (set_.load(std::memory_order_acquire)) {
+    // The Set that stored it may still hold lock_; once we have held it, that Set is done
+    // with the event (it posts its waiters after unlocking, touching only their records).
+    std::lock_guard<SpinLock> guard(lock_);
+    return true;
+  }
   Waiter me;
   {
     std::lock_guard<SpinLock> guard(lock_);
@@ -238,6 +243,8 @@ bool Event::WaitImpl(Baton::Clock::time_point deadline, bool timed) {
 }
 
 void WaitGroup::Add(int64_t n) {
+  SM_ASSERT(n >= 0);
+  if (n == 0) return;  // the count stays as it is, and so does the event
   if (count_.fetch_add(n, std::memory_order_acq_rel) == 0) zero_.Reset();
 }
 

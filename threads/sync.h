@@ -115,9 +115,13 @@ class Mutex {
   Latch latch_;
 };
 
-// Manual-reset event: Wait returns once Set has been called and until Reset.
+// Manual-reset event: Wait returns once Set has been called and until Reset. When Wait (or a
+// WaitUntil that returns true) returns, the Set that released it is done with the event, so
+// the waiter may destroy it.
 class Event {
  public:
+  Event() = default;
+  explicit Event(bool set) : set_(set) {}
   void Set();
   void Reset();
   bool IsSet() const { return set_.load(std::memory_order_acquire); }
@@ -132,20 +136,19 @@ class Event {
   Waiter* head_ = nullptr;  // guarded by lock_
 };
 
-// Counts outstanding work; Wait returns when the count reaches zero.
+// Counts outstanding work; Wait returns when the count reaches zero, and the group may be
+// destroyed then: the Done that reached zero is done with it (Wait waits on the event, not on
+// the count, which reaches zero before that Done sets the event).
 class WaitGroup {
  public:
   void Add(int64_t n = 1);
   void Done();
-  void Wait() {
-    if (count() == 0) return;
-    zero_.Wait();
-  }
+  void Wait() { zero_.Wait(); }
   int64_t count() const { return count_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<int64_t> count_{0};
-  Event zero_;
+  Event zero_{/*set=*/true};  // set while the count is zero (from the Done that made it so)
 };
 
 // RAII holders.

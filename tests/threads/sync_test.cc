@@ -1,5 +1,6 @@
 // Fiber-aware synchronization: latch modes, exclusion under contention, FIFO hand-off,
-// upgrade/downgrade, the exclusive-hold counter, events, and a seeded stress test.
+// upgrade/downgrade, the exclusive-hold counter, events and wait groups (and their lifetime),
+// and a seeded stress test.
 #include "threads/sync.h"
 
 #include <atomic>
@@ -186,6 +187,32 @@ TEST_CASE("events wake fiber and thread waiters, timed waits expire", "[unit][ev
   done.Wait();
   rt->Shutdown();
   REQUIRE(timed_out.load());
+}
+
+TEST_CASE("a wait group or event may be destroyed as soon as its Wait returns",
+          "[unit][event]") {
+  // The Done that brings the count to zero (or the Set) runs on another thread; once Wait has
+  // returned it must not touch the object again. (Under ASan or TSan a violation is reported;
+  // natively it may pass by luck.)
+  for (int i = 0; i < 2000; ++i) {
+    auto wg = std::make_unique<WaitGroup>();
+    wg->Add(1);
+    std::thread done([group = wg.get()] { group->Done(); });
+    wg->Wait();
+    wg.reset();
+    done.join();
+    auto ev = std::make_unique<Event>();
+    std::thread set([event = ev.get()] { event->Set(); });
+    while (!ev->IsSet()) {
+    }
+    ev->Wait();  // the fast path: Set may still hold the event's lock
+    ev.reset();
+    set.join();
+  }
+  WaitGroup never_added;
+  never_added.Wait();  // a count of zero from the start
+  never_added.Add(0);
+  never_added.Wait();  // and after adding nothing
 }
 
 namespace {
