@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "index/interleave_chooser.h"
 #include "sm/common/assert.h"
 #include "sm/page/page.h"
+#include "threads/ctx_point.h"
 #include "threads/fiber.h"
 #include "threads/worker.h"
 
@@ -201,7 +203,7 @@ namespace {
 
 // This worker thread's adaptive choice (MissInterleaving::kAdaptive), shared by its trees: it
 // measures the worker's work, whatever the tree.
-thread_local InterleaveChooser t_interleave_chooser;
+constinit thread_local InterleaveChooser t_interleave_chooser;
 
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -209,11 +211,19 @@ int64_t SteadyNowNs() {
       .count();
 }
 
+// The chooser's regime (interleave_chooser.h): none while STEPS teams may run on this worker
+// (a CTX handler installed and the worker's sites not muted), else how often adaptive STEPS
+// has switched this worker between teams and none, so that no epoch straddles a switch.
+std::optional<uint32_t> InterleaveRegime() {
+  if (threads::CtxHandlerInstalled() && !threads::CtxMutedOnThisThread()) return std::nullopt;
+  return threads::CtxMuteChangesOnThisThread();
+}
+
 }  // namespace
 
 bool BTree::InterleaveNow() const {
   if (miss_interleaving_ == MissInterleaving::kOn) return true;
-  t_interleave_chooser.CountDescent(SteadyNowNs);
+  t_interleave_chooser.CountDescent(SteadyNowNs, InterleaveRegime);
   return t_interleave_chooser.current();
 }
 

@@ -15,16 +15,25 @@
 // changed the choice, twice the previous run when it confirmed it, up to kMaxRunEpochs, so a
 // settled workload probes ever less; then the next probe begins.
 //
+// Regimes. The caller also names, at each clock reading, the regime the worker runs in, or
+// none where nothing can be measured: with adaptive STEPS (steps/steps.h) a worker alternates
+// epochs with teams, where no descent interleaves, and without, and an interleaving epoch that
+// saw teams would credit their rate to whichever mode it was probing (bench_btree --steps
+// auto: a probe that put its epochs with interleaving into STEPS' team epochs found
+// interleaving no faster and turned it off). An epoch counts only if it began and ended in
+// the same measurable regime; any other is dropped and the next one measured in its place.
+//
 // Invariants: current() is the mode of the epoch in progress; a probe's epochs alternate,
 // starting without, so epoch i of a probe fills slot i / 2 of its mode's rates.
 //
-// Thread/fiber safety: none; one per worker thread (thread_local in btree.cc). Trivially
-// constructible, so such a thread_local needs no initialization guard.
+// Thread/fiber safety: none; one per worker thread (thread_local in btree.cc). Constructed by
+// constant initialization, so such a thread_local needs no initialization guard.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace sm::index {
 
@@ -40,29 +49,43 @@ class InterleaveChooser {
   // Whether the descent at hand interleaves.
   bool current() const { return current_; }
 
-  // Counts one descent to a leaf; now_ns() (a monotonic clock in nanoseconds) is called once
-  // every kClockEvery descents.
-  template <typename NowNs>
-  void CountDescent(NowNs now_ns) {
+  // The regime of a worker whose epochs can always be measured.
+  static std::optional<uint32_t> OneRegime() { return 0; }
+
+  // Counts one descent to a leaf; once every kClockEvery descents, now_ns() (a monotonic
+  // clock in nanoseconds) and regime() (the worker's regime, or nullopt where it cannot be
+  // measured: see "Regimes") are called.
+  template <typename NowNs, typename Regime = decltype(&OneRegime)>
+  void CountDescent(NowNs now_ns, Regime regime = &OneRegime) {
     if (++descents_ % kClockEvery != 0) return;
     const int64_t now = now_ns();
+    const std::optional<uint32_t> r = regime();
     if (epoch_start_ns_ == 0) {  // the first clock reading starts the first epoch
-      epoch_start_ns_ = now;
-      descents_ = 0;
+      StartEpoch(now, r);
       return;
     }
     if (now - epoch_start_ns_ < kEpochNs) return;
-    EndEpoch(static_cast<double>(descents_) / static_cast<double>(now - epoch_start_ns_));
-    epoch_start_ns_ = now;
-    descents_ = 0;
+    if (r.has_value() && r == epoch_regime_) {
+      EndEpoch(static_cast<double>(descents_) / static_cast<double>(now - epoch_start_ns_));
+    } else {
+      ++dropped_;  // measured again, in the same mode
+    }
+    StartEpoch(now, r);
   }
 
   // Tests and statistics.
   bool probing() const { return probe_epoch_ < kProbeEpochs; }
   uint32_t run_epochs() const { return run_epochs_; }
   uint64_t probes() const { return probes_; }
+  uint64_t dropped_epochs() const { return dropped_; }
 
  private:
+  void StartEpoch(int64_t now, std::optional<uint32_t> regime) {
+    epoch_start_ns_ = now;
+    epoch_regime_ = regime;
+    descents_ = 0;
+  }
+
   void EndEpoch(double rate) {
     if (probing()) {
       (current_ ? rates_on_ : rates_off_)[probe_epoch_ / 2] = rate;
@@ -94,6 +117,8 @@ class InterleaveChooser {
 
   uint64_t descents_ = 0;           // in the epoch in progress
   int64_t epoch_start_ns_ = 0;      // 0: no epoch begun yet
+  std::optional<uint32_t> epoch_regime_;  // the regime the epoch in progress began in
+  uint64_t dropped_ = 0;            // epochs not counted (regime changed or not measurable)
   uint32_t probe_epoch_ = 0;        // epochs of the probe done; kProbeEpochs: not probing
   Rates rates_off_{}, rates_on_{};  // the probe's epochs' rates (descents per ns)
   uint32_t run_epochs_ = kMinRunEpochs;

@@ -10,6 +10,7 @@ namespace sm::threads {
 namespace detail {
 std::atomic<CtxHandler> g_ctx_handler{nullptr};
 constinit thread_local bool tls_ctx_muted = false;
+constinit thread_local uint32_t tls_ctx_mute_changes = 0;
 }  // namespace detail
 
 namespace {

@@ -47,13 +47,25 @@ namespace detail {
 extern std::atomic<CtxHandler> g_ctx_handler;
 // Per OS thread (a fiber runs on one worker thread for life). constinit: no TLS wrapper call.
 extern constinit thread_local bool tls_ctx_muted;
+extern constinit thread_local uint32_t tls_ctx_mute_changes;
 }  // namespace detail
 
 // Installs (or with nullptr removes) the handler called at every CTX site.
 void SetCtxHandler(CtxHandler handler);
 // Whether the calling thread's CTX sites call the handler (invariant 3).
-inline void SetCtxMutedOnThisThread(bool muted) { detail::tls_ctx_muted = muted; }
+inline void SetCtxMutedOnThisThread(bool muted) {
+  if (detail::tls_ctx_muted == muted) return;
+  detail::tls_ctx_muted = muted;
+  ++detail::tls_ctx_mute_changes;
+}
 inline bool CtxMutedOnThisThread() { return detail::tls_ctx_muted; }
+// How often the calling thread's muting has changed (wrapping): a measurement of the thread's
+// work that must not straddle a change of STEPS mode compares it (index/interleave_chooser.h).
+inline uint32_t CtxMuteChangesOnThisThread() { return detail::tls_ctx_mute_changes; }
+// Whether a handler is installed (STEPS runs, or a test's hook).
+inline bool CtxHandlerInstalled() {
+  return detail::g_ctx_handler.load(std::memory_order_relaxed) != nullptr;
+}
 // All sites linked into this binary, sorted by name.
 std::vector<CtxSite*> ListCtxSites();
 CtxSite* FindCtxSite(std::string_view name);

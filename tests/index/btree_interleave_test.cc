@@ -5,6 +5,7 @@
 // (InterleaveChooser), on a clock the test drives.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
 #include "index/btree.h"
@@ -186,8 +187,10 @@ namespace {
 
 // Drives a chooser through `epochs` epochs in which the worker does `rate_off` descents per
 // millisecond without interleaving and `rate_on` with it; returns the epochs it interleaved.
+// regime(now_ns) is the worker's regime (InterleaveChooser's "Regimes") at each clock reading.
+template <typename Regime>
 uint32_t DriveChooser(index::InterleaveChooser* chooser, uint32_t epochs, double rate_off,
-                      double rate_on, int64_t* now_ns) {
+                      double rate_on, int64_t* now_ns, Regime regime) {
   using index::InterleaveChooser;
   uint32_t interleaved = 0;
   for (uint32_t e = 0; e < epochs; ++e) {
@@ -201,10 +204,16 @@ uint32_t DriveChooser(index::InterleaveChooser* chooser, uint32_t epochs, double
     for (uint64_t d = 0;
          d < descents && chooser->current() == on && chooser->probes() == probes_before; ++d) {
       *now_ns += static_cast<int64_t>(1e6 / per_ms);
-      chooser->CountDescent([&] { return *now_ns; });
+      chooser->CountDescent([&] { return *now_ns; }, [&] { return regime(*now_ns); });
     }
   }
   return interleaved;
+}
+
+uint32_t DriveChooser(index::InterleaveChooser* chooser, uint32_t epochs, double rate_off,
+                      double rate_on, int64_t* now_ns) {
+  return DriveChooser(chooser, epochs, rate_off, rate_on, now_ns,
+                      [](int64_t) { return index::InterleaveChooser::OneRegime(); });
 }
 
 }  // namespace
@@ -238,5 +247,37 @@ TEST_CASE("the adaptive chooser interleaves where that is faster and not where i
     DriveChooser(&chooser, 1 + InterleaveChooser::kProbeEpochs, 1000, 1010, &now);
     CHECK(chooser.probes() == 1);
     CHECK_FALSE(chooser.current());
+  }
+}
+
+TEST_CASE("the adaptive chooser counts no epoch that saw STEPS teams or a switch of them",
+          "[unit][btree]") {
+  using index::InterleaveChooser;
+  int64_t now = 1'000'000'000;
+  const uint32_t epochs = 4 * InterleaveChooser::kProbeEpochs;
+  SECTION("teams all along: nothing is measured, nothing chosen") {
+    InterleaveChooser chooser;
+    DriveChooser(&chooser, epochs, 1000, 1200, &now,
+                 [](int64_t) { return std::optional<uint32_t>(); });
+    CHECK(chooser.probes() == 0);
+    CHECK(chooser.dropped_epochs() >= epochs - 1);
+    CHECK_FALSE(chooser.current());
+  }
+  SECTION("a switch in every epoch: nothing is measured") {
+    InterleaveChooser chooser;
+    // The regime changes every half epoch, so every epoch spans a change.
+    DriveChooser(&chooser, epochs, 1000, 1200, &now, [](int64_t t) {
+      return std::optional<uint32_t>(static_cast<uint32_t>(t / (InterleaveChooser::kEpochNs / 2)));
+    });
+    CHECK(chooser.probes() == 0);
+    CHECK(chooser.dropped_epochs() >= epochs - 1);
+  }
+  SECTION("one regime throughout: the probe decides as without regimes") {
+    InterleaveChooser chooser;
+    DriveChooser(&chooser, 1 + InterleaveChooser::kProbeEpochs, 1000, 1200, &now,
+                 [](int64_t) { return std::optional<uint32_t>(7); });
+    CHECK(chooser.probes() == 1);
+    CHECK(chooser.dropped_epochs() == 0);
+    CHECK(chooser.current());
   }
 }

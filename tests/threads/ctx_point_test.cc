@@ -62,8 +62,12 @@ TEST_CASE("a thread that mutes its CTX sites skips the handler, and other thread
   g_calls.clear();
   sm::threads::SetCtxHandler(&RecordingHandler);
   kTestSiteA.enabled = true;
+  CHECK(sm::threads::CtxHandlerInstalled());
+  const uint32_t changes = sm::threads::CtxMuteChangesOnThisThread();
   sm::threads::SetCtxMutedOnThisThread(true);
+  sm::threads::SetCtxMutedOnThisThread(true);  // no change
   REQUIRE(sm::threads::CtxMutedOnThisThread());
+  CHECK(sm::threads::CtxMuteChangesOnThisThread() == changes + 1);
   SM_CTX(kTestSiteA);  // muted here: no call
   bool other_muted = true;
   std::thread other([&] {
@@ -72,8 +76,10 @@ TEST_CASE("a thread that mutes its CTX sites skips the handler, and other thread
   });
   other.join();
   sm::threads::SetCtxMutedOnThisThread(false);
+  CHECK(sm::threads::CtxMuteChangesOnThisThread() == changes + 2);
   SM_CTX(kTestSiteA);
   sm::threads::SetCtxHandler(nullptr);
+  CHECK_FALSE(sm::threads::CtxHandlerInstalled());
   kTestSiteA.enabled = false;
   CHECK_FALSE(other_muted);
   REQUIRE(g_calls == std::vector<std::string>{"test.site_a", "test.site_a"});
