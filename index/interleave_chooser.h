@@ -18,10 +18,10 @@
 // Regimes. The caller also names, at each clock reading, the regime the worker runs in, or
 // none where nothing can be measured: with adaptive STEPS (steps/steps.h) a worker alternates
 // epochs with teams, where no descent interleaves, and without, and an interleaving epoch that
-// saw teams would credit their rate to whichever mode it was probing (bench_btree --steps
-// auto: a probe that put its epochs with interleaving into STEPS' team epochs found
-// interleaving no faster and turned it off). An epoch counts only if it began and ended in
-// the same measurable regime; any other is dropped and the next one measured in its place.
+// saw teams would credit their rate to whichever mode it was probing (a probe whose epochs
+// with interleaving fell into STEPS' team epochs would find interleaving no faster and turn
+// it off). An epoch counts only if it began and ended in the same measurable regime; any
+// other is dropped and the next one measured in its place.
 //
 // Invariants: current() is the mode of the epoch in progress; a probe's epochs alternate,
 // starting without, so epoch i of a probe fills slot i / 2 of its mode's rates.
