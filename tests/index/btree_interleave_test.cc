@@ -130,21 +130,27 @@ void Fill(TreeEnv& env) {
   REQUIRE(stats.height >= 2);
 }
 
+// A tree of kKeys keys with miss interleaving forced on (or off).
+struct FilledTree : TreeEnv {
+  explicit FilledTree(index::MissInterleaving mode) : TreeEnv(256, OptionsWith(mode)) {
+    Fill(*this);
+  }
+  static index::BtreeOptions OptionsWith(index::MissInterleaving mode) {
+    index::BtreeOptions options;
+    options.miss_interleaving = mode;
+    return options;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("miss interleaving yields to a ready fiber before the leaf fix", "[unit][btree]") {
-  index::BtreeOptions options;
-  options.miss_interleaving = index::MissInterleaving::kOn;
-  TreeEnv env(256, options);
-  Fill(env);
+  FilledTree env(index::MissInterleaving::kOn);
   CHECK(OtherFiberRanDuringLookup(env, Held::kNothing));
 }
 
 TEST_CASE("an interleaved lookup yields again before it searches the leaf", "[unit][btree]") {
-  index::BtreeOptions options;
-  options.miss_interleaving = index::MissInterleaving::kOn;
-  TreeEnv env(256, options);
-  Fill(env);
+  FilledTree env(index::MissInterleaving::kOn);
   // Once before the leaf is fixed, once before its record is compared; the result is the
   // search's whatever record was asked for.
   for (uint64_t key : {uint64_t{0}, kKeys / 3, kKeys - 1}) {
@@ -159,26 +165,19 @@ TEST_CASE("an interleaved lookup yields again before it searches the leaf", "[un
 }
 
 TEST_CASE("without miss interleaving a lookup of a resident leaf does not yield", "[unit][btree]") {
-  TreeEnv env(256);
-  Fill(env);
+  FilledTree env(index::MissInterleaving::kOff);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kNothing));
 }
 
 TEST_CASE("miss interleaving does not yield while the fiber holds an exclusive latch or mutex",
           "[unit][btree]") {
-  index::BtreeOptions options;
-  options.miss_interleaving = index::MissInterleaving::kOn;
-  TreeEnv env(256, options);
-  Fill(env);
+  FilledTree env(index::MissInterleaving::kOn);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kMutex));
 }
 
 TEST_CASE("miss interleaving yields in a STEPS worker's fiber only while its teams are off",
           "[unit][btree]") {
-  index::BtreeOptions options;
-  options.miss_interleaving = index::MissInterleaving::kOn;
-  TreeEnv env(256, options);
-  Fill(env);
+  FilledTree env(index::MissInterleaving::kOn);
   CHECK_FALSE(OtherFiberRanDuringLookup(env, Held::kTeamState));  // teams switch at CTX instead
   CHECK(OtherFiberRanDuringLookup(env, Held::kTeamStateMuted));
 }
