@@ -17,6 +17,8 @@ const char* LockModeName(LockMode mode) {
       return "SIX";
     case LockMode::kX:
       return "X";
+    case LockMode::kInc:
+      return "INC";
   }
   return "?";
 }

@@ -1,5 +1,10 @@
 // Lock modes of the hierarchical lock manager (Gray, Lorie, Putzolu & Traiger, 1976):
-// IS, IX, S, SIX and X, plus kNone ("no lock", the identity of the join).
+// IS, IX, S, SIX and X, plus kNone ("no lock", the identity of the join), and INC, the
+// increment (escrow) mode of a key whose holders only add to counters in its record
+// (Gray & Reuter, "Transaction Processing", 7.11; O'Neil's escrow method without bounds):
+// additions commute, so INC is compatible with INC and with nothing else but kNone. A reader
+// (S) waits for every adder to finish and so reads only committed sums; a writer (X) waits
+// too. INC is a key mode: its parents need IX, as for X.
 //
 // Owns: the compatibility matrix, the supremum (join) table used for conversions, and the
 // intention mode a parent needs for a child mode. All are constexpr tables so that the lock
@@ -21,31 +26,34 @@
 
 namespace sm::lock {
 
-enum class LockMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX };
+enum class LockMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX, kInc };
 
-inline constexpr int kLockModeCount = 6;  // including kNone
+inline constexpr int kLockModeCount = 7;  // including kNone
 
 namespace detail {
 using M = LockMode;
 // kCompatible[a][b]: may one owner hold a while another holds b? Rows and columns in enum
-// order (None, IS, IX, S, SIX, X).
+// order (None, IS, IX, S, SIX, X, INC).
 inline constexpr bool kCompatible[kLockModeCount][kLockModeCount] = {
-    /* None */ {true, true, true, true, true, true},
-    /* IS   */ {true, true, true, true, true, false},
-    /* IX   */ {true, true, true, false, false, false},
-    /* S    */ {true, true, false, true, false, false},
-    /* SIX  */ {true, true, false, false, false, false},
-    /* X    */ {true, false, false, false, false, false},
+    /* None */ {true, true, true, true, true, true, true},
+    /* IS   */ {true, true, true, true, true, false, false},
+    /* IX   */ {true, true, true, false, false, false, false},
+    /* S    */ {true, true, false, true, false, false, false},
+    /* SIX  */ {true, true, false, false, false, false, false},
+    /* X    */ {true, false, false, false, false, false, false},
+    /* INC  */ {true, false, false, false, false, false, true},
 };
 // kSupremum[a][b]: the weakest mode that covers both a and b (the join of the mode lattice
-// None < IS < {IX, S} < SIX < X, where IX and S are incomparable and IX v S = SIX).
+// None < IS < {IX, S} < SIX < X, where IX and S are incomparable and IX v S = SIX, and
+// None < INC < X, INC incomparable with IS, IX, S and SIX: only X covers INC and one of them).
 inline constexpr LockMode kSupremum[kLockModeCount][kLockModeCount] = {
-    /* None */ {M::kNone, M::kIS, M::kIX, M::kS, M::kSIX, M::kX},
-    /* IS   */ {M::kIS, M::kIS, M::kIX, M::kS, M::kSIX, M::kX},
-    /* IX   */ {M::kIX, M::kIX, M::kIX, M::kSIX, M::kSIX, M::kX},
-    /* S    */ {M::kS, M::kS, M::kSIX, M::kS, M::kSIX, M::kX},
-    /* SIX  */ {M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kX},
-    /* X    */ {M::kX, M::kX, M::kX, M::kX, M::kX, M::kX},
+    /* None */ {M::kNone, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kInc},
+    /* IS   */ {M::kIS, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kX},
+    /* IX   */ {M::kIX, M::kIX, M::kIX, M::kSIX, M::kSIX, M::kX, M::kX},
+    /* S    */ {M::kS, M::kS, M::kSIX, M::kS, M::kSIX, M::kX, M::kX},
+    /* SIX  */ {M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kX, M::kX},
+    /* X    */ {M::kX, M::kX, M::kX, M::kX, M::kX, M::kX, M::kX},
+    /* INC  */ {M::kInc, M::kX, M::kX, M::kX, M::kX, M::kX, M::kInc},
 };
 
 constexpr uint8_t ModeBit(LockMode m) { return static_cast<uint8_t>(1u << static_cast<int>(m)); }
@@ -63,6 +71,7 @@ constexpr uint8_t IncompatibleMask(LockMode m) {
 inline constexpr uint8_t kIncompatibleMask[kLockModeCount] = {
     IncompatibleMask(M::kNone), IncompatibleMask(M::kIS),  IncompatibleMask(M::kIX),
     IncompatibleMask(M::kS),    IncompatibleMask(M::kSIX), IncompatibleMask(M::kX),
+    IncompatibleMask(M::kInc),
 };
 }  // namespace detail
 
@@ -78,7 +87,7 @@ constexpr LockMode Supremum(LockMode a, LockMode b) {
 constexpr bool Covers(LockMode held, LockMode wanted) { return Supremum(held, wanted) == held; }
 
 // The intention mode an owner must hold on the parent before it may lock a child in `child`
-// mode: IS for IS/S, IX for IX/SIX/X, kNone for kNone.
+// mode: IS for IS/S, IX for IX/SIX/X/INC, kNone for kNone.
 constexpr LockMode IntentionFor(LockMode child) {
   switch (child) {
     case LockMode::kNone:
@@ -89,6 +98,7 @@ constexpr LockMode IntentionFor(LockMode child) {
     case LockMode::kIX:
     case LockMode::kSIX:
     case LockMode::kX:
+    case LockMode::kInc:
       return LockMode::kIX;
   }
   return LockMode::kX;
@@ -133,6 +143,7 @@ constexpr bool CheckTables() {
 static_assert(CheckTables(), "lock mode tables violate the lattice invariants");
 static_assert(Supremum(LockMode::kS, LockMode::kIX) == LockMode::kSIX);
 static_assert(!Compatible(LockMode::kX, LockMode::kIS));
+static_assert(Compatible(LockMode::kInc, LockMode::kInc) && !Compatible(LockMode::kInc, LockMode::kS));
 }  // namespace detail
 
 }  // namespace sm::lock

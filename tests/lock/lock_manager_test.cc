@@ -132,6 +132,31 @@ TEST_CASE("kNoWait returns Busy and leaves no trace", "[unit][lock]") {
   EndAll(lm, {&t1, &t2});
 }
 
+TEST_CASE("increment locks share a key with each other and with nothing else", "[unit][lock]") {
+  LockManager lm;
+  LockOwner t1(&lm, TxnId(1)), t2(&lm, TxnId(2)), t3(&lm, TxnId(3));
+  REQUIRE(lm.LockKey(&t1, 1, "k", LockMode::kInc).ok());
+  REQUIRE(lm.LockKey(&t2, 1, "k", LockMode::kInc, LockDuration::kCommit, LockWait::kNoWait).ok());
+  CHECK(t1.HeldMode(LockId::Table(1)) == LockMode::kIX);  // an adder intends to write
+  // A reader and a writer would wait for the adders.
+  CHECK(lm.LockKey(&t3, 1, "k", LockMode::kS, LockDuration::kCommit, LockWait::kNoWait)
+            .code() == Status::Code::kBusy);
+  CHECK(lm.LockKey(&t3, 1, "k", LockMode::kX, LockDuration::kCommit, LockWait::kNoWait)
+            .code() == Status::Code::kBusy);
+  // An adder that also reads the key needs X, which the other adder holds off.
+  CHECK(lm.Lock(&t1, kKey, LockMode::kS, LockDuration::kCommit, LockWait::kNoWait).code() ==
+        Status::Code::kBusy);
+  CHECK(t1.HeldMode(kKey) == LockMode::kInc);
+  CHECK(lm.CheckInvariants());
+  lm.ReleaseAll(&t2);
+  REQUIRE(lm.Lock(&t1, kKey, LockMode::kS, LockDuration::kCommit, LockWait::kNoWait).ok());
+  CHECK(t1.HeldMode(kKey) == LockMode::kX);
+  CHECK(lm.LockKey(&t3, 1, "k", LockMode::kInc, LockDuration::kCommit, LockWait::kNoWait)
+            .code() == Status::Code::kBusy);
+  CHECK(lm.CheckInvariants());
+  EndAll(lm, {&t1, &t2, &t3});
+}
+
 TEST_CASE("FIFO: an X waiter makes later S requests wait (no barging)", "[unit][lock]") {
   auto rt = MakeRuntime(1);
   LockManager lm;

@@ -81,6 +81,29 @@ TEST_CASE("intention modes and parent coverage", "[unit][lock]") {
   CHECK_FALSE(ParentCoversChild(LockMode::kIX, LockMode::kS));
 }
 
+TEST_CASE("the increment mode: compatible with itself only, covered by X alone", "[unit][lock]") {
+  const LockMode kInc = LockMode::kInc;
+  CHECK(Compatible(kInc, kInc));
+  CHECK(Compatible(kInc, LockMode::kNone));
+  for (LockMode m : kModes) {
+    INFO(LockModeName(m));
+    CHECK_FALSE(Compatible(kInc, m));
+    CHECK_FALSE(Compatible(m, kInc));
+    // Only X covers INC and any other mode; INC covers none of them.
+    CHECK(Supremum(kInc, m) == LockMode::kX);
+    CHECK(Supremum(m, kInc) == LockMode::kX);
+    CHECK_FALSE(Covers(kInc, m));
+    CHECK(Covers(m, kInc) == (m == LockMode::kX));
+  }
+  CHECK(Supremum(kInc, kInc) == kInc);
+  CHECK(Supremum(LockMode::kNone, kInc) == kInc);
+  CHECK(IntentionFor(kInc) == LockMode::kIX);
+  CHECK(ParentCoversChild(LockMode::kX, kInc));
+  CHECK_FALSE(ParentCoversChild(LockMode::kSIX, kInc));
+  CHECK_FALSE(ParentCoversChild(LockMode::kS, kInc));
+  CHECK(std::string(LockModeName(kInc)) == "INC");
+}
+
 TEST_CASE("lock ids: hierarchy, equality, hashing", "[unit][lock]") {
   const LockId key = LockId::Key(7, "hello");
   CHECK(key.kind() == LockId::Kind::kKey);
