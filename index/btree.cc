@@ -55,6 +55,8 @@ const char* KeyLockPurposeName(KeyLockPurpose purpose) {
       return "read";
     case KeyLockPurpose::kReadNext:
       return "read-next";
+    case KeyLockPurpose::kIncrement:
+      return "increment";
   }
   return "?";
 }
@@ -285,21 +287,6 @@ Status BTree::DescendToLeaf(std::string_view target, SearchMode mode, LatchMode 
     SM_TRY(FixChild(node, index, child_id, level == 1 ? leaf_mode : LatchMode::kShared, &child));
     node = std::move(child);  // latch coupling: the child is latched before the parent is freed
   }
-}
-
-// Inline: a miss (most random lookups) costs a few instructions and no call.
-inline bool BTree::FixHintedLeaf(std::string_view key, LatchMode mode, threads::CtxSite* leaf_site,
-                                 LeafHint* hint, PageHandle* leaf, bool* fences_known) const {
-  // (a) Without latching: could the remembered leaf cover the key?
-  const uint64_t prefix = KeyPrefix(key);
-  if (hint->tree != instance_id_ || prefix < hint->low_prefix ||
-      (!hint->high_infinite && prefix > hint->high_prefix)) [[likely]] {
-    ++hint->misses;
-    return false;
-  }
-  const bool inside =
-      prefix > hint->low_prefix && (hint->high_infinite || prefix < hint->high_prefix);
-  return FixHintedPage(key, inside, mode, leaf_site, hint, leaf, fences_known);
 }
 
 bool BTree::FixHintedPage(std::string_view key, bool inside, LatchMode mode,

@@ -4,6 +4,7 @@
 // Owns: the tree protocol above the node format (index/btree_node.h): descent, the record
 // operations, structure changes, cursors and the invariant checker. Source files by concern:
 //   btree.cc         Create/Open, descents, Lookup, Insert/Update/Upsert/Delete, key locks
+//   btree_add.cc     Add: counters under increment locks
 //   btree_split.cc   structure changes: split planning, root growth, node split, separator post
 //   btree_cursor.cc  Cursor
 //   btree_verify.cc  Verify and Stats
@@ -368,6 +369,17 @@ class BTree {
                               const OpContext& ctx = {});
   // NotFound if absent.
   [[nodiscard]] Status Delete(std::string_view key, const OpContext& ctx = {});
+  // Adds `delta` to the counter at value bytes [offset, offset + 8), a little-endian int64_t,
+  // in one exclusive hold of the leaf (btree_add.cc). The key is locked kIncrement before the
+  // descent: adders of one key share it. *value (if not null) receives the value after the
+  // addition. NotFound if absent (its gap read-locked, as Update's); InvalidArgument if the
+  // counter lies outside the value, or, with AddOverflow::kError, the sum leaves int64_t:
+  // then nothing changes. kWrap wraps instead (undo: subtracting an addition again is exact
+  // whatever other transactions added meanwhile).
+  enum class AddOverflow : uint8_t { kError, kWrap };
+  [[nodiscard]] Status Add(std::string_view key, uint32_t offset, int64_t delta,
+                           std::string* value, const OpContext& ctx = {},
+                           AddOverflow overflow = AddOverflow::kError);
 
   // Checks every invariant of btree_node.h over the whole tree, holding the root latch shared
   // throughout (so no structure change runs meanwhile; leaf updates may). Corruption names the
@@ -473,6 +485,11 @@ class BTree {
                      std::string_view value, const OpContext& ctx);
   Status ApplyDelete(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      const OpContext& ctx);
+  // Add's work at its exclusively latched leaf (btree_add.cc); wait->pending: a lock must be
+  // waited for first.
+  Status AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta, AddOverflow overflow,
+                   std::string* value, const OpContext& ctx, buffer::PageHandle& leaf,
+                   LockWait* wait);
   void Stamp(buffer::PageHandle& page, Lsn lsn);
   // Contention split (file comment): where the other contender's record is, for a leaf that
   // should split at a written record (kNone: no split is due).

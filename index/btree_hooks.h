@@ -6,8 +6,9 @@
 // called, which latches are held at that moment, and what the tree does with the answer.
 //
 // Logging contract (ARIES; the write-ahead logger is index/btree_wal.h):
-//   1. Record operations (insert, update, delete on a leaf) belong to the caller's transaction
-//      (OpContext::txn). The tree calls LogInsert / LogUpdate / LogDelete right after changing
+//   1. Record operations (insert, update, delete, add on a leaf) belong to the caller's
+//      transaction (OpContext::txn). The tree calls LogInsert / LogUpdate / LogDelete / LogAdd
+//      right after changing
 //      the leaf, with the leaf still latched exclusively, and stamps the returned LSN on the leaf
 //      (SetPageLsn; Lsn::Invalid() leaves the page LSN alone). The returned LSN is the page LSN
 //      of the change: the END of its log record (sm/txn/record_handlers.h, page LSN
@@ -57,7 +58,8 @@
 //      again every time (an inserter behind a stream of readers of its next key). So an
 //      operation restarts again only if the tree or the lock table changed meanwhile.
 //   2. LockKey is also called directly, with no latch held, for kWrite before an Update or a
-//      Delete descends. Insert and Upsert lock their key at the leaf instead (3).
+//      Delete descends, and for kIncrement before an Add descends. Insert and Upsert lock their
+//      key at the leaf instead (3).
 //   3. Requests (purpose -> key), all at the leaf with TryLockKey unless said otherwise:
 //        kWrite       the key being written: for Update and Delete before the descent (2); for
 //                     an insertion (Insert, or an Upsert of an absent key) right after its
@@ -67,9 +69,11 @@
 //                     that must wait for a reader of the gap does not hold the key meanwhile
 //                     (which would deadlock with that reader inserting the same key)
 //        kDeleteNext  the first key after a deleted key (or end of index)
+//        kIncrement   the key an Add adds to, before the descent (2): a lock that other adders
+//                     share (sm/lock/lock_mode.h, INC) and readers and writers do not
 //        kRead        a key Lookup found, a key a cursor returns, or the key an Insert found
 //                     present (taken before it returns Duplicate, which it then stays)
-//        kReadNext    Lookup of an absent key, Update/Delete that found nothing: the first key
+//        kReadNext    Lookup of an absent key, Update/Delete/Add that found nothing: the first key
 //                     after the searched one; a cursor: the first key after its range (for a
 //                     backward scan, taken when it is positioned at the upper end). Together
 //                     with kRead this protects every gap a scan or a failed lookup observed.
@@ -122,6 +126,15 @@ class BtreeLogger {
     *lsn = Lsn::Invalid();
     return Status::OK();
   }
+  // An Add: the value's 8 bytes at `offset` changed from old_value's to new_value's (the two
+  // are whole values of one length). Undo must subtract the difference, not restore the old
+  // bytes: other transactions may have added to the counter meanwhile.
+  virtual Status LogAdd(void* txn, const BTree& tree, buffer::PageHandle& leaf,
+                        uint16_t record_index, std::string_view key, std::string_view old_value,
+                        std::string_view new_value, uint16_t offset, Lsn* lsn) {
+    *lsn = Lsn::Invalid();
+    return Status::OK();
+  }
 
   // Structure changes (contract 2). Begin: before anything changes. End: `pages` are every page
   // the change wrote (existing and new, each once, the top of the cascade first), latched
@@ -142,7 +155,7 @@ class BtreeLogger {
 
 // ---- Key-range locking -------------------------------------------------------------------------
 
-enum class KeyLockPurpose : uint8_t { kWrite, kInsertNext, kDeleteNext, kRead, kReadNext };
+enum class KeyLockPurpose : uint8_t { kWrite, kInsertNext, kDeleteNext, kRead, kReadNext, kIncrement };
 const char* KeyLockPurposeName(KeyLockPurpose purpose);
 
 struct KeyLockRequest {

@@ -1,5 +1,5 @@
-// B-tree internals shared by the btree*.cc files: the CTX sites, the lock-wait record, and the
-// split planning types. Not for use outside index/btree*.cc.
+// B-tree internals shared by the btree*.cc files: the CTX sites, the lock-wait record, the
+// split planning types, and the inline test of a leaf hint. Not for use outside index/btree*.cc.
 //
 // Owns: the names of the B-tree's CTX sites (stable: placement files refer to them).
 #pragma once
@@ -90,4 +90,22 @@ class BeforeImages {
 };
 
 }  // namespace btree_internal
+
+// Inline (here, for every btree*.cc that writes through a hint): a miss (most random lookups)
+// costs a few instructions and no call.
+inline bool BTree::FixHintedLeaf(std::string_view key, threads::LatchMode mode,
+                                 threads::CtxSite* leaf_site, LeafHint* hint,
+                                 buffer::PageHandle* leaf, bool* fences_known) const {
+  // (a) Without latching: could the remembered leaf cover the key?
+  const uint64_t prefix = KeyPrefix(key);
+  if (hint->tree != instance_id_ || prefix < hint->low_prefix ||
+      (!hint->high_infinite && prefix > hint->high_prefix)) [[likely]] {
+    ++hint->misses;
+    return false;
+  }
+  const bool inside =
+      prefix > hint->low_prefix && (hint->high_infinite || prefix < hint->high_prefix);
+  return FixHintedPage(key, inside, mode, leaf_site, hint, leaf, fences_known);
+}
+
 }  // namespace sm::index

@@ -59,6 +59,8 @@ bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
       return KeyLock{key(), LockMode::kS, read_duration};
     case KeyLockPurpose::kReadNext:  // RangeOp::kScan when serializable
       return KeyLock{next(), LockMode::kS, read_duration};
+    case KeyLockPurpose::kIncrement:
+      return KeyLock{key(), LockMode::kInc, LockDuration::kCommit};
   }
   SM_UNREACHABLE();
 }

@@ -14,6 +14,7 @@
 //   kDeleteNext   X on next, commit    (RangeOp::kDelete)   X on next, commit
 //   kRead         S on the key, commit                      S on the key, instant
 //   kReadNext     S on next, commit    (RangeOp::kScan)     S on next, instant
+//   kIncrement    INC on the key, commit                    INC on the key, commit
 //
 // Read committed. A read lock is asked for with instant duration: it is granted iff no other
 // transaction holds a conflicting lock at that moment, and nothing stays in the lock table, so

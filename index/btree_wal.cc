@@ -495,6 +495,33 @@ Status UndoUpdateDiff(txn::UndoContext& ctx, const log::LogRecordView& record) {
   return s;
 }
 
+// RecordHandler::undo of btree_add (btree_wal.h): subtracts the addition again, atomically at
+// the leaf, wherever the key lives now.
+Status UndoAdd(txn::UndoContext& ctx, const log::LogRecordView& record) {
+  DiffOp op;
+  SM_TRY(DecodeDiff(record, &op));
+  if (op.count != 1 || op.ranges[0].old_bytes.size() != sizeof(uint64_t)) {
+    return Status::Corruption(RecordName(record) + ": an addition changes one 8-byte counter");
+  }
+  const DiffOp::Range& range = op.ranges[0];
+  uint64_t before = 0;
+  uint64_t after = 0;
+  std::memcpy(&before, range.old_bytes.data(), sizeof before);
+  std::memcpy(&after, range.new_bytes.data(), sizeof after);
+  BtreeWal wal(ctx.txns);
+  std::unique_ptr<BTree> tree;
+  SM_TRY(OpenForUndo(ctx, record, op.root, &wal, &tree));
+  OpContext op_ctx{ctx.txn, nullptr};  // no key locks, as in UndoOp
+  Status s = tree->Add(op.key, range.offset, static_cast<int64_t>(before - after), nullptr,
+                       op_ctx, BTree::AddOverflow::kWrap);
+  if (s.IsNotFound()) return KeyAbsent(record, op.root);
+  if (s.IsInvalidArgument()) {
+    return Status::Corruption("undo of " + RecordName(record) + ": " + s.ToString());
+  }
+  if (s.ok() && UndoHook()) UndoHook()();
+  return s;
+}
+
 void Register(log::RecordType type, uint8_t subtype, const char* name,
               Status (*redo_page)(const log::LogRecordView&, char*),
               Status (*undo)(txn::UndoContext&, const log::LogRecordView&)) {
@@ -612,6 +639,8 @@ void BtreeWal::RegisterHandlers() {
              &RedoUpdateDiff, &UndoUpdateDiff);
     Register(RecordType::kCompensation, kSubtypeBtreeClrUpdateDiff, "btree_clr_update_diff",
              &RedoUpdateDiff, nullptr);
+    Register(RecordType::kPageUndoRedo, kSubtypeBtreeAdd, "btree_add", &RedoUpdateDiff,
+             &UndoAdd);
   });
 }
 
@@ -648,6 +677,22 @@ Status BtreeWal::LogDelete(void* txn, const BTree& tree, PageHandle& leaf, uint1
                            std::string_view key, std::string_view old_value, Lsn* lsn) {
   return LogRecordOp(txns_, OpKind::kDelete, txn, tree, leaf, record_index, key, old_value, {},
                      lsn);
+}
+
+Status BtreeWal::LogAdd(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
+                        std::string_view key, std::string_view old_value,
+                        std::string_view new_value, uint16_t offset, Lsn* lsn) {
+  SM_DASSERT(old_value.size() == new_value.size() && offset + 8u <= new_value.size());
+  txn::Txn* t = nullptr;
+  SM_TRY(TxnOf(txn, &t));
+  // One range, the counter, even where its old and new bytes agree in part: undo reads the
+  // delta from exactly these 8 bytes.
+  ValueDiff diff;
+  diff.ranges[0] = ValueRange{offset, sizeof(uint64_t)};
+  diff.count = 1;
+  RecordOp op{tree.root_page_id(), record_index, key, old_value, new_value};
+  EncodeDiff(op, diff, t->payload_buffer());
+  return AppendOp(txns_, t, kSubtypeBtreeAdd, kSubtypeBtreeClrUpdateDiff, leaf, lsn);
 }
 
 Status BtreeWal::BeginStructureChange(const BTree& tree) { return txns_->health(); }

@@ -20,6 +20,9 @@
 //     kPageUndoRedo   22 btree_update_diff  kCompensation  23 btree_clr_update_diff
 //   (undo of either update form writes whichever form fits its own change: the undo of an
 //   update_diff is a same-length update, so its compensation record is a clr_update_diff).
+//   An Add (BTree::Add, a counter under an increment lock) is logged in the update_diff
+//   format with exactly one range of 8 bytes, the counter's old and new bytes:
+//     kPageUndoRedo   24 btree_add          (its compensation: a clr_update_diff)
 //   A structure change (root growth and a cascade of splits) and the root formatted by Create
 //   are ONE redo-only system record each: kPageRedo / kSubtypePageImages
 //   (sm/txn/page_images.h) holding the after-image of every page changed, each without its
@@ -63,6 +66,13 @@
 // only the ranges' bytes are written, in place). A mismatch returns
 // Corruption naming the page, the LSN and what differed; a page that does not match is never
 // dereferenced out of bounds (Node's O(1) intact checks guard every slot read).
+//
+// Undo of btree_add: BTree::Add(key, offset, old - new, AddOverflow::kWrap) wherever the key
+// lives now, one read-modify-write under the leaf latch. It neither checks nor restores the
+// old bytes: other transactions holding the key's increment lock may have added to the
+// counter since, and their additions must survive this one's rollback. The compensation
+// record that Add's logger call writes is a clr_update_diff of the counter's bytes as the undo
+// found and left them.
 //
 // Undo (logical, kPageUndoRedo only): opens the tree at the logged root with a BtreeWal over
 // the same TxnManager and undoes by key wherever the key lives now (a split may have moved it):
@@ -115,7 +125,8 @@ inline constexpr uint8_t kSubtypeBtreeClrUpdate = txn::kSubtypeIndexFirst + 4;  
 inline constexpr uint8_t kSubtypeBtreeClrDelete = txn::kSubtypeIndexFirst + 5;  // 21
 inline constexpr uint8_t kSubtypeBtreeUpdateDiff = txn::kSubtypeIndexFirst + 6;     // 22
 inline constexpr uint8_t kSubtypeBtreeClrUpdateDiff = txn::kSubtypeIndexFirst + 7;  // 23
-static_assert(kSubtypeBtreeClrUpdateDiff <= txn::kSubtypeIndexLast);
+inline constexpr uint8_t kSubtypeBtreeAdd = txn::kSubtypeIndexFirst + 8;            // 24
+static_assert(kSubtypeBtreeAdd <= txn::kSubtypeIndexLast);
 
 // The changed bytes of a same-length update (the btree_update_diff format above).
 inline constexpr size_t kMaxDiffRanges = 8;
@@ -157,6 +168,9 @@ class BtreeWal final : public BtreeLogger {
                    Lsn* lsn) override;
   Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
                    std::string_view key, std::string_view old_value, Lsn* lsn) override;
+  Status LogAdd(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
+                std::string_view key, std::string_view old_value, std::string_view new_value,
+                uint16_t offset, Lsn* lsn) override;
 
   // The log's health: a structure change is not started on a log that cannot take its record.
   Status BeginStructureChange(const BTree& tree) override;

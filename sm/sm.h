@@ -224,6 +224,19 @@ class Table {
                                       std::string_view value) = 0;
   // NotFound if absent.
   [[nodiscard]] virtual Status Delete(Transaction* txn, std::string_view key) = 0;
+  // Adds `delta` to the counter at value bytes [offset, offset + 8) of the key's row, a
+  // little-endian int64_t, under an increment (escrow) lock: transactions that only Add to a
+  // row share it and never wait for each other there, while a Get, Update or Delete of the row
+  // waits for every adder to finish (and an Add for them), at any isolation. Meant for sums
+  // that many transactions bump (a year-to-date total, a stock count without a floor). *value
+  // (if not null) receives the row after the addition: its counters include other adders'
+  // uncommitted additions; the bytes no transaction adds to are committed. An abort subtracts
+  // the delta again, keeping what others added meanwhile. A transaction that adds to a row and
+  // then reads or writes it otherwise upgrades to an exclusive lock, waiting for the other
+  // adders. NotFound if absent; InvalidArgument if the counter lies outside the value or the
+  // sum leaves int64_t (the row is unchanged).
+  [[nodiscard]] virtual Status Add(Transaction* txn, std::string_view key, uint32_t offset,
+                                   int64_t delta, std::string* value = nullptr) = 0;
   // A cursor positioned on the first key of the range (last, if reverse); check Valid().
   [[nodiscard]] virtual Status NewCursor(Transaction* txn, const ScanOptions& options,
                                          std::unique_ptr<Cursor>* cursor) = 0;

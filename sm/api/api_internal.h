@@ -137,6 +137,8 @@ class TableImpl final : public Table {
   Status Update(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Upsert(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Delete(Transaction* txn, std::string_view key) override;
+  Status Add(Transaction* txn, std::string_view key, uint32_t offset, int64_t delta,
+             std::string* value) override;
   Status NewCursor(Transaction* txn, const ScanOptions& options,
                    std::unique_ptr<Cursor>* cursor) override;
 

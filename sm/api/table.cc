@@ -262,6 +262,15 @@ Status TableImpl::Delete(Transaction* txn, std::string_view key) {
   return Write(Op::kDelete, txn, key, {});
 }
 
+Status TableImpl::Add(Transaction* txn, std::string_view key, uint32_t offset, int64_t delta,
+                      std::string* value) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  steps::BeginOp(StepsKey(Op::kUpdate));  // an update of the row, for STEPS' teams
+  return tree_->Add(key, offset, delta, value,
+                    index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)});
+}
+
 Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
                             std::unique_ptr<Cursor>* cursor) {
   TransactionImpl* t = nullptr;

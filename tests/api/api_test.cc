@@ -561,6 +561,89 @@ TEST_CASE("an update after a read for update is a covered request that still exc
   REQUIRE(db->Close().ok());
 }
 
+namespace {
+std::string Counters(int64_t first, int64_t second) {
+  std::string value(16, '\0');
+  std::memcpy(value.data(), &first, 8);
+  std::memcpy(value.data() + 8, &second, 8);
+  return value;
+}
+int64_t CounterAt(const std::string& value, size_t offset) {
+  int64_t v = 0;
+  REQUIRE(value.size() >= offset + 8);
+  std::memcpy(&v, value.data() + offset, 8);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("adders of one row share it, readers wait for them, an abort keeps the others' sums",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(8);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
+  {
+    std::unique_ptr<Transaction> load;
+    REQUIRE(db->Begin(&load).ok());
+    REQUIRE(t->Insert(load.get(), "w", Counters(1000, 50)).ok());
+    REQUIRE(load->Commit().ok());
+  }
+  for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
+    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    std::unique_ptr<Transaction> a, b, reader;
+    REQUIRE(db->Begin(&a, isolation).ok());
+    REQUIRE(db->Begin(&b, isolation).ok());
+    const uint64_t waits = db->stats().lock_waits;
+    std::string value;
+    REQUIRE(t->Add(a.get(), "w", 0, 5, &value).ok());
+    CHECK(CounterAt(value, 0) == 1005);
+    CHECK(CounterAt(value, 8) == 50);
+    REQUIRE(t->Add(b.get(), "w", 0, 7, &value).ok());  // shares the row: no wait
+    CHECK(CounterAt(value, 0) == 1012);                // a's uncommitted 5 included
+    REQUIRE(t->Add(a.get(), "w", 8, -20).ok());
+    CHECK(db->stats().lock_waits == waits);
+    // A reader and a writer wait for the adders (here: until their timeout).
+    REQUIRE(db->Begin(&reader, isolation).ok());
+    CHECK(t->Get(reader.get(), "w", &value).IsLockTimeout());
+    REQUIRE(reader->Abort().ok());
+    REQUIRE(db->Begin(&reader, isolation).ok());
+    CHECK(t->Update(reader.get(), "w", Counters(0, 0)).IsLockTimeout());
+    REQUIRE(reader->Abort().ok());
+    // a rolls back its 5 and its -20; b's 7 stays.
+    REQUIRE(a->Abort().ok());
+    REQUIRE(b->Commit().ok());
+    REQUIRE(db->Begin(&reader, isolation).ok());
+    REQUIRE(t->Get(reader.get(), "w", &value).ok());
+    CHECK(value == Counters(1007, 50));
+    // Bad input changes nothing: a counter outside the value, an overflow, an absent row.
+    CHECK(t->Add(reader.get(), "w", 9, 1).IsInvalidArgument());
+    CHECK(t->Add(reader.get(), "w", 0, INT64_MAX).IsInvalidArgument());
+    CHECK(t->Add(reader.get(), "absent", 0, 1).IsNotFound());
+    // An adder that reads the row holds it exclusively; the undo of its Add still subtracts.
+    REQUIRE(t->Add(reader.get(), "w", 8, 1).ok());
+    REQUIRE(t->Get(reader.get(), "w", &value).ok());
+    CHECK(value == Counters(1007, 51));
+    REQUIRE(db->Begin(&a, isolation).ok());
+    CHECK(t->Add(a.get(), "w", 0, 1).IsLockTimeout());
+    REQUIRE(a->Abort().ok());
+    REQUIRE(reader->Abort().ok());
+    // Reset for the next isolation level.
+    REQUIRE(db->Begin(&a, isolation).ok());
+    REQUIRE(t->Add(a.get(), "w", 0, -7).ok());
+    REQUIRE(a->Commit().ok());
+  }
+  REQUIRE(db->Close().ok());
+  // The committed sums survive a restart.
+  db = MustOpen(TestOptions(&fs));
+  REQUIRE(db->OpenTable("t", &t).ok());
+  std::unique_ptr<Transaction> check;
+  REQUIRE(db->Begin(&check).ok());
+  std::string value;
+  REQUIRE(t->Get(check.get(), "w", &value).ok());
+  CHECK(value == Counters(1000, 50));
+  REQUIRE(check->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }

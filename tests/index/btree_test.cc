@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -65,6 +67,37 @@ TEST_CASE("btree: a single leaf, duplicates, absent keys and the empty key", "[u
   BtreeStats stats;
   RequireVerified(*env.tree, &stats);
   REQUIRE(stats.height == 1);
+}
+
+TEST_CASE("btree: Add sums a counter in place and refuses one outside the value or an overflow",
+          "[unit][btree]") {
+  TreeEnv env(16);
+  auto counters = [](int64_t a, int64_t b) {
+    std::string value(20, 'x');  // two counters at 0 and 12, other bytes around them
+    std::memcpy(value.data(), &a, 8);
+    std::memcpy(value.data() + 12, &b, 8);
+    return value;
+  };
+  REQUIRE(env.tree->Insert("c", counters(10, -3)).ok());
+  std::string value;
+  REQUIRE(env.tree->Add("c", 0, 32, &value).ok());
+  CHECK(value == counters(42, -3));
+  REQUIRE(env.tree->Add("c", 12, -4, nullptr).ok());
+  REQUIRE(env.tree->Lookup("c", &value).ok());
+  CHECK(value == counters(42, -7));
+  CHECK(env.tree->Add("c", 13, 1, &value).IsInvalidArgument());  // bytes 13..21 of 20
+  CHECK(env.tree->Add("c", UINT32_MAX, 1, &value).IsInvalidArgument());
+  CHECK(env.tree->Add("d", 0, 1, &value).IsNotFound());
+  CHECK(env.tree->Add("c", 0, INT64_MAX, &value).IsInvalidArgument());
+  CHECK(env.tree->Add("c", 12, INT64_MIN, &value).IsInvalidArgument());
+  REQUIRE(env.tree->Lookup("c", &value).ok());
+  CHECK(value == counters(42, -7));  // the refused additions changed nothing
+  // kWrap: two's complement, so adding d and then -d is exact.
+  REQUIRE(env.tree->Add("c", 0, INT64_MAX, &value, {}, BTree::AddOverflow::kWrap).ok());
+  CHECK(value == counters(static_cast<int64_t>(42ull + uint64_t{INT64_MAX}), -7));
+  REQUIRE(env.tree->Add("c", 0, -INT64_MAX, &value, {}, BTree::AddOverflow::kWrap).ok());
+  CHECK(value == counters(42, -7));
+  RequireVerified(*env.tree);
 }
 
 TEST_CASE("btree: large keys split to height >= 3 in a small pool, the root id stays",
