@@ -362,7 +362,7 @@ class Terminal {
         SM_TRY(Attempt(type, stats,
                        [&] {
                          return Payment(txn_.get(), payment_, &payment_out_,
-                                        st_->options->access_order);
+                                        st_->options->access_order, st_->options->ytd_write);
                        },
                        &stopped));
         break;

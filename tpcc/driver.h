@@ -64,6 +64,7 @@ struct RunOptions {
   double think_time_s = 0;        // mean think time after each transaction; 0: none
   bool spec_think_times = false;  // clause 5.2.5 keying and think times instead
   AccessOrder access_order = AccessOrder::kHotRowsLast;  // New-Order's and Payment's
+  YtdWrite ytd_write = YtdWrite::kAdd;                    // Payment's W_YTD and D_YTD
   uint64_t seed = 1;
   double interval_s = 1;  // progress callback period; 0: none
   // Count mode (transactions > 0, instead of duration_s and warmup_s): the terminals together

@@ -116,6 +116,10 @@ class EngineTxn {
   [[nodiscard]] virtual Status Update(TableId table, std::string_view key,
                                       std::string_view value) = 0;
   [[nodiscard]] virtual Status Delete(TableId table, std::string_view key) = 0;
+  // Adds delta to the little-endian int64_t at value bytes [offset, offset + 8) under an
+  // increment lock (sm::Table::Add); *value: the row after the addition.
+  [[nodiscard]] virtual Status Add(TableId table, std::string_view key, uint32_t offset,
+                                   int64_t delta, std::string* value) = 0;
   [[nodiscard]] virtual Status Scan(TableId table, std::string_view lower,
                                     std::string_view upper, bool reverse,
                                     ScanVisitor visitor) = 0;

@@ -81,6 +81,7 @@ struct RunCliOptions {
   std::string mix = "45,43,4,4,4";
   std::string think_time = "0";
   std::string access_order = "hot-last";
+  std::string ytd = "add";
   std::string steps = "off";
   uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
   std::string ctx_placement;
@@ -433,9 +434,11 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
                   const RunResult& res, const SmEngine& engine, uint32_t users) {
   Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
   Say(o, "engine:      %s\n", engine.Describe().c_str());
-  Say(o, "setup:       %u users, commit %s, mix %s, think time %s, access order %s, STEPS %s\n",
+  Say(o,
+      "setup:       %u users, commit %s, mix %s, think time %s, access order %s, ytd %s, "
+      "STEPS %s\n",
       users, o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(), r.access_order.c_str(),
-      r.steps.c_str());
+      r.ytd.c_str(), r.steps.c_str());
   Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
   Say(o,
       "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an "
@@ -584,6 +587,9 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   if (!ParseAccessOrder(r.access_order, &ro.access_order)) {
     return UsageError("--access-order takes spec or hot-last, not '" + r.access_order + "'");
   }
+  if (!ParseYtdWrite(r.ytd, &ro.ytd_write)) {
+    return UsageError("--ytd takes add or update, not '" + r.ytd + "'");
+  }
   if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
   if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
   if (r.steps != "on" && r.steps != "off" && r.steps != "auto") {
@@ -626,6 +632,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"interval_s", o.interval_s},
               {"think_time", r.think_time},
               {"access_order", r.access_order},
+              {"ytd", r.ytd},
               {"duration_s", r.duration_s},
               {"warmup_s", r.warmup_s},
               {"run_transactions", r.transactions},
@@ -853,6 +860,11 @@ int Main(int argc, char** argv) {
       ->add_option("--access-order", run.access_order,
                    "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
                    "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--ytd", run.ytd,
+                   "Payment's warehouse and district year-to-date sums: 'add' (an increment "
+                   "lock that Payments share) or 'update' (read for update and write back)")
       ->capture_default_str();
   run_cmd
       ->add_option("--steps", run.steps,

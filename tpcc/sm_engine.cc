@@ -81,6 +81,12 @@ class SmTxn final : public EngineTxn {
     return T(table)->Delete(txn_.get(), key);
   }
 
+  Status Add(TableId table, std::string_view key, uint32_t offset, int64_t delta,
+             std::string* value) override {
+    SM_TRY(Check(table));
+    return T(table)->Add(txn_.get(), key, offset, delta, value);
+  }
+
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
     SM_TRY(Check(table));

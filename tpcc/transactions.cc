@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -42,6 +43,19 @@ bool ParseAccessOrder(std::string_view name, AccessOrder* order) {
   return true;
 }
 
+const char* YtdWriteName(YtdWrite ytd) { return ytd == YtdWrite::kAdd ? "add" : "update"; }
+
+bool ParseYtdWrite(std::string_view name, YtdWrite* ytd) {
+  if (name == "add") {
+    *ytd = YtdWrite::kAdd;
+  } else if (name == "update") {
+    *ytd = YtdWrite::kUpdate;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 const char* TxnTypeTitle(TxnType type) {
   switch (type) {
     case TxnType::kNewOrder: return "New-Order";
@@ -57,20 +71,27 @@ namespace {
 
 enum class Read : uint8_t { kShared, kForUpdate };
 
+// The outcome of a read of a row the workload needs: NotFound or a row of another size is
+// Corruption.
+template <typename Row>
+Status DecodeRead(TableId table, const Status& read, std::string_view value, Row* row) {
+  if (read.IsNotFound()) {
+    return Status::Corruption(std::string(TableName(table)) + ": a row the workload needs is missing");
+  }
+  SM_TRY(read);
+  if (!DecodeRow(value, row)) {
+    return Status::Corruption(std::string(TableName(table)) + ": a row of the wrong size");
+  }
+  return Status::OK();
+}
+
 template <typename Row>
 Status GetRow(EngineTxn* txn, TableId table, std::string_view key, Row* row,
               Read mode = Read::kShared) {
   std::string& value = *txn->value_buffer();
   Status s = mode == Read::kForUpdate ? txn->GetForUpdate(table, key, &value)
                                       : txn->Get(table, key, &value);
-  if (s.IsNotFound()) {
-    return Status::Corruption(std::string(TableName(table)) + ": a row the workload needs is missing");
-  }
-  SM_TRY(s);
-  if (!DecodeRow(value, row)) {
-    return Status::Corruption(std::string(TableName(table)) + ": a row of the wrong size");
-  }
-  return Status::OK();
+  return DecodeRead(table, s, value, row);
 }
 
 template <typename Row>
@@ -338,18 +359,27 @@ Status NewOrderBody(EngineTxn* txn, const NewOrderInput& in, AccessOrder order,
 
 // ---- Payment ------------------------------------------------------------------------------
 
-Status PayWarehouse(EngineTxn* txn, const PaymentInput& in, WarehouseRow* w) {
-  const std::string key = WarehouseKey(in.w);
-  SM_TRY(GetRow(txn, TableId::kWarehouse, key, w, Read::kForUpdate));
-  w->ytd_cents += in.amount_cents;
-  return PutRow(txn, TableId::kWarehouse, key, *w);
+// Adds amount to the row's ytd_cents and reads the row (ytd then includes other Payments'
+// uncommitted amounts; Payment uses only the names and addresses, which nothing changes).
+template <typename Row>
+Status AddToYtd(EngineTxn* txn, TableId table, std::string_view key, int64_t amount, Row* row,
+                YtdWrite ytd) {
+  if (ytd == YtdWrite::kUpdate) {
+    SM_TRY(GetRow(txn, table, key, row, Read::kForUpdate));
+    row->ytd_cents += amount;
+    return PutRow(txn, table, key, *row);
+  }
+  std::string& value = *txn->value_buffer();
+  Status s = txn->Add(table, key, offsetof(Row, ytd_cents), amount, &value);
+  return DecodeRead(table, s, value, row);
 }
 
-Status PayDistrict(EngineTxn* txn, const PaymentInput& in, DistrictRow* d) {
-  const std::string key = DistrictKey(in.w, in.d);
-  SM_TRY(GetRow(txn, TableId::kDistrict, key, d, Read::kForUpdate));
-  d->ytd_cents += in.amount_cents;
-  return PutRow(txn, TableId::kDistrict, key, *d);
+Status PayWarehouse(EngineTxn* txn, const PaymentInput& in, WarehouseRow* w, YtdWrite ytd) {
+  return AddToYtd(txn, TableId::kWarehouse, WarehouseKey(in.w), in.amount_cents, w, ytd);
+}
+
+Status PayDistrict(EngineTxn* txn, const PaymentInput& in, DistrictRow* d, YtdWrite ytd) {
+  return AddToYtd(txn, TableId::kDistrict, DistrictKey(in.w, in.d), in.amount_cents, d, ytd);
 }
 
 Status PayCustomer(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
@@ -401,18 +431,18 @@ Status InsertHistory(EngineTxn* txn, const PaymentInput& in, const WarehouseRow&
 
 // Spec order (clause 2.5.2.2): warehouse, district, customer, history. Hot rows last:
 // customer, district, warehouse, history (which needs both names).
-Status PaymentBody(EngineTxn* txn, const PaymentInput& in, AccessOrder order,
+Status PaymentBody(EngineTxn* txn, const PaymentInput& in, AccessOrder order, YtdWrite ytd,
                    PaymentOutput* out) {
   WarehouseRow w;
   DistrictRow d;
   if (order == AccessOrder::kSpec) {
-    SM_TRY(PayWarehouse(txn, in, &w));
-    SM_TRY(PayDistrict(txn, in, &d));
+    SM_TRY(PayWarehouse(txn, in, &w, ytd));
+    SM_TRY(PayDistrict(txn, in, &d, ytd));
     SM_TRY(PayCustomer(txn, in, out));
   } else {
     SM_TRY(PayCustomer(txn, in, out));
-    SM_TRY(PayDistrict(txn, in, &d));
-    SM_TRY(PayWarehouse(txn, in, &w));
+    SM_TRY(PayDistrict(txn, in, &d, ytd));
+    SM_TRY(PayWarehouse(txn, in, &w, ytd));
   }
   return InsertHistory(txn, in, w, d, out->c_id);
 }
@@ -573,10 +603,11 @@ Status NewOrder(EngineTxn* txn, const NewOrderInput& in, NewOrderOutput* out,
   return txn->Commit();
 }
 
-Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out, AccessOrder order) {
+Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out, AccessOrder order,
+               YtdWrite ytd) {
   *out = PaymentOutput();
   return InTransaction(txn, TxnIsolation::kSerializable,
-                       [&] { return PaymentBody(txn, in, order, out); });
+                       [&] { return PaymentBody(txn, in, order, ytd, out); });
 }
 
 Status OrderStatus(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOutput* out) {

@@ -52,6 +52,15 @@ enum class AccessOrder : uint8_t { kSpec, kHotRowsLast };
 const char* AccessOrderName(AccessOrder order);  // "spec", "hot-last"
 [[nodiscard]] bool ParseAccessOrder(std::string_view name, AccessOrder* order);
 
+// How Payment adds its amount to the warehouse's and district's year-to-date sums (W_YTD,
+// D_YTD). kAdd (the default): EngineTxn::Add under an increment lock, which Payments of one
+// warehouse and district share, reading the rest of the row (name, address) in the same call.
+// kUpdate: read the row for update, write it back: every Payment of a warehouse holds its row
+// exclusively to the end. The database effects and outputs are the same.
+enum class YtdWrite : uint8_t { kAdd, kUpdate };
+const char* YtdWriteName(YtdWrite ytd);  // "add", "update"
+[[nodiscard]] bool ParseYtdWrite(std::string_view name, YtdWrite* ytd);
+
 // ---- New-Order (clause 2.4) ----------------------------------------------------------------
 
 struct NewOrderInput {
@@ -107,7 +116,8 @@ struct PaymentOutput {
 };
 
 [[nodiscard]] Status Payment(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out,
-                             AccessOrder order = AccessOrder::kHotRowsLast);
+                             AccessOrder order = AccessOrder::kHotRowsLast,
+                             YtdWrite ytd = YtdWrite::kAdd);
 
 // ---- Order-Status (clause 2.6) -------------------------------------------------------------
 

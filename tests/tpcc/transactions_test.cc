@@ -142,7 +142,8 @@ void AddNamesakes(Engine* e, uint16_t w, uint8_t d, const std::vector<std::strin
 
 TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "[unit][tpcc]") {
   const AccessOrder order = GENERATE(AccessOrder::kSpec, AccessOrder::kHotRowsLast);
-  INFO(AccessOrderName(order));
+  const YtdWrite ytd = GENERATE(YtdWrite::kAdd, YtdWrite::kUpdate);
+  INFO(AccessOrderName(order) << ", ytd " << YtdWriteName(ytd));
   auto db = LoadTestDb(2, TinyScale(), 22);
   Engine* e = db->engine.get();
   std::unique_ptr<EngineTxn> txn = e->NewTxn();
@@ -162,7 +163,7 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 12345;
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out, order).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
     CHECK(out.c_id == 7);
     CHECK_FALSE(out.bad_credit);
     CHECK(MustRead<WarehouseRow>(e, TableId::kWarehouse, WarehouseKey(1)).ytd_cents ==
@@ -207,7 +208,7 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 100005;  // 1000.05
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out, order).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
     CHECK(out.bad_credit);
     auto after = MustRead<CustomerRow>(e, TableId::kCustomer, CustomerKey(1, 2, 3));
     const std::string entry = "3 2 1 2 1 1000.05|";
@@ -228,17 +229,17 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     in.amount_cents = 500;
     in.date_us = kDate;
     PaymentOutput out;
-    REQUIRE(Payment(txn.get(), in, &out, order).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
     CHECK(out.name_matches == 4);
     CHECK(out.c_id == 104);  // ALMA, BEN, CARL, DORA: the 2nd is BEN
     AddNamesakes(e, 1, 5, {"X", "Y", "Z"});
     in.d = 5;
     in.c_d = 5;
-    REQUIRE(Payment(txn.get(), in, &out, order).ok());
+    REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
     CHECK(out.name_matches == 3);
     CHECK(out.c_id == 102);  // X, Y, Z: the 2nd is Y
     in.c_last = "NOSUCHNAME";
-    CHECK(Payment(txn.get(), in, &out, order).IsNotFound());
+    CHECK(Payment(txn.get(), in, &out, order, ytd).IsNotFound());
   }
   CHECK(FailedConditions(e, db->info, RunConditions()).empty());
 }
