@@ -486,10 +486,10 @@ class BTree {
   Status ApplyDelete(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      const OpContext& ctx);
   // Add's work at its exclusively latched leaf (btree_add.cc); wait->pending: a lock must be
-  // waited for first.
+  // waited for first. *written: the index of the record changed, if any.
   Status AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta, AddOverflow overflow,
                    std::string* value, const OpContext& ctx, buffer::PageHandle& leaf,
-                   LockWait* wait);
+                   LockWait* wait, uint16_t* written);
   void Stamp(buffer::PageHandle& page, Lsn lsn);
   // Contention split (file comment): where the other contender's record is, for a leaf that
   // should split at a written record (kNone: no split is due).

@@ -14,7 +14,8 @@
 // counter is read, summed and written back, and the change logged (BtreeLogger::LogAdd: the
 // old and new 8 bytes, so redo is physical like an update's, and undo logical, btree_wal.h),
 // all under that one latch. An Add never changes the record's length, so it never splits or
-// moves records: there is no pessimistic stage. A missing key takes kReadNext on its gap and
+// moves records: there is no pessimistic stage (a contention split, which the Add's latch
+// waits may call for, runs after it as after any write). A missing key takes kReadNext on its gap and
 // returns NotFound, as Update does; a lock that must be waited for releases the leaf, waits and
 // starts again.
 #include <cstdint>
@@ -56,6 +57,7 @@ Status BTree::Add(std::string_view key, uint32_t offset, int64_t delta, std::str
   for (;;) {
     LockWait wait;
     Status s;
+    Contender contender = Contender::kNone;
     {
       PageHandle leaf;
       bool fences_known = false;
@@ -64,9 +66,17 @@ Status BTree::Add(std::string_view key, uint32_t offset, int64_t delta, std::str
         SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, &kCtxUpdateLeaf,
                              &leaf));
       }
-      s = AddAtLeaf(key, offset, delta, overflow, value, ctx, leaf, &wait);
+      uint16_t written = UINT16_MAX;
+      s = AddAtLeaf(key, offset, delta, overflow, value, ctx, leaf, &wait, &written);
+      // Hot counters of one leaf are what a contention split separates (btree.h).
+      if ((leaf.latch_waited() || test_every_write_waited_) && written != UINT16_MAX)
+          [[unlikely]] {
+        contender = NoteContendedWrite(leaf, written);
+      }
       if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
     }
+    if (contender != Contender::kNone) [[unlikely]]
+      SplitContendedLeaf(key, contender);
     if (!s.ok() || !wait.pending) return s;
     SM_TRY(WaitForLock(ctx, wait));
   }
@@ -74,7 +84,7 @@ Status BTree::Add(std::string_view key, uint32_t offset, int64_t delta, std::str
 
 Status BTree::AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta,
                         AddOverflow overflow, std::string* value, const OpContext& ctx,
-                        PageHandle& leaf, LockWait* wait) {
+                        PageHandle& leaf, LockWait* wait, uint16_t* written) {
   Node node(leaf.data());
   bool found = false;
   uint16_t index = node.LowerBound(key, &found);
@@ -115,6 +125,7 @@ Status BTree::AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta,
     }
     Stamp(leaf, lsn);
   }
+  *written = index;
   if (value != nullptr) value->assign(node.ValueAt(index));
   return Status::OK();
 }

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,29 @@ TEST_CASE("btree contention: writes of two records that waited split their leaf 
   // Now on different leaves, each writer changes one record of its leaf: no more splits.
   for (uint64_t i = 0; i < 50; ++i) UpdateAndModel(*env.tree, i % 2 == 0 ? 2 : 7, i + 10, &model);
   REQUIRE(env.tree->counters().contention_splits == 1);
+  RequireSameAsModel(*env.tree, model);
+}
+
+TEST_CASE("btree contention: additions to two counters that waited split their leaf too",
+          "[unit][btree][contention]") {
+  TreeEnv env(32);
+  Model model;
+  LoadAndReopen(env, 10, 24, Contended(4), &model);
+  // As above, with Add: alternating adders of records 2 and 7, the fourth reaches the threshold.
+  for (uint64_t i = 0; i < 4; ++i) {
+    REQUIRE(env.tree->counters().contention_splits == 0);
+    REQUIRE(env.tree->Add(Key64(i % 2 == 0 ? 2 : 7), 0, 1, nullptr).ok());
+  }
+  REQUIRE(env.tree->counters().contention_splits == 1);
+  REQUIRE(LeafOf(*env.tree, 6) != LeafOf(*env.tree, 7));
+  for (uint64_t k : {2, 7}) {
+    std::string& value = model[Key64(k)];
+    int64_t counter = 0;
+    std::memcpy(&counter, value.data(), 8);
+    counter += 2;
+    std::memcpy(value.data(), &counter, 8);
+  }
+  RequireVerified(*env.tree);
   RequireSameAsModel(*env.tree, model);
 }
 
