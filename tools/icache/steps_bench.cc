@@ -575,8 +575,11 @@ bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   bool have10 = std::find(bo.fibers.begin(), bo.fibers.end(), 10u) != bo.fibers.end();
   if (!have10) n = bo.fibers.back();
   j->update(Figures(results, bo, n));
-  double red = (*j)["index_fetch_l1i_reduction_pct"];
-  double slope = (*j)["index_fetch_per_extra_fiber_pct"];
+  // The first geometry's figures (the targets are for 32 KiB 8-way, the default
+  // first; another first geometry has its keys suffixed).
+  const std::string sfx = results.front().g.Suffix();
+  double red = (*j)["index_fetch_l1i_reduction_pct" + sfx];
+  double slope = (*j)["index_fetch_per_extra_fiber_pct" + sfx];
   std::printf("\n%u fibers, %s: L1-I misses %.1f %% fewer than serial (target >= %.0f %%: %s); "
               "per additional fiber %.1f %% of serial (target <= %.0f %%: %s)\n",
               n, results.front().g.Name().c_str(), red, kTargetReductionPct,
