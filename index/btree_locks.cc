@@ -49,8 +49,8 @@ bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
     return request.end_of_index ? LockId::TableEnd(table_) : LockId::Key(table_, request.key);
   };
   switch (request.purpose) {
-    case KeyLockPurpose::kWrite:
-      return KeyLock{key(), LockMode::kX, LockDuration::kCommit};
+    case KeyLockPurpose::kWrite:  // the record, not the gap before it
+      return KeyLock{key(), LockMode::kXK, LockDuration::kCommit};
     case KeyLockPurpose::kInsertNext:  // RangeOp::kInsert
       return KeyLock{next(), LockMode::kIX, LockDuration::kInstant};
     case KeyLockPurpose::kDeleteNext:  // RangeOp::kDelete

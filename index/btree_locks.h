@@ -9,7 +9,7 @@
 // lock also needs the table and database intention locks, see "Intention"):
 //
 //   purpose       serializable                              read committed
-//   kWrite        X on the key, commit                      X on the key, commit
+//   kWrite        XK on the key, commit                     XK on the key, commit
 //   kInsertNext   IX on next, instant  (RangeOp::kInsert)   IX on next, instant
 //   kDeleteNext   X on next, commit    (RangeOp::kDelete)   X on next, commit
 //   kRead         S on the key, commit                      S on the key, instant
@@ -20,7 +20,7 @@
 // transaction holds a conflicting lock at that moment, and nothing stays in the lock table, so
 // no Release call is needed and a later writer does not wait for the reader. That suffices
 // because the tree asks for it with the leaf latched and copies the record under the same
-// latch, while every writer holds X on its key (kWrite, granted before it changes the leaf) and,
+// latch, while every writer holds XK on its key (kWrite, granted before it changes the leaf) and,
 // for a delete, X on the next key until it commits: so a record read is committed, and a key
 // found absent was not removed by an uncommitted delete. The latter is why kReadNext takes an
 // instant S under read committed rather than nothing: without it a lookup or a scan end would

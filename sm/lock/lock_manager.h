@@ -28,7 +28,7 @@
 //
 // ---- Hierarchy -------------------------------------------------------------------------------
 // Database > table > key (lock_id.h). Before locking a child in mode m an owner must hold
-// IntentionFor(m) (IS for IS/S, IX for IX/SIX/X) on every ancestor. Lock() takes exactly what
+// IntentionFor(m) (IS for IS/S, IX for IX/SIX/X/INC/XK) on every ancestor. Lock() takes exactly what
 // it is told; LockHierarchical(), LockTable() and LockKey() take the ancestors' intention
 // locks first, top-down, and skip the child lock altogether when an ancestor is held in a mode
 // that covers it (table S or SIX covers key S/IS, table X covers everything). Intention locks
@@ -45,18 +45,21 @@
 //   scan [lo, hi]                   S on every key returned, and S on the first
 //                                   key > hi (or TableEnd)  (RangeOp::kScan)    commit
 //   insert k                        IX on next key of k     (RangeOp::kInsert)  instant
-//                                   then X on k                                 commit
+//                                   then XK on k                                commit
 //   insert k, k already present     S on k, then report Duplicate               commit
-//   delete k                        X on k                                      commit
+//   delete k                        XK on k                                     commit
 //                                   X on next key of k      (RangeOp::kDelete)  commit
-//   update non-key fields of k      X on k                                      commit
+//   update non-key fields of k      XK on k                                     commit
+//   add to a counter of k           INC on k                                    commit
 //
 // Why it works: a scan's S locks cover every gap (prev, key] it read, the S on the key after
 // hi covers the gap ending the range; an insert into any of those gaps must first get IX on
 // the key that follows the gap, which conflicts with the scanner's S, so it waits until the
 // scanner commits. IX is compatible with IX, so inserters into one gap do not block each
 // other. A delete holds X on the next key so that its gap stays closed until it commits (a
-// rollback can re-insert k). A read-committed scan takes S on keys and releases each with
+// rollback can re-insert k). A writer of k's record holds XK, X on the key alone: it excludes
+// every reader and writer of k but lets an insertion into the gap before k pass (IX), since
+// the writer read no gap and closed none; X on a next key (a delete's) still stops it. A read-committed scan takes S on keys and releases each with
 // Release() after reading it, and takes no range lock.
 //
 // Rules for the B-tree: (1) Never wait for a lock while holding a page latch: request with

@@ -19,6 +19,8 @@ const char* LockModeName(LockMode mode) {
       return "X";
     case LockMode::kInc:
       return "INC";
+    case LockMode::kXK:
+      return "XK";
   }
   return "?";
 }

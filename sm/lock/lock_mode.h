@@ -6,6 +6,15 @@
 // (S) waits for every adder to finish and so reads only committed sums; a writer (X) waits
 // too. INC is a key mode: its parents need IX, as for X.
 //
+// XK is X on a key alone, not on the gap before it (InnoDB's LOCK_X | LOCK_REC_NOT_GAP): what
+// a writer of a key's record holds (update, delete, insert of the key; a read for update). In
+// next-key locking an insertion into the gap before key k asks for IX on k (instant) to find
+// out whether a scanner holds that gap (S on k) or a delete closed it (X on k, the deleted
+// key's next key); a writer of k's own record has done neither, so XK lets that IX through and
+// excludes everything else. Without it, inserters queue behind any uncommitted writer of the
+// next key (TPC-C's history rows, appended by concurrent Payments of one district). Order:
+// IS < IX < XK < X; XK is incomparable with S, SIX and INC (their join with it is X).
+//
 // Owns: the compatibility matrix, the supremum (join) table used for conversions, and the
 // intention mode a parent needs for a child mode. All are constexpr tables so that the lock
 // table's fast path is an index and a bit test.
@@ -26,34 +35,37 @@
 
 namespace sm::lock {
 
-enum class LockMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX, kInc };
+enum class LockMode : uint8_t { kNone = 0, kIS, kIX, kS, kSIX, kX, kInc, kXK };
 
-inline constexpr int kLockModeCount = 7;  // including kNone
+inline constexpr int kLockModeCount = 8;  // including kNone
 
 namespace detail {
 using M = LockMode;
 // kCompatible[a][b]: may one owner hold a while another holds b? Rows and columns in enum
-// order (None, IS, IX, S, SIX, X, INC).
+// order (None, IS, IX, S, SIX, X, INC, XK).
 inline constexpr bool kCompatible[kLockModeCount][kLockModeCount] = {
-    /* None */ {true, true, true, true, true, true, true},
-    /* IS   */ {true, true, true, true, true, false, false},
-    /* IX   */ {true, true, true, false, false, false, false},
-    /* S    */ {true, true, false, true, false, false, false},
-    /* SIX  */ {true, true, false, false, false, false, false},
-    /* X    */ {true, false, false, false, false, false, false},
-    /* INC  */ {true, false, false, false, false, false, true},
+    /* None */ {true, true, true, true, true, true, true, true},
+    /* IS   */ {true, true, true, true, true, false, false, true},
+    /* IX   */ {true, true, true, false, false, false, false, true},
+    /* S    */ {true, true, false, true, false, false, false, false},
+    /* SIX  */ {true, true, false, false, false, false, false, false},
+    /* X    */ {true, false, false, false, false, false, false, false},
+    /* INC  */ {true, false, false, false, false, false, true, false},
+    /* XK   */ {true, true, true, false, false, false, false, false},
 };
 // kSupremum[a][b]: the weakest mode that covers both a and b (the join of the mode lattice
-// None < IS < {IX, S} < SIX < X, where IX and S are incomparable and IX v S = SIX, and
-// None < INC < X, INC incomparable with IS, IX, S and SIX: only X covers INC and one of them).
+// None < IS < {IX, S} < SIX < X, where IX and S are incomparable and IX v S = SIX;
+// None < INC < X, INC incomparable with every other mode: only X covers INC and another; and
+// IX < XK < X, XK incomparable with S, SIX and INC).
 inline constexpr LockMode kSupremum[kLockModeCount][kLockModeCount] = {
-    /* None */ {M::kNone, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kInc},
-    /* IS   */ {M::kIS, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kX},
-    /* IX   */ {M::kIX, M::kIX, M::kIX, M::kSIX, M::kSIX, M::kX, M::kX},
-    /* S    */ {M::kS, M::kS, M::kSIX, M::kS, M::kSIX, M::kX, M::kX},
-    /* SIX  */ {M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kX, M::kX},
-    /* X    */ {M::kX, M::kX, M::kX, M::kX, M::kX, M::kX, M::kX},
-    /* INC  */ {M::kInc, M::kX, M::kX, M::kX, M::kX, M::kX, M::kInc},
+    /* None */ {M::kNone, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kInc, M::kXK},
+    /* IS   */ {M::kIS, M::kIS, M::kIX, M::kS, M::kSIX, M::kX, M::kX, M::kXK},
+    /* IX   */ {M::kIX, M::kIX, M::kIX, M::kSIX, M::kSIX, M::kX, M::kX, M::kXK},
+    /* S    */ {M::kS, M::kS, M::kSIX, M::kS, M::kSIX, M::kX, M::kX, M::kX},
+    /* SIX  */ {M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kSIX, M::kX, M::kX, M::kX},
+    /* X    */ {M::kX, M::kX, M::kX, M::kX, M::kX, M::kX, M::kX, M::kX},
+    /* INC  */ {M::kInc, M::kX, M::kX, M::kX, M::kX, M::kX, M::kInc, M::kX},
+    /* XK   */ {M::kXK, M::kXK, M::kXK, M::kX, M::kX, M::kX, M::kX, M::kXK},
 };
 
 constexpr uint8_t ModeBit(LockMode m) { return static_cast<uint8_t>(1u << static_cast<int>(m)); }
@@ -71,7 +83,7 @@ constexpr uint8_t IncompatibleMask(LockMode m) {
 inline constexpr uint8_t kIncompatibleMask[kLockModeCount] = {
     IncompatibleMask(M::kNone), IncompatibleMask(M::kIS),  IncompatibleMask(M::kIX),
     IncompatibleMask(M::kS),    IncompatibleMask(M::kSIX), IncompatibleMask(M::kX),
-    IncompatibleMask(M::kInc),
+    IncompatibleMask(M::kInc),  IncompatibleMask(M::kXK),
 };
 }  // namespace detail
 
@@ -87,7 +99,7 @@ constexpr LockMode Supremum(LockMode a, LockMode b) {
 constexpr bool Covers(LockMode held, LockMode wanted) { return Supremum(held, wanted) == held; }
 
 // The intention mode an owner must hold on the parent before it may lock a child in `child`
-// mode: IS for IS/S, IX for IX/SIX/X/INC, kNone for kNone.
+// mode: IS for IS/S, IX for IX/SIX/X/INC/XK, kNone for kNone.
 constexpr LockMode IntentionFor(LockMode child) {
   switch (child) {
     case LockMode::kNone:
@@ -99,6 +111,7 @@ constexpr LockMode IntentionFor(LockMode child) {
     case LockMode::kSIX:
     case LockMode::kX:
     case LockMode::kInc:
+    case LockMode::kXK:
       return LockMode::kIX;
   }
   return LockMode::kX;
@@ -144,6 +157,7 @@ static_assert(CheckTables(), "lock mode tables violate the lattice invariants");
 static_assert(Supremum(LockMode::kS, LockMode::kIX) == LockMode::kSIX);
 static_assert(!Compatible(LockMode::kX, LockMode::kIS));
 static_assert(Compatible(LockMode::kInc, LockMode::kInc) && !Compatible(LockMode::kInc, LockMode::kS));
+static_assert(Compatible(LockMode::kXK, LockMode::kIX) && !Compatible(LockMode::kXK, LockMode::kXK));
 }  // namespace detail
 
 }  // namespace sm::lock

@@ -160,7 +160,7 @@ TEST_CASE("btree locks: each purpose maps to its key-range lock", "[unit][locks]
   REQUIRE(ser.locks.LockKey(request("i", KeyLockPurpose::kInsertNext)).ok());
   REQUIRE(ser.locks.TryLockKey(request("d", KeyLockPurpose::kDeleteNext)).ok());
   REQUIRE(ser.locks.TryLockKey(end(KeyLockPurpose::kInsertNext)).ok());
-  CHECK(ser.held(KeyId("w")) == LockMode::kX);
+  CHECK(ser.held(KeyId("w")) == LockMode::kXK);
   CHECK(ser.held(KeyId("d")) == LockMode::kX);
   CHECK(ser.held(kTableId) == LockMode::kIX);
   CHECK(ser.held(LockId::Database()) == LockMode::kIX);
@@ -172,7 +172,7 @@ TEST_CASE("btree locks: each purpose maps to its key-range lock", "[unit][locks]
 
   // Read committed writes as serializable does.
   REQUIRE(rc.locks.TryLockKey(request("w2", KeyLockPurpose::kWrite)).ok());
-  CHECK(rc.held(KeyId("w2")) == LockMode::kX);
+  CHECK(rc.held(KeyId("w2")) == LockMode::kXK);
   // Its instant S on "r" must see no writer: the serializable transaction holds only S there.
   REQUIRE(rc.locks.TryLockKey(request("r", KeyLockPurpose::kRead)).ok());
   CHECK(rc.locks.TryLockKey(request("w", KeyLockPurpose::kRead)).code() == Status::Code::kBusy);
@@ -189,7 +189,7 @@ TEST_CASE("btree locks: a table lock that covers the keys makes key locks unnece
   CHECK(t.held(KeyId("k")) == LockMode::kNone);
   REQUIRE(t.locks.TryLockKey(KeyLockRequest{"k", false, KeyLockPurpose::kWrite}).ok());
   CHECK(t.held(kTableId) == LockMode::kSIX);
-  CHECK(t.held(KeyId("k")) == LockMode::kX);
+  CHECK(t.held(KeyId("k")) == LockMode::kXK);
   EndAll(db.lm, {&t.owner});
 }
 
@@ -239,7 +239,7 @@ TEST_CASE("btree locks: a lookup of an absent key blocks an insert into its gap"
   db.lm.ReleaseAll(&t1.owner);  // T1 commits
   REQUIRE(insert.Join().ok());
   REQUIRE(db.tree().Lookup("b", &value).ok());
-  CHECK(t2.held(KeyId("b")) == LockMode::kX);
+  CHECK(t2.held(KeyId("b")) == LockMode::kXK);
   CHECK(t2.held(KeyId("c")) == LockMode::kNone);  // the insert's range check was instant
   CHECK_FALSE(t2.locks.TEST_pinned().valid());    // the restart released the pin
   CHECK(db.tree().counters().lock_waits == 1);
@@ -384,7 +384,7 @@ TEST_CASE("btree locks: a read waits for an uncommitted delete of its key, at ei
   Db db({"a", "b", "c"});
   TestTxn t1(&db.lm, 1, kSer), t2(&db.lm, 2, kSer), t3(&db.lm, 3, kRc), t4(&db.lm, 4, kSer);
   REQUIRE(db.tree().Delete("b", t2.ctx()).ok());
-  CHECK(t2.held(KeyId("b")) == LockMode::kX);
+  CHECK(t2.held(KeyId("b")) == LockMode::kXK);
   CHECK(t2.held(KeyId("c")) == LockMode::kX);  // the delete's next key, to commit
 
   Keys keys;
@@ -448,7 +448,7 @@ TEST_CASE("btree locks: deletes wait for readers of the gaps they widen", "[unit
     CHECK_FALSE(del.finished());
     db.lm.ReleaseAll(&t1.owner);
     REQUIRE(del.Join().ok());
-    CHECK(t2.held(KeyId("c")) == LockMode::kX);
+    CHECK(t2.held(KeyId("c")) == LockMode::kXK);
     CHECK(t2.held(KeyId("e")) == LockMode::kX);
   }
   EndAll(db.lm, {&t1.owner, &t2.owner});
@@ -585,7 +585,7 @@ TEST_CASE("btree locks: an insert holding its key while it waits for the gap dea
   Status s1 = insert1.Join();
   INFO(s1.ToString());
   CHECK(s1.ok());
-  CHECK(t1.held(KeyId("b")) == LockMode::kX);
+  CHECK(t1.held(KeyId("b")) == LockMode::kXK);
   CHECK(t1.held(KeyId("c")) == LockMode::kSIX);  // its S, and the instant IX the manager keeps
   CHECK_FALSE(insert2.finished());               // T2 still waits for the gap
   db.lm.ReleaseAll(&t1.owner);
@@ -598,6 +598,36 @@ TEST_CASE("btree locks: an insert holding its key while it waits for the gap dea
   REQUIRE(db.tree().Lookup("b", &value).ok());
   CHECK(value == "t1");
   EndAll(db.lm, {&t1.owner, &t2.owner});
+}
+
+TEST_CASE("btree locks: an insert before a key another transaction writes does not wait for it",
+          "[unit][locks]") {
+  auto rt = MakeRuntime(1);
+  Db db({"a", "c", "e"});
+  TestTxn t1(&db.lm, 1, kSer), t2(&db.lm, 2, kSer), t3(&db.lm, 3, kSer);
+  // T1 updates c and inserts d, uncommitted: XK on both (the records, not the gaps).
+  REQUIRE(db.tree().Update("c", "t1", t1.ctx()).ok());
+  REQUIRE(db.tree().Insert("d", "t1", t1.ctx()).ok());
+  // T2 inserts b (next key c) and cc (next key d) at once.
+  FiberCall inserts(rt.get(), 0, [&] {
+    SM_TRY(db.tree().Insert("b", "t2", t2.ctx()));
+    return db.tree().Insert("cc", "t2", t2.ctx());
+  });
+  CHECK(Eventually([&] { return inserts.finished(); }));
+  // But T2 waits to read c, and T3 to insert into a gap T1's delete closed.
+  REQUIRE(db.tree().Delete("e", t1.ctx()).ok());  // X on the end of the table
+  FiberCall read(rt.get(), 0, [&] {
+    std::string value;
+    return db.tree().Lookup("c", &value, t2.ctx());
+  });
+  REQUIRE(db.Waiting(KeyId("c")));
+  FiberCall insert_f(rt.get(), 0, [&] { return db.tree().Insert("f", "t3", t3.ctx()); });
+  REQUIRE(db.Waiting(LockId::TableEnd(kTable)));
+  db.lm.ReleaseAll(&t1.owner);
+  REQUIRE(inserts.Join().ok());
+  REQUIRE(read.Join().ok());
+  REQUIRE(insert_f.Join().ok());
+  EndAll(db.lm, {&t1.owner, &t2.owner, &t3.owner});
 }
 
 TEST_CASE("btree locks: an insert of a key another transaction is inserting waits for its outcome",
@@ -622,7 +652,8 @@ TEST_CASE("btree locks: an insert of a key another transaction is inserting wait
     REQUIRE(db.tree().Delete("b").ok());  // the rollback, under T1's locks
     db.lm.ReleaseAll(&t1.owner);
     REQUIRE(insert2.Join().ok());
-    CHECK(t2.held(KeyId("b")) == LockMode::kX);
+    // Serializable: the S its wait for the duplicate took stays, and S + XK is X.
+    CHECK(t2.held(KeyId("b")) == (isolation == kSer ? LockMode::kX : LockMode::kXK));
     REQUIRE(db.tree().Lookup("b", &value).ok());
     CHECK(value == "t2");
   }

@@ -92,3 +92,30 @@ TEST_CASE("an inserter that already read the next key upgrades it", "[unit][lock
   CHECK(t.HeldMode(kD) == LockMode::kSIX);  // instant on a held lock keeps the join
   EndAll(lm, {&t});
 }
+
+TEST_CASE("next-key locking: an insert passes a writer of the next key's record, not a deleter",
+          "[unit][lock]") {
+  LockManager lm;
+  LockOwner writer(&lm, TxnId(1)), deleter(&lm, TxnId(2)), inserter(&lm, TxnId(3)),
+      reader(&lm, TxnId(4));
+  // The writer holds d's record (an update, a read for update, or its own insert of d): XK.
+  REQUIRE(lm.LockKey(&writer, kTable, "d", LockMode::kXK).ok());
+  // Inserting c (next key d) reads no gap the writer holds: no wait.
+  REQUIRE(lm.LockKeyRange(&inserter, kD, RangeOp::kInsert, LockWait::kNoWait).ok());
+  REQUIRE(lm.LockKey(&inserter, kTable, "c", LockMode::kXK, LockDuration::kCommit,
+                     LockWait::kNoWait).ok());
+  // A reader of d, and a scanner of the gap before d (S on d), still wait for the writer.
+  CHECK(lm.LockKeyRange(&reader, kD, RangeOp::kScan, LockWait::kNoWait).code() ==
+        Status::Code::kBusy);
+  CHECK(lm.LockKey(&reader, kTable, "d", LockMode::kXK, LockDuration::kCommit,
+                   LockWait::kNoWait).code() == Status::Code::kBusy);
+  // A delete of b closes the gap (b, d) with X on d: it waits for the writer, and once it holds
+  // X on d an insertion into that gap waits for it.
+  lm.ReleaseAll(&writer);
+  REQUIRE(lm.LockKey(&deleter, kTable, "b", LockMode::kXK).ok());
+  REQUIRE(lm.LockKeyRange(&deleter, kD, RangeOp::kDelete).ok());
+  CHECK(lm.LockKeyRange(&inserter, kD, RangeOp::kInsert, LockWait::kNoWait).code() ==
+        Status::Code::kBusy);
+  CHECK(lm.CheckInvariants());
+  EndAll(lm, {&writer, &deleter, &inserter, &reader});
+}

@@ -104,6 +104,29 @@ TEST_CASE("the increment mode: compatible with itself only, covered by X alone",
   CHECK(std::string(LockModeName(kInc)) == "INC");
 }
 
+TEST_CASE("XK: X on a key alone lets the gap's inserters (IX) through", "[unit][lock]") {
+  const LockMode kXK = LockMode::kXK;
+  const char* kExpected = "YYNNN";  // IS IX S SIX X
+  for (int i = 0; i < 5; ++i) {
+    INFO(LockModeName(kModes[i]));
+    CHECK(Compatible(kXK, kModes[i]) == (kExpected[i] == 'Y'));
+    CHECK(Compatible(kModes[i], kXK) == (kExpected[i] == 'Y'));
+  }
+  CHECK_FALSE(Compatible(kXK, kXK));
+  CHECK_FALSE(Compatible(kXK, LockMode::kInc));
+  CHECK(Supremum(kXK, LockMode::kIX) == kXK);  // an owner's own insert below its key
+  CHECK(Supremum(kXK, LockMode::kIS) == kXK);
+  CHECK(Supremum(kXK, LockMode::kS) == LockMode::kX);
+  CHECK(Supremum(kXK, LockMode::kSIX) == LockMode::kX);
+  CHECK(Supremum(kXK, LockMode::kInc) == LockMode::kX);
+  CHECK(Supremum(kXK, LockMode::kX) == LockMode::kX);
+  CHECK(Covers(LockMode::kX, kXK));
+  CHECK_FALSE(Covers(kXK, LockMode::kS));
+  CHECK(IntentionFor(kXK) == LockMode::kIX);
+  CHECK(ParentCoversChild(LockMode::kX, kXK));
+  CHECK(std::string(LockModeName(kXK)) == "XK");
+}
+
 TEST_CASE("lock ids: hierarchy, equality, hashing", "[unit][lock]") {
   const LockId key = LockId::Key(7, "hello");
   CHECK(key.kind() == LockId::Kind::kKey);
