@@ -107,7 +107,10 @@ size_t TxnManager::CallerActiveShard() {
   if (threads::Worker* worker = threads::Worker::Current()) {
     return static_cast<size_t>(worker->index()) % kActiveShards;
   }
-  return std::hash<std::thread::id>{}(std::this_thread::get_id()) % kActiveShards;
+  // A plain thread's shard, hashed once per thread (std::hash of a thread id is a byte hash).
+  thread_local const size_t shard =
+      std::hash<std::thread::id>{}(std::this_thread::get_id()) % kActiveShards;
+  return shard;
 }
 
 bool TxnManager::Reusable(const Txn& txn) const {
