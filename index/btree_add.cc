@@ -15,9 +15,9 @@
 // old and new 8 bytes, so redo is physical like an update's, and undo logical, btree_wal.h),
 // all under that one latch. An Add never changes the record's length, so it never splits or
 // moves records: there is no pessimistic stage (a contention split, which the Add's latch
-// waits may call for, runs after it as after any write). A missing key takes kReadNext on its gap and
-// returns NotFound, as Update does; a lock that must be waited for releases the leaf, waits and
-// starts again.
+// waits may call for, runs after it as after any write). A missing key takes kReadNext on its
+// gap and returns NotFound, as Update does; a lock that must be waited for releases the leaf,
+// waits and starts again.
 #include <cstdint>
 #include <cstring>
 #include <string>

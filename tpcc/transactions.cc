@@ -76,7 +76,8 @@ enum class Read : uint8_t { kShared, kForUpdate };
 template <typename Row>
 Status DecodeRead(TableId table, const Status& read, std::string_view value, Row* row) {
   if (read.IsNotFound()) {
-    return Status::Corruption(std::string(TableName(table)) + ": a row the workload needs is missing");
+    return Status::Corruption(std::string(TableName(table)) +
+                              ": a row the workload needs is missing");
   }
   SM_TRY(read);
   if (!DecodeRow(value, row)) {

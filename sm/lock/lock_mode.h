@@ -156,8 +156,10 @@ constexpr bool CheckTables() {
 static_assert(CheckTables(), "lock mode tables violate the lattice invariants");
 static_assert(Supremum(LockMode::kS, LockMode::kIX) == LockMode::kSIX);
 static_assert(!Compatible(LockMode::kX, LockMode::kIS));
-static_assert(Compatible(LockMode::kInc, LockMode::kInc) && !Compatible(LockMode::kInc, LockMode::kS));
-static_assert(Compatible(LockMode::kXK, LockMode::kIX) && !Compatible(LockMode::kXK, LockMode::kXK));
+static_assert(Compatible(LockMode::kInc, LockMode::kInc));
+static_assert(!Compatible(LockMode::kInc, LockMode::kS));
+static_assert(Compatible(LockMode::kXK, LockMode::kIX));
+static_assert(!Compatible(LockMode::kXK, LockMode::kXK));
 }  // namespace detail
 
 }  // namespace sm::lock
