@@ -400,6 +400,12 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       const bool ahead = hinted && hint->ahead;
       const bool remember = hint != nullptr && (for_update || (hinted && !ahead));
       if (remember && !fences_known) node.PrefetchFences();
+      // A leaf found ahead need not cover the key any more (a split may have moved it): one
+      // whose records do not share the key's prefix cannot hold it, and is not searched.
+      if (ahead && !node.SharesPrefix(key)) {
+        hint->Clear();
+        continue;
+      }
       bool found;
       uint16_t index = node.LowerBound(key, &found);
       if (ahead && !(found && node.KeyOfKind<true>(index) == key)) {

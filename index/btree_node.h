@@ -193,6 +193,12 @@ class Node {
   PageId leftmost_child() const { return PageId(header().leftmost_child); }
   uint64_t version() const { return header().version; }
   uint16_t prefix_bytes() const { return header().prefix_bytes; }
+  // Whether `key` begins with the prefix every key of this node shares: a search (Search's
+  // precondition) means something only for such a key. A covering node's keys always do.
+  bool SharesPrefix(std::string_view key) const {
+    const size_t p = prefix_bytes();
+    return p == 0 || (key.size() >= p && key.compare(0, p, low_fence().substr(0, p)) == 0);
+  }
   void BumpVersion() { ++mutable_header().version; }
 
   // Records, not counting the two fence slots.
