@@ -111,7 +111,11 @@ Status BTree::Open(buffer::BufferPool* pool, PageId root_page_id, const BtreeOpt
   }
   const BtreeNodeHeader& header = Node(root.data()).header();
   if (header.format_version != kBtreeNodeFormatVersion) {
-    return Status::InvalidArgument(not_root + " of this format version");
+    return Status::InvalidArgument(
+        PageName(root_page_id) + " holds a B-tree node of format version " +
+        std::to_string(header.format_version) + "; this build reads version " +
+        std::to_string(kBtreeNodeFormatVersion) +
+        " only (load the data again into a new database)");
   }
   if ((header.flags & kNodeRoot) == 0 || header.tree_root != root_page_id.value()) {
     return Status::InvalidArgument(not_root);

@@ -11,6 +11,25 @@ namespace sm::index {
 
 static_assert(std::endian::native == std::endian::little, "node fields are stored in host order");
 
+namespace {
+
+// CompareKeys of bytes [from, from + n) of a and b (each at least `from` long; either may end
+// sooner, a proper prefix sorting first). The bytes a node's heads skip are few: when both
+// have them all and they are fewer than 8, a fixed number of loads (ShortKeyWord) decides.
+[[gnu::always_inline]] inline int CompareKeyBytes(std::string_view a, std::string_view b,
+                                                  size_t from, size_t n) {
+  SM_DASSERT(n > 0 && a.size() >= from && b.size() >= from);
+  if (n < 8 && a.size() >= from + n && b.size() >= from + n) {
+    const uint64_t x = ShortKeyWord(a.data() + from, n);
+    const uint64_t y = ShortKeyWord(b.data() + from, n);
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  return CompareKeys(std::string_view(a.data() + from, std::min(n, a.size() - from)),
+                     std::string_view(b.data() + from, std::min(n, b.size() - from)));
+}
+
+}  // namespace
+
 void Node::Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
                   std::string_view low_fence, std::string_view high_fence) {
   SM_ASSERT((flags & ~kNodeKnownFlags) == 0);
@@ -20,7 +39,8 @@ void Node::Format(char* page, uint16_t level, uint16_t flags, PageId tree_root,
   auto* header = reinterpret_cast<BtreeNodeHeader*>(page + kPageHeaderBytes);
   uint64_t version = header->version;  // a reformatted node keeps counting (cursor checks)
   *header = BtreeNodeHeader{};
-  header->level = level;
+  SM_ASSERT(level <= UINT8_MAX);
+  header->level = static_cast<uint8_t>(level);
   header->flags = flags;
   header->format_version = kBtreeNodeFormatVersion;
   header->tree_root = tree_root.value();
@@ -109,7 +129,18 @@ uint16_t Node::Search(std::string_view key, bool* equal) const {
   static_assert(!(kHeadsOnly && kUpper), "a heads-only search is a lower bound");
   SM_DASSERT(key.size() >= prefix_bytes());
   SM_DASSERT(key.compare(0, prefix_bytes(), low_fence().substr(0, prefix_bytes())) == 0);
-  const uint32_t head = KeyHead(key, prefix_bytes());
+  if constexpr (!kHeadsOnly) {
+    // Every record holds record 0's bytes [prefix, prefix + skip): a key without them lies
+    // before or after all of them. (A heads-only search only aims a prefetch.)
+    if (head_skip() != 0) {
+      const int c = CompareKeyBytes(key, KeyOfKind<kLeaf>(0), prefix_bytes(), head_skip());
+      if (c != 0) {
+        *equal = false;
+        return c < 0 ? 0 : count();
+      }
+    }
+  }
+  const uint32_t head = KeyHead(key, HeadOffset());
   // Record i's directory entry is at dir + i * kSlotBytes; size_t indexes spare the loop a
   // narrowing and widening per probe.
   const char* dir = SlotEntry(kFirstRecordSlot);
@@ -226,12 +257,30 @@ Status Node::InsertInnerRecord(uint16_t i, std::string_view key, PageId child) {
   return InsertRaw(i, std::string_view(record, bytes));
 }
 
-Status Node::InsertRaw(uint16_t i, std::string_view record) {
+Status Node::InsertRaw(uint16_t i, std::string_view record, bool refresh) {
   SM_DASSERT(i <= count());
   std::string_view key = is_leaf() ? KeyOfRecord<true>(record) : KeyOfRecord<false>(record);
-  return slots_.Insert(static_cast<uint16_t>(kFirstRecordSlot + i),
+  SM_TRY(slots_.Insert(static_cast<uint16_t>(kFirstRecordSlot + i),
                        std::span<const char>(record.data(), record.size()),
-                       KeyHead(key, prefix_bytes()));
+                       KeyHead(key, HeadOffset())));
+  // Only the first and last keys define head_skip, and a new first or last key can only
+  // shorten it: it changes only if the key lacks the bytes its neighbour shares with all.
+  if (refresh && (i == 0 || i + 1 == count())) {
+    if (count() == 2) {
+      RefreshHeadSkip();
+    } else if (head_skip() != 0) {
+      const std::string_view neighbour = KeyAt(static_cast<uint16_t>(i == 0 ? 1 : i - 1));
+      if (CompareKeyBytes(key, neighbour, prefix_bytes(), head_skip()) != 0) RefreshHeadSkip();
+    }
+  }
+  return Status::OK();
+}
+
+void Node::EraseRecord(uint16_t i, bool refresh) {
+  SM_DASSERT(i < count());
+  const bool end = i == 0 || i + 1 == count();
+  slots_.Erase(static_cast<uint16_t>(kFirstRecordSlot + i));
+  if (refresh && end) RefreshHeadSkip();
 }
 
 Status Node::SetHighFence(std::string_view high_fence, bool infinite) {
@@ -241,17 +290,48 @@ Status Node::SetHighFence(std::string_view high_fence, bool infinite) {
       slots_.Update(kHighFenceSlot, std::span<const char>(high_fence.data(), high_fence.size())));
   mutable_header().flags = static_cast<uint16_t>(infinite ? flags() | kNodeHighInfinite
                                                           : flags() & ~kNodeHighInfinite);
-  uint16_t prefix = FencePrefixBytes(low_fence(), high_fence, infinite);
-  if (prefix != prefix_bytes()) {
-    mutable_header().prefix_bytes = prefix;
-    RewriteHeads();
-  }
+  RefreshHeads();
   return Status::OK();
 }
 
+void Node::RefreshHeads() {
+  const uint16_t prefix = FencePrefixBytes(low_fence(), high_fence(), high_infinite());
+  if (prefix != prefix_bytes()) {
+    mutable_header().prefix_bytes = prefix;
+    mutable_header().head_skip = ExpectedHeadSkip();
+    RewriteHeads();
+    return;
+  }
+  RefreshHeadSkip();
+}
+
+void Node::RefreshHeadSkip() {
+  const uint8_t skip = ExpectedHeadSkip();
+  if (skip == head_skip()) return;
+  mutable_header().head_skip = skip;
+  RewriteHeads();
+}
+
+uint8_t Node::ExpectedHeadSkip() const {
+  if (count() < 2) return 0;
+  // Both keys start with the fences' prefix (they lie between the fences), so common >= p.
+  const size_t common = CommonPrefixBytes(KeyAt(0), KeyAt(static_cast<uint16_t>(count() - 1)));
+  const size_t p = prefix_bytes();
+  const size_t shared = common > p ? common - p : 0;
+  return static_cast<uint8_t>(shared >= kMinHeadSkip ? std::min(shared, kMaxHeadSkip) : 0);
+}
+
 size_t CommonPrefixBytes(std::string_view a, std::string_view b) {
-  size_t limit = std::min(a.size(), b.size());
+  const size_t limit = std::min(a.size(), b.size());
   size_t common = 0;
+  // Eight bytes at a time: an append to a node compares its first and last keys.
+  for (; common + 8 <= limit; common += 8) {
+    uint64_t x;
+    uint64_t y;
+    std::memcpy(&x, a.data() + common, 8);
+    std::memcpy(&y, b.data() + common, 8);
+    if (x != y) return common + static_cast<size_t>(std::countr_zero(x ^ y)) / 8;
+  }
   while (common < limit && a[common] == b[common]) ++common;
   return common;
 }
@@ -264,7 +344,7 @@ uint16_t Node::FencePrefixBytes(std::string_view low_fence, std::string_view hig
 
 void Node::RewriteHeads() {
   for (uint16_t i = 0; i < count(); ++i) {
-    slots_.SetTag(static_cast<uint16_t>(kFirstRecordSlot + i), KeyHead(KeyAt(i), prefix_bytes()));
+    slots_.SetTag(static_cast<uint16_t>(kFirstRecordSlot + i), KeyHead(KeyAt(i), HeadOffset()));
   }
 }
 

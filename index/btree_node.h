@@ -10,7 +10,9 @@
 // Byte format (little-endian; offsets from the start of the page):
 //   +0   PageHeader (sm/page/page.h): type kBtreeLeaf (level 0) or kBtreeInner (level > 0),
 //        page LSN.
-//   +48  u16 level            0 for leaves; a parent is one level above its children
+//   +48  u8  level            0 for leaves; a parent is one level above its children
+//   +49  u8  head_skip        key bytes after the prefix that every record of the node shares
+//                             beyond it, which the heads skip too (see "heads" below)
 //   +50  u16 flags            kNodeHighInfinite | kNodeRoot | kNodeNonUnique (see NodeFlag)
 //   +52  u16 format_version   kBtreeNodeFormatVersion
 //   +54  u16 prefix_bytes     the length of the longest common prefix of the two fences
@@ -32,12 +34,19 @@
 //            leaf:   u16 key_bytes | key | value          (value = the rest of the record)
 //            inner:  separator key | u64 child page id    (key = all but the last 8 bytes)
 //        Every slot carries a u32 tag (slotted_page.h). A record's tag is its key head,
-//        KeyHead(key, prefix_bytes): the 4 key bytes after the common prefix read as a
-//        big-endian integer, zero-padded. Heads are ordered as their keys, up to ties (a < b
-//        implies head(a) <= head(b)), so a search compares the contiguous heads of the slot
-//        directory and reads a record only when its head equals the target's (the key-head
-//        layout of LeanStore and Graefe's "Modern B-tree techniques", 3.5). The fence slots'
-//        tags are zero.
+//        KeyHead(key, prefix_bytes + head_skip): the 4 key bytes after the shared bytes read
+//        as a big-endian integer, zero-padded. Heads are ordered as their keys, up to ties
+//        (a < b implies head(a) <= head(b)), so a search compares the contiguous heads of the
+//        slot directory and reads a record only when its head equals the target's (the
+//        key-head layout of LeanStore and Graefe's "Modern B-tree techniques", 3.5). The fence
+//        slots' tags are zero.
+//        head_skip is the number of bytes the first and last records' keys share after the
+//        fences' prefix, if at least kMinHeadSkip (else 0, as with fewer than two records;
+//        at most kMaxHeadSkip): a function of the records alone, so a redone page equals the
+//        original. Without it a node whose
+//        fences share nothing (the root, every leftmost and rightmost node) would take its
+//        heads from bytes all its keys share (the zero high bytes of an integer key, a
+//        table's or warehouse's number) and every probe would tie and read a record.
 //
 // Keys are byte strings compared with memcmp, a proper prefix sorting first. The empty key is a
 // valid key. The low fence "" means "no lower bound": since "" is the smallest key and a
@@ -49,7 +58,8 @@
 //
 // Invariants (checked by BTree::Verify):
 //   1. Page type is kBtreeLeaf iff level == 0; format_version is current; tree_root is the
-//      page id of the tree's root; prefix_bytes is the fences' common prefix length.
+//      page id of the tree's root; prefix_bytes is the fences' common prefix length;
+//      head_skip is as defined above.
 //   2. Slots 0 and 1 exist; every record parses; keys are strictly increasing; every key k
 //      satisfies low <= k < high (and for separators low < k).
 //   3. A child's level is its parent's minus one; its fences equal its separator interval.
@@ -57,7 +67,8 @@
 //      equals the low fence of the next; the last has no sibling and an infinite high fence.
 //   5. Only the root carries kNodeRoot (and kNodeNonUnique, the tree's kind).
 //   6. Keys are at most kMaxKeyBytes; a leaf record is at most SlottedPage::kMaxRecordBytes.
-//   7. Every record's tag is the head of its key; the fence slots' tags are zero.
+//   7. Every record's tag is the head of its key (after prefix_bytes + head_skip bytes); the
+//      fence slots' tags are zero.
 //
 // Thread/fiber safety: none of its own; see "Owns".
 #pragma once
@@ -76,8 +87,14 @@
 
 namespace sm::index {
 
-// Version 2: key heads in the slot tags and prefix_bytes in the header.
-inline constexpr uint16_t kBtreeNodeFormatVersion = 2;
+// Version 2: key heads in the slot tags and prefix_bytes in the header. Version 3: head_skip.
+inline constexpr uint16_t kBtreeNodeFormatVersion = 3;
+// The fewest and most key bytes a head skips beyond the prefix (head_skip is one byte). A
+// search in a node that skips reads its first record (a cache miss of its own in a leaf), worth
+// it only once shared bytes would take half of every head: with one, heads keep three bytes
+// that tell keys apart.
+inline constexpr size_t kMinHeadSkip = 2;
+inline constexpr size_t kMaxHeadSkip = 255;
 
 // Keys longer than this are InvalidArgument. A quarter of a page would be the most a leaf could
 // hold, but separators of that size would leave inner nodes with too few entries to split; 1 KiB
@@ -98,7 +115,8 @@ enum NodeFlag : uint16_t {
 inline constexpr uint16_t kNodeKnownFlags = kNodeHighInfinite | kNodeRoot | kNodeNonUnique;
 
 struct BtreeNodeHeader {  // at offset kPageHeaderBytes
-  uint16_t level;
+  uint8_t level;
+  uint8_t head_skip;
   uint16_t flags;
   uint16_t format_version;
   uint16_t prefix_bytes;
@@ -109,6 +127,7 @@ struct BtreeNodeHeader {  // at offset kPageHeaderBytes
 };
 static_assert(sizeof(BtreeNodeHeader) == 40);
 static_assert(offsetof(BtreeNodeHeader, level) == 0);
+static_assert(offsetof(BtreeNodeHeader, head_skip) == 1);
 static_assert(offsetof(BtreeNodeHeader, flags) == 2);
 static_assert(offsetof(BtreeNodeHeader, format_version) == 4);
 static_assert(offsetof(BtreeNodeHeader, prefix_bytes) == 6);
@@ -193,6 +212,7 @@ class Node {
   PageId leftmost_child() const { return PageId(header().leftmost_child); }
   uint64_t version() const { return header().version; }
   uint16_t prefix_bytes() const { return header().prefix_bytes; }
+  uint8_t head_skip() const { return header().head_skip; }
   // Whether `key` begins with the prefix every key of this node shares: a search (Search's
   // precondition) means something only for such a key. A covering node's keys always do.
   bool SharesPrefix(std::string_view key) const {
@@ -275,8 +295,10 @@ class Node {
   [[nodiscard]] Status InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value);
   [[nodiscard]] Status UpdateLeafValue(uint16_t i, std::string_view value);
   [[nodiscard]] Status InsertInnerRecord(uint16_t i, std::string_view key, PageId child);
-  // Inserts raw record bytes as record i (used to move records between nodes).
-  [[nodiscard]] Status InsertRaw(uint16_t i, std::string_view record);
+  // Inserts raw record bytes as record i (used to move records between nodes). A new first or
+  // last record may shorten head_skip, and then every head is computed again (unless `refresh`
+  // is false: see RefreshHeads).
+  [[nodiscard]] Status InsertRaw(uint16_t i, std::string_view record, bool refresh = true);
   std::string_view RawRecord(uint16_t i) const {
     return View(slots_.Get(static_cast<uint16_t>(kFirstRecordSlot + i)));
   }
@@ -303,7 +325,15 @@ class Node {
     SM_DASSERT(size_t{offset} + length <= kPageBytes);
     return {page_ + offset, length};
   }
-  void EraseRecord(uint16_t i) { slots_.Erase(static_cast<uint16_t>(kFirstRecordSlot + i)); }
+  // Removes record i. Removing the first or last record may lengthen head_skip, and then
+  // every head is computed again.
+  void EraseRecord(uint16_t i, bool refresh = true);
+  // Bulk changes (a split moving records) skip the per-record upkeep of head_skip
+  // (InsertRaw's and EraseRecord's `refresh` false) and call this once at the end; it also
+  // takes up a changed fence prefix. Heads are rewritten only if either changed.
+  void RefreshHeads();
+  // head_skip as the file comment defines it, for the current records and prefix.
+  uint8_t ExpectedHeadSkip() const;
   // Replaces the high fence (and clears kNodeHighInfinite; with `infinite`, sets it and stores
   // an empty fence). NoSpace if it does not fit, and then nothing changed. The common prefix
   // may change: every record's head is then computed again.
@@ -340,8 +370,12 @@ class Node {
     return page_ + kNodeAreaOffset + SlottedPage::kAreaHeaderBytes +
            size_t{slot} * SlottedPage::kSlotBytes;
   }
-  // Stores the head of every record again (after the prefix changed).
+  // Stores the head of every record again (after prefix_bytes or head_skip changed).
   void RewriteHeads();
+  // Sets head_skip for the current records (after the first or last changed).
+  void RefreshHeadSkip();
+  // Where heads start: the prefix and the bytes skipped after it.
+  size_t HeadOffset() const { return size_t{prefix_bytes()} + head_skip(); }
 
   // First record index whose key is >= key (kUpper: > key), count() if none; *equal: whether
   // some record compared equal to the key (for !kUpper: the one at the index returned).

@@ -411,12 +411,17 @@ void BTree::SplitNode(PageHandle& node_page, const SplitPlan& plan, PageHandle& 
     // Children c_{move_from+1} .. c_count become the right node's c_0 ..: their hints too.
     node_page.MoveChildHints(plan.move_from + 1u, count - plan.move_from, right_page);
   }
-  // The plan guarantees both halves fit (PlanSplit), so these cannot fail.
+  // The plan guarantees both halves fit (PlanSplit), so these cannot fail. The heads of both
+  // halves are brought up to date once, at the end (RefreshHeads; SetHighFence for the left).
   for (uint16_t i = first_moved; i < count; ++i) {
-    SM_ASSERT(right.InsertRaw(static_cast<uint16_t>(i - first_moved), node.RawRecord(i)).ok());
+    SM_ASSERT(right.InsertRaw(static_cast<uint16_t>(i - first_moved), node.RawRecord(i),
+                              /*refresh=*/false)
+                  .ok());
   }
+  right.RefreshHeads();
   for (uint16_t i = count; i > plan.move_from; --i) {
-    node.EraseRecord(static_cast<uint16_t>(i - 1));  // from the end: no slot shifting
+    // From the end: no slot shifting.
+    node.EraseRecord(static_cast<uint16_t>(i - 1), /*refresh=*/false);
   }
   SM_ASSERT(node.SetHighFence(plan.separator).ok());
   // The moved records left holes in the heap; packing them makes the free space one gap, which

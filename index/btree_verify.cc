@@ -150,6 +150,11 @@ Status BTree::VerifyNode(VerifyState& state, PageHandle& handle, uint32_t expect
   }
   link = {true, id, node.right_sibling(), node.high_infinite(), std::string(node.high_fence())};
   SM_TRY(VerifyRecords(state, handle, low, high));
+  if (node.head_skip() != node.ExpectedHeadSkip()) {
+    return Fail(id, "head_skip " + std::to_string(node.head_skip()) +
+                        " is not the bytes the first and last keys share after the prefix, " +
+                        std::to_string(node.ExpectedHeadSkip()));
+  }
   state.stats.pages_per_level[expected_level]++;
   state.stats.free_bytes += node.FreeBytes();
   if (node.is_leaf()) return Status::OK();
@@ -170,7 +175,7 @@ Status BTree::VerifyRecords(VerifyState& state, const PageHandle& handle, std::s
     // A separator equal to the low fence would give its left child an empty range.
     if (node.is_leaf() ? key < low : key <= low) return Fail(id, where + ": below the low fence");
     if (high != nullptr && key >= *high) return Fail(id, where + ": at or above the high fence");
-    if (node.HeadAt(i) != KeyHead(key, node.prefix_bytes())) {
+    if (node.HeadAt(i) != KeyHead(key, size_t{node.prefix_bytes()} + node.head_skip())) {
       return Fail(id, where + ": head does not match the key");
     }
     previous = key;

@@ -3,7 +3,8 @@
 // another tree or of another BTree object of the same tree, and a hint of a root leaf that has
 // grown are rejected and the operation still lands in the right leaf; keys whose first 8 bytes
 // tie with the fences are decided on the page; consecutive inserts through one hint split and
-// keep hitting; a seeded random workload through a few hints equals a std::map model and
+// keep hitting; a leaf found ahead (PrefetchLeaf) that split away from the key is not searched;
+// a seeded random workload through a few hints equals a std::map model and
 // verifies; KeyPrefix orders as keys do.
 // (Concurrent use: btree_concurrency_test.cc; lock requests with hints: btree_hooks_test.cc.)
 #include <algorithm>
@@ -169,6 +170,46 @@ TEST_CASE("btree hint: a hint whose leaf split is rejected, the key is found in 
   REQUIRE(env.tree->Lookup(key, &value, With(&hint)).ok());
   REQUIRE(value == "updated");
   REQUIRE(hint.hits == 2);
+  RequireSameAsModel(*env.tree, model);
+  RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hint: a leaf found ahead that split away from the key is not searched",
+          "[unit][btree][hint]") {
+  // PrefetchLeaf names the leaf that covers the key then; before the lookup, a split leaves
+  // that leaf with fences sharing a prefix the key does not have. Searching it would break
+  // Node::Search's precondition (a debug assertion); the lookup descends instead.
+  TreeEnv env(256);
+  Model model;
+  const std::string value_bytes(100, 'v');
+  auto insert = [&](const std::string& key) {
+    REQUIRE(env.tree->Insert(key, value_bytes + key).ok());
+    model[key] = value_bytes + key;
+  };
+  char name[8];
+  for (int i = 0; i < 200; ++i) {
+    std::snprintf(name, sizeof name, "m%03d", i);
+    insert(name);
+  }
+  insert("z");
+  LeafHint hint;
+  REQUIRE(env.tree->PrefetchLeaf("z", &hint).ok());
+  REQUIRE(hint.ahead);
+  const PageId ahead_leaf = hint.leaf;
+  // The rightmost leaf (it holds "z") takes keys below "z" until it splits.
+  for (int i = 0; i < 200; ++i) {
+    std::snprintf(name, sizeof name, "m2%03d", i);
+    insert(name);
+  }
+  const auto [low, high] = Fences(env, ahead_leaf);
+  INFO("the leaf found ahead now covers [" << low << ", " << high << ")");
+  REQUIRE(!high.empty());
+  REQUIRE(index::CommonPrefixBytes(low, high) > 0);
+  REQUIRE(low[0] != 'z');
+
+  std::string value;
+  REQUIRE(env.tree->Lookup("z", &value, With(&hint)).ok());
+  REQUIRE(value == value_bytes + "z");
   RequireSameAsModel(*env.tree, model);
   RequireVerified(*env.tree);
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sm/io/aligned_buffer.h"
 #include "sm/page/page.h"
@@ -131,6 +132,90 @@ TEST_CASE("node: a run of equal heads is searched on whole keys", "[unit][btree]
       REQUIRE(node.LowerBound(key) == lower);
       REQUIRE(node.UpperBound(key) == upper);
     }
+  }
+}
+
+namespace {
+
+std::string BigEndian64(uint64_t n) {
+  std::string s(8, '\0');
+  for (int i = 7; i >= 0; --i, n >>= 8) s[static_cast<size_t>(i)] = static_cast<char>(n & 0xff);
+  return s;
+}
+
+// Whether the node's searches agree with `model` for its keys, their neighbours, and keys
+// that do not share the bytes its heads skip (below and above all of them, and short ones).
+void RequireSearchesAgree(Node& node, const std::set<std::string>& model) {
+  std::vector<std::string> probes{"", std::string(1, '\0'), std::string(3, '\0'),
+                                  std::string(9, '\xff'), BigEndian64(uint64_t{1} << 56)};
+  for (const std::string& key : model) {
+    probes.push_back(key);
+    probes.push_back(key + '\0');
+    probes.push_back(key.substr(0, key.size() - 1));
+  }
+  for (const std::string& key : probes) {
+    INFO("probe of " << key.size() << " bytes, head_skip " << int{node.head_skip()});
+    bool found = false;
+    auto lower = std::distance(model.begin(), model.lower_bound(key));
+    REQUIRE(node.LowerBound(key, &found) == lower);
+    REQUIRE(found == (model.count(key) != 0));
+    REQUIRE(node.UpperBound(key) == std::distance(model.begin(), model.upper_bound(key)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("node: heads skip the bytes every record shares beyond the fences' prefix",
+          "[unit][btree]") {
+  // A root-like node (no fences) holding 8-byte integer keys that share their first six bytes:
+  // without the skip every head would be their first four bytes, all zero, and every probe a
+  // tie.
+  for (uint16_t level : {uint16_t{0}, uint16_t{1}}) {
+    io::AlignedBuffer page(kPageBytes);
+    InitPage(page.data(), PageId(7), index::NodePageType(level));
+    Node::Format(page.data(), level, index::kNodeHighInfinite, PageId(7), "", "");
+    Node node(page.data());
+    std::set<std::string> model;
+    auto insert = [&](const std::string& key) {
+      auto at = static_cast<uint16_t>(std::distance(model.begin(), model.lower_bound(key)));
+      Status s = level == 0 ? node.InsertLeafRecord(at, key, "v")
+                            : node.InsertInnerRecord(at, key, PageId(100 + model.size()));
+      REQUIRE(s.ok());
+      model.insert(key);
+      REQUIRE(node.head_skip() == node.ExpectedHeadSkip());
+    };
+    auto erase = [&](const std::string& key) {
+      node.EraseRecord(static_cast<uint16_t>(std::distance(model.begin(), model.find(key))));
+      model.erase(key);
+      REQUIRE(node.head_skip() == node.ExpectedHeadSkip());
+    };
+    constexpr uint64_t kBase = 0x30000;
+    insert(BigEndian64(kBase + 1000));
+    REQUIRE(node.head_skip() == 0);  // one record: nothing to skip
+    for (uint64_t n = 1004; n < 1400; n += 4) insert(BigEndian64(kBase + n));
+    REQUIRE(node.prefix_bytes() == 0);
+    REQUIRE(node.head_skip() == 6);
+    // The heads tell every key apart.
+    for (uint16_t i = 1; i < node.count(); ++i) REQUIRE(node.HeadAt(i - 1) < node.HeadAt(i));
+    RequireSearchesAgree(node, model);
+    // A last key that shares one byte with the first: skipping one byte is not worth a read.
+    insert(BigEndian64(uint64_t{1} << 48));
+    REQUIRE(node.head_skip() == 0);
+    RequireSearchesAgree(node, model);
+    // Erasing it lengthens the skip again; so does erasing a first key that held it short.
+    erase(BigEndian64(uint64_t{1} << 48));
+    REQUIRE(node.head_skip() == 6);
+    insert(BigEndian64(0x20000));
+    REQUIRE(node.head_skip() == 5);
+    RequireSearchesAgree(node, model);
+    erase(BigEndian64(0x20000));
+    REQUIRE(node.head_skip() == 6);
+    // Down to one record, then none.
+    while (model.size() > 1) erase(*model.rbegin());
+    REQUIRE(node.head_skip() == 0);
+    RequireSearchesAgree(node, model);
+    erase(*model.begin());
+    RequireSearchesAgree(node, model);
   }
 }
 
