@@ -37,7 +37,7 @@ using threads::LatchMode;
 std::atomic<uint64_t> g_next_instance_id{1};
 
 // The logger of trees opened without one. Stateless, so one instance serves every tree.
-BtreeLogger g_null_logger;
+NullBtreeLogger g_null_logger;
 
 std::string PageName(PageId id) { return "page " + std::to_string(id.value()); }
 

@@ -193,7 +193,7 @@ struct BtreeOptions {
   // Create: whether the tree is a unique index (see the file comment); Open reads it from the
   // root and ignores this field.
   bool unique = true;
-  // Null: the default BtreeLogger, which logs nothing. Must outlive the tree.
+  // Null: a NullBtreeLogger, which logs nothing. Must outlive the tree.
   BtreeLogger* logger = nullptr;
   // Contention split (file comment): the threshold; 0 turns contention splits off.
   uint16_t contention_split_threshold = kContentionSplitThreshold;

@@ -101,7 +101,8 @@ struct LeafHint;
 
 // ---- Logging -----------------------------------------------------------------------------------
 
-// The default: logs nothing and returns Lsn::Invalid() (pages keep their LSN).
+// Every method is pure: a logger that forwards (a test's crash injector, a wrapper) cannot
+// silently log nothing for a kind of change it forgot. NullBtreeLogger is the tree's default.
 class BtreeLogger {
  public:
   virtual ~BtreeLogger() = default;
@@ -110,44 +111,61 @@ class BtreeLogger {
   // record_index + 2, see btree_node.h) after the change (insert, update) or before it (delete).
   virtual Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view value,
-                           Lsn* lsn) {
-    *lsn = Lsn::Invalid();
-    return Status::OK();
-  }
+                           Lsn* lsn) = 0;
   virtual Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
-                           std::string_view new_value, Lsn* lsn) {
-    *lsn = Lsn::Invalid();
-    return Status::OK();
-  }
+                           std::string_view new_value, Lsn* lsn) = 0;
   virtual Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
-                           Lsn* lsn) {
-    *lsn = Lsn::Invalid();
-    return Status::OK();
-  }
+                           Lsn* lsn) = 0;
   // An Add: the value's 8 bytes at `offset` changed from old_value's to new_value's (the two
   // are whole values of one length). Undo must subtract the difference, not restore the old
   // bytes: other transactions may have added to the counter meanwhile.
   virtual Status LogAdd(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                         uint16_t record_index, std::string_view key, std::string_view old_value,
-                        std::string_view new_value, uint16_t offset, Lsn* lsn) {
-    *lsn = Lsn::Invalid();
-    return Status::OK();
-  }
+                        std::string_view new_value, uint16_t offset, Lsn* lsn) = 0;
 
   // Structure changes (contract 2). Begin: before anything changes. End: `pages` are every page
   // the change wrote (existing and new, each once, the top of the cascade first), latched
   // exclusively and in their final state; log them as one redo-only record and set *lsn to the
   // LSN to stamp on all of them.
-  virtual Status BeginStructureChange(const BTree& tree) { return Status::OK(); }
+  virtual Status BeginStructureChange(const BTree& tree) = 0;
   virtual Status EndStructureChange(const BTree& tree, std::span<buffer::PageHandle* const> pages,
-                                    Lsn* lsn) {
-    *lsn = Lsn::Invalid();
-    return Status::OK();
-  }
+                                    Lsn* lsn) = 0;
   // Create (contract 4): `root` was formatted as an empty leaf.
-  virtual Status LogFormatRoot(const BTree& tree, buffer::PageHandle& root, Lsn* lsn) {
+  virtual Status LogFormatRoot(const BTree& tree, buffer::PageHandle& root, Lsn* lsn) = 0;
+};
+
+// Logs nothing and returns Lsn::Invalid() (pages keep their LSN): a tree without logging.
+class NullBtreeLogger final : public BtreeLogger {
+ public:
+  Status LogInsert(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
+                   std::string_view, Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+  Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
+                   std::string_view, std::string_view, Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+  Status LogDelete(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
+                   std::string_view, Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+  Status LogAdd(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
+                std::string_view, std::string_view, uint16_t, Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+  Status BeginStructureChange(const BTree&) override { return Status::OK(); }
+  Status EndStructureChange(const BTree&, std::span<buffer::PageHandle* const>,
+                            Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+  Status LogFormatRoot(const BTree&, buffer::PageHandle&, Lsn* lsn) override {
+    return Nothing(lsn);
+  }
+
+ private:
+  static Status Nothing(Lsn* lsn) {
     *lsn = Lsn::Invalid();
     return Status::OK();
   }

@@ -58,6 +58,10 @@ class RecordingLogger : public index::BtreeLogger {
                    std::string_view old_value, Lsn* lsn) override {
     return Record("delete " + std::string(key) + " " + std::string(old_value), lsn);
   }
+  Status LogAdd(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
+                std::string_view, std::string_view, uint16_t offset, Lsn* lsn) override {
+    return Record("add " + std::string(key) + " at " + std::to_string(offset), lsn);
+  }
   Status BeginStructureChange(const BTree&) override {
     if (fail_begin) return Status::LogFull("no reservation");
     events.push_back("begin");
@@ -159,8 +163,12 @@ TEST_CASE("btree hooks: record operations are logged and their LSNs stamped",
   REQUIRE(env.tree->Upsert("j", "w").ok());
   REQUIRE(env.tree->Delete("k").ok());
   REQUIRE(env.tree->Delete("k").IsNotFound());
+  REQUIRE(env.tree->Insert("c", std::string(12, '\0')).ok());
+  std::string counter;
+  REQUIRE(env.tree->Add("c", 4, 7, &counter).ok());
   REQUIRE(logger.events == std::vector<std::string>{"format", "insert k", "update k v1->v2",
-                                                    "update k v2->v3", "insert j", "delete k v3"});
+                                                    "update k v2->v3", "insert j", "delete k v3",
+                                                    "insert c", "add c at 4"});
   buffer::PageHandle root;
   REQUIRE(env.pool->Fix(env.root, threads::LatchMode::kShared, &root).ok());
   REQUIRE(PageLsn(root.data()) == logger.last);
