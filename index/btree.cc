@@ -510,23 +510,15 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     if (x_level == 0) {
       PageHandle leaf;
       bool fences_known = false;
-      if (ctx.hint == nullptr ||
-          !FixHintedLeaf(key, LatchMode::kExclusive, site, ctx.hint, &leaf, &fences_known)) {
-        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, site, &leaf));
-      }
-      if (ctx.hint != nullptr && !fences_known) Node(leaf.data()).PrefetchFences();
+      SM_TRY(FixLeafForWrite(key, site, ctx.hint, &leaf, &fences_known));
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
-      // `written` is set only once the record operation was applied (so retry is kNone).
-      if ((leaf.latch_waited() || test_every_write_waited_) && written != UINT16_MAX && s.ok())
-          [[unlikely]] {
-        contender = NoteContendedWrite(leaf, written);
-      }
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() &&
+      // `written` is set once the record operation is attempted (so retry is kNone); it
+      // changed the leaf only if it succeeded.
+      const uint16_t applied = s.ok() ? written : UINT16_MAX;
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && applied != UINT16_MAX &&
                 LeftEmpty(leaf);
-      // Still the leaf for the key whatever happened: the optimistic stage never splits, so
-      // fences known before the write are known after it.
-      if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
+      contender = AfterOptimisticWrite(leaf, applied, fences_known, ctx.hint);
     } else {
       SM_CTX(kCtxSplit);
       pessimistic_descents_.fetch_add(1, std::memory_order_relaxed);

@@ -457,6 +457,11 @@ class BTree {
   // Refreshes the hint with the latched `leaf` (fences_known: FixHintedLeaf said so, and
   // nothing has changed the fences since).
   void RememberLeaf(const buffer::PageHandle& leaf, bool fences_known, LeafHint* hint) const;
+  // The optimistic stage of a write (Write, Add): the key's leaf latched exclusively, through
+  // `hint` when it still names it, else by descent (site marks the leaf's fix). With a hint
+  // whose fences are not known, they start loading (the write's RememberLeaf reads them).
+  Status FixLeafForWrite(std::string_view key, threads::CtxSite* site, LeafHint* hint,
+                         buffer::PageHandle* leaf, bool* fences_known) const;
   // Descent that latches the nodes at levels <= x_level exclusively (those above shared, with
   // coupling) and retains the unsafe suffix of the exclusive part (protocol 3).
   Status DescendPessimistic(std::string_view key, size_t leaf_record_bytes, uint16_t x_level,
@@ -497,6 +502,10 @@ class BTree {
   // Counts a finished write of record `index` at the exclusively latched `leaf` whose fix
   // waited for the latch (out of the write's code path: a write that did not wait costs a test).
   [[gnu::cold]] Contender NoteContendedWrite(const buffer::PageHandle& leaf, uint16_t index);
+  // After a write that changed record `written` of `leaf` (UINT16_MAX: none) in its optimistic
+  // stage: the contention split due, if the fix waited for the latch, and the hint refreshed.
+  Contender AfterOptimisticWrite(const buffer::PageHandle& leaf, uint16_t written,
+                                 bool fences_known, LeafHint* hint);
   // With no latch held: splits the leaf covering `key` between the key's record and its
   // neighbour on the contender's side, as an ordinary structure change; nothing if that leaf
   // has no such point (fewer than two records, an end of the leaf, halves that do not fit).

@@ -30,7 +30,6 @@
 namespace sm::index {
 
 using buffer::PageHandle;
-using threads::LatchMode;
 
 namespace {
 
@@ -61,19 +60,11 @@ Status BTree::Add(std::string_view key, uint32_t offset, int64_t delta, std::str
     {
       PageHandle leaf;
       bool fences_known = false;
-      if (ctx.hint == nullptr || !FixHintedLeaf(key, LatchMode::kExclusive, &kCtxUpdateLeaf,
-                                                ctx.hint, &leaf, &fences_known)) {
-        SM_TRY(DescendToLeaf(key, SearchMode::kCovering, LatchMode::kExclusive, &kCtxUpdateLeaf,
-                             &leaf));
-      }
+      SM_TRY(FixLeafForWrite(key, &kCtxUpdateLeaf, ctx.hint, &leaf, &fences_known));
       uint16_t written = UINT16_MAX;
       s = AddAtLeaf(key, offset, delta, overflow, value, ctx, leaf, &wait, &written);
       // Hot counters of one leaf are what a contention split separates (btree.h).
-      if ((leaf.latch_waited() || test_every_write_waited_) && written != UINT16_MAX)
-          [[unlikely]] {
-        contender = NoteContendedWrite(leaf, written);
-      }
-      if (ctx.hint != nullptr) RememberLeaf(leaf, fences_known, ctx.hint);
+      contender = AfterOptimisticWrite(leaf, written, fences_known, ctx.hint);
     }
     if (contender != Contender::kNone) [[unlikely]]
       SplitContendedLeaf(key, contender);
