@@ -111,7 +111,7 @@ Status BTree::Open(buffer::BufferPool* pool, PageId root_page_id, const BtreeOpt
   }
   const BtreeNodeHeader& header = Node(root.data()).header();
   if (header.format_version != kBtreeNodeFormatVersion) {
-    return Status::InvalidArgument(
+    return Status::NotSupported(
         PageName(root_page_id) + " holds a B-tree node of format version " +
         std::to_string(header.format_version) + "; this build reads version " +
         std::to_string(kBtreeNodeFormatVersion) +

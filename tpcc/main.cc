@@ -263,7 +263,15 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   sm::OpenReport report;
   Status s = SmEngine::Open(options, engine, &report);
-  if (!s.ok()) return Failure(o, "cannot open the database at " + o.db, s);
+  if (!s.ok()) {
+    const int rc = Failure(o, "cannot open the database at " + o.db, s);
+    // A database an older build wrote: nothing here converts it; a new load is the way on.
+    if (s.code() == Status::Code::kNotSupported) {
+      std::fprintf(stderr, "tpcc: remove %s (or choose another --db) and load again\n",
+                   o.db.c_str());
+    }
+    return rc;
+  }
   if (report.recovered) Say(o, "recovered: %s\n", report.recovery.c_str());
   return 0;
 }
