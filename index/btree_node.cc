@@ -324,7 +324,8 @@ uint8_t Node::ExpectedHeadSkip() const {
 size_t CommonPrefixBytes(std::string_view a, std::string_view b) {
   const size_t limit = std::min(a.size(), b.size());
   size_t common = 0;
-  // Eight bytes at a time: an append to a node compares its first and last keys.
+  // Eight bytes at a time: every split and every erase at a node's end compares its first
+  // and last keys (ExpectedHeadSkip).
   for (; common + 8 <= limit; common += 8) {
     uint64_t x;
     uint64_t y;
