@@ -513,12 +513,9 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       SM_TRY(FixLeafForWrite(key, site, ctx.hint, &leaf, &fences_known));
       uint16_t written = UINT16_MAX;
       s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
-      // `written` is set once the record operation is attempted (so retry is kNone); it
-      // changed the leaf only if it succeeded.
-      const uint16_t applied = s.ok() ? written : UINT16_MAX;
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && applied != UINT16_MAX &&
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
                 LeftEmpty(leaf);
-      contender = AfterOptimisticWrite(leaf, applied, fences_known, ctx.hint);
+      contender = AfterOptimisticWrite(leaf, written, fences_known, ctx.hint);
     } else {
       SM_CTX(kCtxSplit);
       pessimistic_descents_.fetch_add(1, std::memory_order_relaxed);
@@ -530,7 +527,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
-      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX && s.ok() &&
+      emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
                 LeftEmpty(path.back());
     }
     // Every latch is released here.
@@ -562,8 +559,11 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
   }
   if (found && op == WriteOp::kInsert) return Status::Duplicate("key already present");
   if (!found && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) return Status::NotFound();
-  *written = index;
-  if (op == WriteOp::kDelete) return ApplyDelete(*leaf, index, key, ctx);
+  if (op == WriteOp::kDelete) {
+    SM_TRY(ApplyDelete(*leaf, index, key, ctx));
+    *written = index;
+    return Status::OK();
+  }
 
   size_t bytes = LeafRecordBytes(key.size(), value.size());
   size_t old_bytes = found ? node.RawRecord(index).size() : 0;
@@ -583,9 +583,10 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
     leaf = &path->back();  // the half that takes the record; the path may have reallocated
     index = Node(leaf->data()).LowerBound(key);
   }
+  SM_TRY(found ? ApplyUpdate(*leaf, index, key, value, ctx)
+               : ApplyInsert(*leaf, index, key, value, ctx));
   *written = index;
-  return found ? ApplyUpdate(*leaf, index, key, value, ctx)
-               : ApplyInsert(*leaf, index, key, value, ctx);
+  return Status::OK();
 }
 
 namespace {

@@ -473,7 +473,8 @@ class BTree {
   // exclusively (the leaf must split but the retained path cannot absorb the split) or wait
   // for a lock.
   enum class Retry : uint8_t { kNone, kPessimistic, kLockWait };
-  // *written: the index of the record changed (inserted, updated or erased), if any.
+  // *written: the index of the record changed (inserted, updated or erased), set only once
+  // the change succeeded; untouched otherwise.
   Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
                      buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait,
                      uint16_t* written);

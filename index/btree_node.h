@@ -43,10 +43,10 @@
 //        head_skip is the number of bytes the first and last records' keys share after the
 //        fences' prefix, if at least kMinHeadSkip (else 0, as with fewer than two records;
 //        at most kMaxHeadSkip): a function of the records alone, so a redone page equals the
-//        original. Without it a node whose
-//        fences share nothing (the root, every leftmost and rightmost node) would take its
-//        heads from bytes all its keys share (the zero high bytes of an integer key, a
-//        table's or warehouse's number) and every probe would tie and read a record.
+//        original. Without it a node whose fences share nothing (the root, every leftmost and
+//        rightmost node) would take its heads from bytes all its keys share (the zero high
+//        bytes of an integer key, a table's or warehouse's number) and every probe would tie
+//        and read a record.
 //
 // Keys are byte strings compared with memcmp, a proper prefix sorting first. The empty key is a
 // valid key. The low fence "" means "no lower bound": since "" is the smallest key and a
@@ -182,9 +182,9 @@ class Node {
   }
 
   // Whether the lengths and offsets a reader follows stay inside the page: the slotted
-  // area's bounds (SlottedPage::CheckBounds, one pass), the two fences, every record long enough for its kind's overhead (a
-  // leaf record's key length inside the record), and the fences' common prefix no longer than
-  // either fence. Safe on any bytes; the check VerifyPage runs on every node read from disk
+  // area's bounds (SlottedPage::CheckBounds, one pass), the two fences, every record long
+  // enough for its kind's overhead (a leaf record's key length inside the record), and the
+  // fences' common prefix no longer than either fence. Safe on any bytes; the check VerifyPage runs on every node read from disk
   // (RegisterStructureCheck), since no search or cursor re-checks these.
   static bool StructureSound(const void* page);
   static void RegisterStructureCheck();
@@ -306,16 +306,16 @@ class Node {
   // head is not below the key's (a search over the directory alone; among equal heads the key
   // may lie further on), both ends of it: its key and the end of its value.
   void PrefetchRecordFor(std::string_view key) const;
-  // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
-  // out (A+8 + 8 * slot: u16 offset, u16 length, u32 tag): the inner loop of every search, which
-  // SlottedPage::Get would slow down with an always-on bounds check and a header reload per
-  // probe. The caller knows slot < slot_count.
   // Starts loading the fence keys' first bytes (a leaf hint's KeyPrefix reads them), which lie
   // wherever the records do: a cache miss of their own after the search's.
   void PrefetchFences() const {
     __builtin_prefetch(SlotBytes(kLowFenceSlot).data());
     __builtin_prefetch(SlotBytes(kHighFenceSlot).data());
   }
+  // The bytes of slot `slot`, read straight from the slot directory as slotted_page.h lays it
+  // out (A+8 + 8 * slot: u16 offset, u16 length, u32 tag): the inner loop of every search, which
+  // SlottedPage::Get would slow down with an always-on bounds check and a header reload per
+  // probe. The caller knows slot < slot_count.
   std::string_view SlotBytes(uint16_t slot) const {
     const char* entry = SlotEntry(slot);
     uint16_t offset;
