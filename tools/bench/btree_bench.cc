@@ -30,8 +30,12 @@
 //
 // Targets (issue 6), pool larger than the data, 1 worker, per-operation transactions:
 // lookups_per_s_1w >= 1 M and inserts_per_s_1w >= 500 K; the run prints whether they are met.
-// Figures are wall time over the whole phase, one run each, on a shared machine: compare ratios
-// within one run rather than across runs. --quick is a small configuration for smoke runs.
+// Figures are wall time over the whole phase. Each configuration with the large pool runs
+// --repeat times (default 3), each small-pool one --small-pool-repeat times (default 1: its
+// timed inserts alone take minutes), every time on a fresh database; the figures and JSON keys
+// are the medians, each run's figures are printed and kept under <key>_runs, and a target
+// check says how many runs met it. On a shared machine runs of one binary spread by 10-25 %:
+// compare medians, or ratios within one run. --quick is a small configuration for smoke runs.
 #include <unistd.h>
 #include <valgrind/callgrind.h>
 
@@ -59,6 +63,7 @@
 namespace {
 
 using sm::Status;
+using sm::bench::Median;
 using sm::bench::NowSeconds;
 
 constexpr size_t kValueBytes = 100;
@@ -106,6 +111,8 @@ struct BenchOptions {
   std::string ctx_placement;  // empty: the built-in placement
   uint32_t writer_quiet_ms = 5000;         // the API's default (Options::background_write_quiet)
   std::string miss_interleaving = "auto";  // Options::miss_interleaving, both kinds of run
+  unsigned repeat = 3;             // runs per large-pool configuration (medians reported)
+  unsigned small_pool_repeat = 1;  // runs per small-pool configuration
 };
 
 struct Figures {
@@ -119,6 +126,22 @@ struct Figures {
   uint64_t retries = 0;
   sm::DatabaseStats db;
 };
+
+// The figures of one configuration's runs: the medians of the rates; the counters and the
+// untimed account of the last run.
+Figures MedianOf(const std::vector<Figures>& runs) {
+  auto median = [&runs](double Figures::*rate) {
+    std::vector<double> values;
+    for (const Figures& f : runs) values.push_back(f.*rate);
+    return Median(std::move(values));
+  };
+  Figures m = runs.back();
+  m.inserts = median(&Figures::inserts);
+  m.lookups = median(&Figures::lookups);
+  m.updates = median(&Figures::updates);
+  m.scan_rows = median(&Figures::scan_rows);
+  return m;
+}
 
 // How many operations each phase of a configuration runs.
 struct Plan {
@@ -619,20 +642,64 @@ void PrintCost(const char* pool, unsigned workers, const Figures& api, const Fig
   std::fflush(stdout);
 }
 
-void AddJson(nlohmann::json& json, const std::string& infix, const std::string& suffix,
-             const Figures& f) {
-  json["lookups_per_s" + infix + suffix] = f.lookups;
-  json["inserts_per_s" + infix + suffix] = f.inserts;
-  json["updates_per_s" + infix + suffix] = f.updates;
-  json["scan_rows_per_s" + infix + suffix] = f.scan_rows;
+// One run of a repeated configuration, a line of its rates.
+void PrintRun(const char* store, const char* pool, unsigned workers, size_t run, size_t runs,
+              const Figures& f) {
+  std::printf(
+      "  %-4s %-10s %uw  run %zu/%zu: inserts %10.0f/s  lookups %10.0f/s  updates %10.0f/s  "
+      "scan %11.0f rows/s\n",
+      store, pool, workers, run + 1, runs, f.inserts, f.lookups, f.updates, f.scan_rows);
+  std::fflush(stdout);
 }
 
-void PrintTarget(const char* what, double figure, double target) {
+// The rates of a configuration: the medians under the issue's keys, every run under
+// <key>_runs.
+void AddJson(nlohmann::json& json, const std::string& infix, const std::string& suffix,
+             const std::vector<Figures>& runs) {
+  const Figures median = MedianOf(runs);
+  auto add = [&](const char* name, double Figures::*rate) {
+    const std::string key = name + infix + suffix;
+    json[key] = median.*rate;
+    nlohmann::json all = nlohmann::json::array();
+    for (const Figures& f : runs) all.push_back(f.*rate);
+    json[key + "_runs"] = std::move(all);
+  };
+  add("lookups_per_s", &Figures::lookups);
+  add("inserts_per_s", &Figures::inserts);
+  add("updates_per_s", &Figures::updates);
+  add("scan_rows_per_s", &Figures::scan_rows);
+}
+
+// Runs a configuration `repeat` times (run() makes a fresh database each time), prints
+// every run and the medians, and adds them to the JSON.
+template <typename RunFn>
+std::vector<Figures> RunRepeated(unsigned repeat, const char* store, const char* pool,
+                                 unsigned workers, const std::string& infix,
+                                 const std::string& suffix, nlohmann::json& json, RunFn run) {
+  std::vector<Figures> runs;
+  for (unsigned r = 0; r < repeat; ++r) {
+    runs.push_back(run());
+    if (repeat > 1) PrintRun(store, pool, workers, r, repeat, runs.back());
+  }
+  if (repeat > 1) std::printf("  %-4s %-10s %uw  median of %u runs:\n", store, pool, workers, repeat);
+  Print(store, pool, workers, MedianOf(runs));
+  AddJson(json, infix, suffix, runs);
+  return runs;
+}
+
+// A target against the median of the runs, and how many runs met it.
+bool PrintTarget(const char* what, const std::vector<Figures>& runs, double Figures::*rate,
+                 double target) {
+  const double figure = MedianOf(runs).*rate;
+  size_t met = 0;
+  for (const Figures& f : runs) met += f.*rate >= target;
   std::printf(
-      "  target %-8s 1w large pool, a transaction per operation: %10.0f/s vs >= %.0f/s: "
-      "%s (%.0f %%)\n",
-      what, figure, target, figure >= target ? "met" : "MISSED", 100 * figure / target);
+      "  target %-8s 1w large pool, a transaction per operation: %10.0f/s (median) vs >= "
+      "%.0f/s: %s (%.0f %%; %zu of %zu runs at or above)\n",
+      what, figure, target, figure >= target ? "met" : "MISSED", 100 * figure / target, met,
+      runs.size());
   std::fflush(stdout);
+  return figure >= target;
 }
 
 }  // namespace
@@ -673,6 +740,13 @@ int main(int argc, char** argv) {
   app.add_option("--writer-quiet-ms", options.writer_quiet_ms,
                  "the background writer writes a page early only once it has not changed for "
                  "this long (0: regardless; default 5000)");
+  app.add_option("--repeat", options.repeat,
+                 "runs of every configuration with the large pool, each on a fresh database; "
+                 "the figures are their medians (default 3)")
+      ->check(CLI::Range(1u, 100u));
+  app.add_option("--small-pool-repeat", options.small_pool_repeat,
+                 "the same for the small-pool configurations (default 1)")
+      ->check(CLI::Range(1u, 100u));
   bool quick = false;
   bool no_verify = false;
   bool skip_small_pool = false;
@@ -698,12 +772,14 @@ int main(int argc, char** argv) {
   const uint64_t ops = options.ops != 0 ? options.ops : options.keys;
   std::printf(
       "btree benchmark: %llu keys of 8 bytes, %zu-byte values, %llu ops per phase, %u fibers "
-      "per worker (%u with the small pool)\n"
+      "per worker (%u with the small pool), %u runs of each configuration (%u with the small "
+      "pool)\n"
       "  txn: public API, every operation its own serializable transaction (key-range locks, "
       "logged, async commit, STEPS %s); raw: the B-tree core alone; miss interleaving %s\n",
       static_cast<unsigned long long>(options.keys), kValueBytes,
       static_cast<unsigned long long>(ops), options.fibers_per_worker,
-      options.small_pool_fibers_per_worker, options.steps.c_str(),
+      options.small_pool_fibers_per_worker, options.repeat, options.small_pool_repeat,
+      options.steps.c_str(),
       options.miss_interleaving.c_str());
   std::fflush(stdout);
   // Pool larger than the data: random inserts leave leaves ~70 % full, so 2x the raw bytes.
@@ -713,25 +789,23 @@ int main(int argc, char** argv) {
   uint64_t data_bytes = 0;  // as the first run laid the data out
   for (unsigned w : options.worker_counts) {
     const std::string suffix = "_" + std::to_string(w) + "w";
-    Figures api, raw;
+    std::vector<Figures> api, raw;
     if (options.api) {
-      api = RunApi(options, w, large_pool, 0, order);
-      Print("txn", "large pool", w, api);
-      AddJson(json, "", suffix, api);
-      if (data_bytes == 0) data_bytes = api.data_bytes;
+      api = RunRepeated(options.repeat, "txn", "large pool", w, "", suffix, json,
+                        [&] { return RunApi(options, w, large_pool, 0, order); });
+      if (data_bytes == 0) data_bytes = api.front().data_bytes;
     }
     if (options.raw) {
-      raw = RunRaw(options, w, large_pool, 0, order);
-      Print("raw", "large pool", w, raw);
-      AddJson(json, "_raw", suffix, raw);
-      if (data_bytes == 0) data_bytes = raw.data_bytes;
+      raw = RunRepeated(options.repeat, "raw", "large pool", w, "_raw", suffix, json,
+                        [&] { return RunRaw(options, w, large_pool, 0, order); });
+      if (data_bytes == 0) data_bytes = raw.front().data_bytes;
     }
-    if (options.api && options.raw) PrintCost("large pool", w, api, raw);
+    if (options.api && options.raw) PrintCost("large pool", w, MedianOf(api), MedianOf(raw));
     if (w == 1 && options.api) {
-      PrintTarget("lookups", api.lookups, kTargetLookups1w);
-      PrintTarget("inserts", api.inserts, kTargetInserts1w);
-      json["lookups_target_met_1w"] = api.lookups >= kTargetLookups1w;
-      json["inserts_target_met_1w"] = api.inserts >= kTargetInserts1w;
+      json["lookups_target_met_1w"] =
+          PrintTarget("lookups", api, &Figures::lookups, kTargetLookups1w);
+      json["inserts_target_met_1w"] =
+          PrintTarget("inserts", api, &Figures::inserts, kTargetInserts1w);
     }
   }
   // At least kFramesPerFiber frames per fiber: every fiber fixes a path's worth of pages (a
@@ -753,20 +827,22 @@ int main(int argc, char** argv) {
   for (unsigned w : options.worker_counts) {
     if (!options.small_pool) break;
     const std::string suffix = "_" + std::to_string(w) + "w_small_pool";
-    Figures api, raw;
+    std::vector<Figures> api, raw;
     if (options.api) {
-      api = RunApi(options, w, large_pool, small_pool, order);
-      Print("txn", "small pool", w, api);
-      AddJson(json, "", suffix, api);
+      api = RunRepeated(options.small_pool_repeat, "txn", "small pool", w, "", suffix, json,
+                        [&] { return RunApi(options, w, large_pool, small_pool, order); });
     }
     if (options.raw) {
-      raw = RunRaw(options, w, large_pool, small_pool, order);
-      Print("raw", "small pool", w, raw);
-      AddJson(json, "_raw", suffix, raw);
+      raw = RunRepeated(options.small_pool_repeat, "raw", "small pool", w, "_raw", suffix, json,
+                        [&] { return RunRaw(options, w, large_pool, small_pool, order); });
     }
-    if (options.api && options.raw) PrintCost("small pool", w, api, raw);
+    if (options.api && options.raw) {
+      PrintCost("small pool", w, MedianOf(api), MedianOf(raw));
+    }
   }
   json["keys"] = options.keys;
+  json["repeat"] = options.repeat;
+  json["small_pool_repeat"] = options.small_pool_repeat;
   json["ops"] = ops;
   json["value_bytes"] = kValueBytes;
   json["small_pool_bytes"] = options.small_pool ? small_pool : 0;
