@@ -71,9 +71,9 @@ Status TxnKeyLocks::LockTable(bool for_write, LockWait wait) {
 
 Status TxnKeyLocks::LockTableMode(LockMode intention, LockWait wait) {
   if (Covers(table_mode_, intention)) return Status::OK();  // LockTable() calls it directly
-  SM_TRY(manager_->LockTable(owner_, table_, intention, wait));
-  // The owner's mode, which may be stronger than asked (e.g. a table S taken elsewhere).
-  table_mode_ = owner_->HeldMode(LockId::Table(table_));
+  // The owner's mode, which may be stronger than asked (e.g. a table S taken elsewhere), or
+  // the one a database lock implies on the table (which then holds no lock of its own).
+  SM_TRY(manager_->LockTable(owner_, table_, intention, wait, &table_mode_));
   SM_ASSERT(Covers(table_mode_, intention));
   return Status::OK();
 }
@@ -81,7 +81,9 @@ Status TxnKeyLocks::LockTableMode(LockMode intention, LockWait wait) {
 [[gnu::always_inline]] inline Status TxnKeyLocks::Intend(const KeyLock& lock, LockWait wait,
                                                          bool* covered) {
   // A stale cache (ReleaseAll without Reset) would skip the intention lock: catch it in debug.
-  SM_DASSERT(Covers(owner_->HeldMode(LockId::Table(table_)), table_mode_));
+  SM_DASSERT(Covers(lock::Supremum(owner_->HeldMode(LockId::Table(table_)),
+                                   lock::ImpliedOnChildren(owner_->HeldMode(LockId::Database()))),
+                    table_mode_));
   const LockMode intention = lock::IntentionFor(lock.mode);
   // Nearly every request finds the table intention taken by an earlier one of this
   // transaction: one table look-up, no call, no Status.

@@ -125,7 +125,9 @@ class TxnKeyLocks final : public KeyLockHook {
   lock::LockOwner* const owner_;
   txn::Isolation isolation_;
   const lock::TableId table_;
-  lock::LockMode table_mode_ = lock::LockMode::kNone;  // the owner's table lock, once taken here
+  // The owner's mode on the table once taken here: its table lock, or the mode a database
+  // lock implies (lock::ImpliedOnChildren).
+  lock::LockMode table_mode_ = lock::LockMode::kNone;
   KeyLock pinned_;                                     // mode kNone: no pin
   KeyLock last_;  // see "Last lock"; mode kNone: none
 };

@@ -81,7 +81,8 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
 }
 
 Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
-                                     LockDuration duration, LockWait wait) {
+                                     LockDuration duration, LockWait wait,
+                                     LockMode* effective) {
   LockId ancestors[2];  // parent first; the hierarchy is at most three deep
   int depth = 0;
   for (LockId p = id.Parent(); p.valid(); p = p.Parent()) {
@@ -97,6 +98,7 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
     LockMode held = req != nullptr ? req->mode : LockMode::kNone;
     if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
       ++owner->stats_.covered;
+      if (effective != nullptr) *effective = ImpliedOnChildren(held);
       return Status::OK();
     }
     if (Covers(held, intent)) {
@@ -107,7 +109,9 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
                ? Convert(owner, req, Supremum(held, intent), wait)
                : Acquire(owner, ancestor, mix, intent, LockDuration::kCommit, wait));
   }
-  return Lock(owner, id, mode, duration, wait);
+  SM_TRY(Lock(owner, id, mode, duration, wait));
+  if (effective != nullptr) *effective = owner->HeldMode(id);
+  return Status::OK();
 }
 
 Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, RangeOp op,

@@ -183,13 +183,19 @@ class LockManager {
   [[nodiscard]] Status Lock(LockOwner* owner, const LockId& id, LockMode mode,
                             LockDuration duration = LockDuration::kCommit,
                             LockWait wait = LockWait::kBlock);
-  // Lock() after taking the intention locks on every ancestor of `id` (see "Hierarchy").
+  // Lock() after taking the intention locks on every ancestor of `id` (see "Hierarchy"). An
+  // ancestor the owner holds in a mode that covers `mode` on its children (ParentCoversChild)
+  // grants the request: nothing below it is locked. *effective (if given), on success: the
+  // mode the owner now has on `id`, held or, in that case, implied by the ancestor
+  // (ImpliedOnChildren); for a kCommit request it covers `mode`.
   [[nodiscard]] Status LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
                                         LockDuration duration = LockDuration::kCommit,
-                                        LockWait wait = LockWait::kBlock);
+                                        LockWait wait = LockWait::kBlock,
+                                        LockMode* effective = nullptr);
   [[nodiscard]] Status LockTable(LockOwner* owner, TableId table, LockMode mode,
-                                 LockWait wait = LockWait::kBlock) {
-    return LockHierarchical(owner, LockId::Table(table), mode, LockDuration::kCommit, wait);
+                                 LockWait wait = LockWait::kBlock, LockMode* effective = nullptr) {
+    return LockHierarchical(owner, LockId::Table(table), mode, LockDuration::kCommit, wait,
+                            effective);
   }
   [[nodiscard]] Status LockKey(LockOwner* owner, TableId table, std::string_view key,
                                LockMode mode, LockDuration duration = LockDuration::kCommit,

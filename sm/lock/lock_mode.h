@@ -127,6 +127,16 @@ constexpr bool ParentCoversChild(LockMode parent, LockMode child) {
   return false;
 }
 
+// The mode that holding `parent` implicitly grants on every child: X under X, S under S and
+// SIX (its IX part grants nothing below: writes there lock explicitly), else none. So for
+// every mode c but kNone, ParentCoversChild(parent, c) == Covers(ImpliedOnChildren(parent), c)
+// (checked below).
+constexpr LockMode ImpliedOnChildren(LockMode parent) {
+  if (parent == LockMode::kX) return LockMode::kX;
+  if (parent == LockMode::kS || parent == LockMode::kSIX) return LockMode::kS;
+  return LockMode::kNone;
+}
+
 const char* LockModeName(LockMode mode);
 
 // --- Compile-time checks of the invariants above -------------------------------------------
@@ -148,6 +158,10 @@ constexpr bool CheckTables() {
         if (Supremum(Supremum(ma, mb), mc) != Supremum(ma, Supremum(mb, mc))) return false;
         // Invariant 4: a covers b => compatible(c, a) implies compatible(c, b).
         if (Covers(ma, mb) && Compatible(mc, ma) && !Compatible(mc, mb)) return false;
+      }
+      if (mb != LockMode::kNone &&
+          ParentCoversChild(ma, mb) != Covers(ImpliedOnChildren(ma), mb)) {
+        return false;
       }
     }
   }

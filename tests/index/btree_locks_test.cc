@@ -193,6 +193,40 @@ TEST_CASE("btree locks: a table lock that covers the keys makes key locks unnece
   EndAll(db.lm, {&t.owner});
 }
 
+TEST_CASE("btree locks: a database lock that covers the keys makes table and key locks "
+          "unnecessary",
+          "[unit][locks]") {
+  Db db({"a"});
+  TestTxn t(&db.lm, 1, kSer);
+  REQUIRE(db.lm.Lock(&t.owner, LockId::Database(), LockMode::kX).ok());  // a whole-db operation
+  const uint64_t before = t.owner.stats().requests;
+  std::string value;
+  REQUIRE(db.tree().Lookup("a", &value, t.ctx()).ok());
+  REQUIRE(t.locks.TryLockKey(KeyLockRequest{"k", false, KeyLockPurpose::kWrite}).ok());
+  REQUIRE(t.locks.LockKey(KeyLockRequest{"b", false, KeyLockPurpose::kInsertNext}).ok());
+  CHECK(t.held(kTableId) == LockMode::kNone);
+  CHECK(t.held(KeyId("a")) == LockMode::kNone);
+  CHECK(t.held(KeyId("k")) == LockMode::kNone);
+  // The database lock was looked at once; after it the hook knows the keys are covered.
+  CHECK(t.owner.stats().requests == before + 1);
+  EndAll(db.lm, {&t.owner});
+}
+
+TEST_CASE("btree locks: under a database SIX lock reads are covered and writes lock below it",
+          "[unit][locks]") {
+  Db db({"a"});
+  TestTxn t(&db.lm, 1, kSer);
+  REQUIRE(db.lm.Lock(&t.owner, LockId::Database(), LockMode::kSIX).ok());
+  std::string value;
+  REQUIRE(db.tree().Lookup("a", &value, t.ctx()).ok());
+  CHECK(t.held(kTableId) == LockMode::kNone);
+  CHECK(t.held(KeyId("a")) == LockMode::kNone);
+  REQUIRE(t.locks.TryLockKey(KeyLockRequest{"a", false, KeyLockPurpose::kWrite}).ok());
+  CHECK(t.held(kTableId) == LockMode::kIX);
+  CHECK(t.held(KeyId("a")) == LockMode::kXK);
+  EndAll(db.lm, {&t.owner});
+}
+
 TEST_CASE("btree locks: the intention lock is taken once, a key request is one lock call",
           "[unit][locks]") {
   Db db({"a", "b", "c"});

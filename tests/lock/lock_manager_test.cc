@@ -112,6 +112,42 @@ TEST_CASE("the hierarchy helper takes intention locks on table and database", "[
   EndAll(lm, {&t1, &t2});
 }
 
+TEST_CASE("the hierarchy helper reports the mode held or implied on the target",
+          "[unit][lock]") {
+  LockManager lm;
+  LockOwner t1(&lm, TxnId(1));
+  LockMode effective = LockMode::kNone;
+  REQUIRE(lm.LockTable(&t1, 3, LockMode::kIS, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kIS);
+  REQUIRE(lm.LockTable(&t1, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kIX);
+  REQUIRE(lm.LockTable(&t1, 4, LockMode::kS).ok());
+  REQUIRE(lm.LockTable(&t1, 4, LockMode::kIS, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kS);  // stronger than asked: what is held
+  EndAll(lm, {&t1});
+
+  // A database lock that covers the request: nothing is locked below it, and the mode it
+  // implies on the table is reported. SIX implies S only: a write intention below it is a
+  // lock of its own.
+  LockOwner t2(&lm, TxnId(2));
+  REQUIRE(lm.Lock(&t2, LockId::Database(), LockMode::kSIX).ok());
+  REQUIRE(lm.LockTable(&t2, 3, LockMode::kIS, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kS);
+  CHECK(t2.HeldMode(LockId::Table(3)) == LockMode::kNone);
+  REQUIRE(lm.LockTable(&t2, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kIX);
+  CHECK(t2.HeldMode(LockId::Table(3)) == LockMode::kIX);
+  EndAll(lm, {&t2});
+
+  LockOwner t3(&lm, TxnId(3));
+  REQUIRE(lm.Lock(&t3, LockId::Database(), LockMode::kX).ok());
+  REQUIRE(lm.LockTable(&t3, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
+  CHECK(effective == LockMode::kX);
+  CHECK(t3.HeldMode(LockId::Table(3)) == LockMode::kNone);
+  CHECK(lm.CheckInvariants());
+  EndAll(lm, {&t3});
+}
+
 TEST_CASE("kNoWait returns Busy and leaves no trace", "[unit][lock]") {
   LockManager lm;
   LockOwner t1(&lm, TxnId(1)), t2(&lm, TxnId(2));
