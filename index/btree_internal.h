@@ -64,6 +64,49 @@ struct SplitPlan {
   bool pending_right = false;  // the pending entry belongs in the right node
 };
 
+// The split points of a node in the order PlanSplit tries them. The node's entries, with the
+// pending one in place, are v = 0..m-1, entry v taking needs[v] bytes (record and slot). A
+// point is, in a leaf, k in [1, m) (entries [k, m) go right); in an inner node, p in [0, m)
+// but not the pending entry `skip` (p is promoted: [0, p) stay, (p, m) go right). With
+// target < 0 the points come most balanced by bytes first (ties: the lower point), else
+// nearest to `target` first (ties: the higher point, which keeps more in the left node).
+//
+// Both keys are V-shaped along the points (left minus right bytes, and point minus target,
+// grow strictly with the point), so the order is a merge walking outward from the bottom of
+// the V: no sort and no allocation, and usually only the first point is looked at.
+class SplitPoints {
+ public:
+  struct Point {
+    uint16_t point;
+    size_t left_bytes;
+    size_t right_bytes;
+  };
+  // needs: m entries (m <= kMaxEntries); skip < 0: none.
+  SplitPoints(const uint16_t* needs, uint16_t m, bool leaf, int skip, int target);
+  // The next point in order; false once every point has been given.
+  bool Next(Point* point);
+
+  // The most entries a node can have with the pending one (the space of the record area over
+  // that of an empty record), which bounds m.
+  static constexpr size_t kMaxEntries = kNodeRecordAreaBytes / SlottedPage::SpaceNeeded(0) + 1;
+
+ private:
+  // Points are indexed by position j in increasing order (positions skip `skip`).
+  bool Valid(int j) const { return j >= first_ && j <= last_; }
+  uint16_t PointAt(int j) const;
+  Point Make(uint16_t p) const;
+  // The point's signed key: left minus right bytes, or point minus target.
+  int64_t Signed(uint16_t p) const;
+
+  bool leaf_;
+  int skip_;
+  int target_;
+  size_t total_ = 0;
+  uint32_t prefix_[kMaxEntries + 1];  // prefix_[v]: bytes of entries [0, v)
+  int first_ = 0, last_ = -1;          // positions of the points
+  int left_ = -1, right_ = 0;          // the next positions on either side of the V's bottom
+};
+
 // The plan for one retained node of a pessimistic path (path index `depth`).
 struct LevelSplit {
   size_t depth = 0;

@@ -52,7 +52,6 @@
 // A contention split (btree.h, "Contention split") is planned by PlanContentionSplit at the
 // record its signal names instead, and then carried out by SplitPath as any other.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -67,6 +66,7 @@ namespace sm::index {
 namespace {
 
 using btree_internal::PendingEntry;
+using btree_internal::SplitPoints;
 using buffer::PageHandle;
 
 // The node's records with the pending entry in place, as the planner sees them ("virtual"
@@ -98,41 +98,69 @@ class VirtualEntries {
   uint16_t size_;
 };
 
-// A split point: leaf, the first virtual entry of the right half; inner, the promoted entry.
-struct Candidate {
-  uint16_t point;
-  size_t left_bytes;
-  size_t right_bytes;
-};
+}  // namespace
 
-// target: the preferred point for a sequential insert, or -1 for the most balanced.
-std::vector<Candidate> Candidates(const VirtualEntries& v, bool leaf, int target) {
-  uint16_t m = v.size();
-  std::vector<size_t> prefix(m + 1, 0);
-  for (uint16_t i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + v.Need(i);
-  std::vector<Candidate> out;
-  if (leaf) {
-    for (uint16_t k = 1; k < m; ++k) out.push_back({k, prefix[k], prefix[m] - prefix[k]});
-  } else {
-    // The pending separator is never promoted: it is inserted into a half after the split.
-    for (uint16_t p = 0; p < m; ++p) {
-      if (!v.IsPending(p)) out.push_back({p, prefix[p], prefix[m] - prefix[p + 1]});
+namespace btree_internal {
+
+SplitPoints::SplitPoints(const uint16_t* needs, uint16_t m, bool leaf, int skip, int target)
+    : leaf_(leaf), skip_(skip), target_(target) {
+  SM_ASSERT(m <= kMaxEntries);
+  prefix_[0] = 0;
+  for (uint16_t v = 0; v < m; ++v) prefix_[v + 1] = prefix_[v] + needs[v];
+  total_ = prefix_[m];
+  // Leaf: points 1..m-1. Inner: 0..m-1 but `skip`.
+  const int count = leaf ? m - 1 : (skip >= 0 && skip < m ? m - 1 : m);
+  first_ = 0;
+  last_ = count - 1;
+  // The bottom of the V: the first position whose signed key is not negative (binary search,
+  // the key growing strictly with the position).
+  int lo = 0;
+  int hi = count;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (Signed(PointAt(mid)) < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
     }
   }
-  auto imbalance = [](const Candidate& c) {
-    return c.left_bytes > c.right_bytes ? c.left_bytes - c.right_bytes
-                                        : c.right_bytes - c.left_bytes;
-  };
-  auto distance = [target](const Candidate& c) { return std::abs(int{c.point} - target); };
-  std::stable_sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
-    if (target < 0) return imbalance(a) < imbalance(b);
-    // Equally near: the higher point, which keeps more in the left node.
-    return distance(a) != distance(b) ? distance(a) < distance(b) : a.point > b.point;
-  });
-  return out;
+  right_ = lo;
+  left_ = lo - 1;
 }
 
-}  // namespace
+uint16_t SplitPoints::PointAt(int j) const {
+  if (leaf_) return static_cast<uint16_t>(j + 1);
+  return static_cast<uint16_t>(skip_ >= 0 && j >= skip_ ? j + 1 : j);
+}
+
+SplitPoints::Point SplitPoints::Make(uint16_t p) const {
+  // Leaf: [0, p) left, [p, m) right. Inner: p is promoted, [0, p) left, (p, m) right.
+  const size_t right_from = leaf_ ? prefix_[p] : prefix_[p + 1];
+  return Point{p, prefix_[p], total_ - right_from};
+}
+
+int64_t SplitPoints::Signed(uint16_t p) const {
+  if (target_ >= 0) return int64_t{p} - target_;
+  const Point point = Make(p);
+  return static_cast<int64_t>(point.left_bytes) - static_cast<int64_t>(point.right_bytes);
+}
+
+bool SplitPoints::Next(Point* point) {
+  const bool left = Valid(left_);
+  const bool right = Valid(right_);
+  if (!left && !right) return false;
+  bool take_left = !right;
+  if (left && right) {
+    const int64_t left_key = -Signed(PointAt(left_));  // > 0
+    const int64_t right_key = Signed(PointAt(right_));  // >= 0
+    // Ties: the lower point when balancing, the higher one when nearing a target.
+    take_left = target_ < 0 ? left_key <= right_key : left_key < right_key;
+  }
+  *point = Make(PointAt(take_left ? left_-- : right_++));
+  return true;
+}
+
+}  // namespace btree_internal
 
 Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pending,
                         uint16_t last_insert, SplitPlan* plan) {
@@ -148,7 +176,12 @@ Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pe
   int target = sequential ? pending.index + 1 : -1;
   size_t low_need = SlottedPage::SpaceNeeded(node.low_fence().size());
   size_t high_need = SlottedPage::SpaceNeeded(node.high_fence().size());
-  for (const Candidate& c : Candidates(v, leaf, target)) {
+  uint16_t needs[SplitPoints::kMaxEntries];
+  for (uint16_t i = 0; i < v.size(); ++i) needs[i] = static_cast<uint16_t>(v.Need(i));
+  // The pending separator is never promoted: it is inserted into a half after the split.
+  SplitPoints points(needs, v.size(), leaf, leaf ? -1 : pending.index, target);
+  SplitPoints::Point c;
+  while (points.Next(&c)) {
     std::string separator =
         leaf ? ShortestSeparator(v.Key(c.point - 1), v.Key(c.point)) : std::string(v.Key(c.point));
     size_t separator_need = SlottedPage::SpaceNeeded(separator.size());
