@@ -46,6 +46,7 @@ class SlowReadFileSystem final : public test::ForwardingFileSystem {
   explicit SlowReadFileSystem(io::FileSystem* base) : ForwardingFileSystem(base) {}
   std::chrono::milliseconds delay{0};
   std::atomic<bool> fail_reads{false};
+  std::atomic<bool> hold_reads{false};  // reads wait while set (the test releases them)
   std::atomic<int> reads{0};
 
  protected:
@@ -60,6 +61,7 @@ class SlowReadFileSystem final : public test::ForwardingFileSystem {
         : ForwardingFile(std::move(inner)), fs_(fs) {}
     Status Read(uint64_t off, void* buf, size_t len) override {
       fs_->reads.fetch_add(1);
+      while (fs_->hold_reads.load()) threads::SleepFor(std::chrono::milliseconds(1));
       if (fs_->delay.count() > 0) threads::SleepFor(fs_->delay);
       if (fs_->fail_reads.load()) return Status::IOError("injected read failure");
       return ForwardingFile::Read(off, buf, len);
@@ -244,8 +246,8 @@ TEST_CASE("a failed read reaches every waiter and leaves nothing cached", "[unit
   auto volume = MakeVolume(&fs, "data.vol");
   std::vector<PageId> ids = CreateFlushedPages(volume.get(), 1, 32);
   auto pool = MakePool(volume.get(), 32);
-  fs.delay = std::chrono::milliseconds(20);
   fs.fail_reads = true;
+  fs.hold_reads = true;
   fs.reads = 0;
   auto rt = MakeRuntime(2);
   constexpr int kFibers = 8;
@@ -260,13 +262,24 @@ TEST_CASE("a failed read reaches every waiter and leaves nothing cached", "[unit
       wg.Done();
     });
   }
+  // The read fails only once every fiber has met the page: absent (a miss, the one that reads
+  // it) or loading (a hit that waits for that read). A fiber that came after the failure would
+  // read again, as it should (the failure is not cached), and the count below would be 2: with
+  // a fixed delay instead of this gate the test failed so on a slow, loaded machine.
+  for (int i = 0; i < 10000; ++i) {
+    buffer::BufferPoolStats st = pool->stats();
+    if (st.hits + st.misses == kFibers) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // A second miss finds the loading frame a few instructions after it is counted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs.hold_reads = false;
   wg.Wait();
   REQUIRE(io_errors.load() == kFibers);
   REQUIRE(fs.reads.load() == 1);
   REQUIRE(pool->CheckInvariants());
   // The failure is not cached: once the device recovers, the page reads fine.
   fs.fail_reads = false;
-  fs.delay = std::chrono::milliseconds(0);
   PageHandle h;
   REQUIRE(pool->Fix(ids[0], LatchMode::kShared, &h).ok());
   REQUIRE(StampedVersion(h.data(), ids[0]) == 0);
