@@ -109,6 +109,10 @@ struct Options {
   // it, and closing that database removes it.
   bool steps = false;
   uint32_t steps_team_size = 32;  // the team-size cap
+  // How many times a team may be passed over for the team the last member joined (the
+  // paper's policy, which keeps teams together); bounds what a long transaction run alone
+  // makes the worker's other teams wait (steps/steps.h).
+  uint32_t steps_max_pass_overs = 4096;
   // With steps: each worker probes, in short epochs, its transaction rate with teams and
   // without, and runs the faster (STEPS pays only where the instruction misses it saves cost
   // more than its switches; that depends on the machine and the workload).

@@ -21,8 +21,6 @@ using threads::Worker;
 
 namespace {
 
-// A picked team may pass over the oldest waiting team at most this many times.
-constexpr uint32_t kMaxPassOvers = 2;
 // A begin team waits for at most this many picks of teams in flight (see PickTeam).
 constexpr uint32_t kMaxAdmissionPassOvers = 256;
 
@@ -145,8 +143,10 @@ struct Global {
   std::map<uint32_t, std::string> index_names;        // guarded by mu
 };
 
-// Read at every join; a constant-initialized global, so reading it needs no guard check.
+// Read at every join and pick; constant-initialized globals, so reading them needs no guard
+// check.
 constinit std::atomic<uint32_t> g_max_team_size{32};
+constinit std::atomic<uint32_t> g_max_pass_overs{4096};
 // Adaptive mode's options; written by Install before workers run operations.
 constinit std::atomic<bool> g_adaptive{false};
 StepsOptions g_adaptive_options;
@@ -283,7 +283,8 @@ Team* OldestInFlight(WorkerTeams& wt) {
 }
 
 // Picks the next team to run: `preferred` (the team the last member joined) unless the
-// oldest waiting team has been passed over too often. Returns null if no team waits.
+// oldest waiting team has been passed over max_pass_overs times. Returns null if no team
+// waits.
 //
 // Admission teams (begin) run only when no other team waits: a fiber that finished its
 // transaction waits for the others to reach begin too. Without this, a hot lock makes teams
@@ -305,7 +306,11 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   }
   Team* pick = oldest;
   bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
-  if (preferred_waits && PassedOver(wt, oldest) < kMaxPassOvers) pick = preferred;
+  // A begin team that is the oldest here has waited its kMaxAdmissionPassOvers already.
+  const uint64_t limit = oldest->list->admission
+                             ? kMaxAdmissionPassOvers
+                             : g_max_pass_overs.load(std::memory_order_relaxed);
+  if (preferred_waits && PassedOver(wt, oldest) < limit) pick = preferred;
   if (pick != oldest && !oldest->list->admission) ++oldest->passed_over;
   Activate(wt, pick);
   ++wt.picks;
@@ -488,6 +493,7 @@ const char* OpName(Op op) {
 
 void Install(const StepsOptions& options) {
   g_max_team_size.store(std::max<uint32_t>(options.max_team_size, 1), std::memory_order_relaxed);
+  g_max_pass_overs.store(options.max_pass_overs, std::memory_order_relaxed);
   g_adaptive_options = options;
   g_adaptive_options.epoch_ms = std::max<uint32_t>(options.epoch_ms, 1);
   g_adaptive.store(options.adaptive, std::memory_order_relaxed);

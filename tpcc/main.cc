@@ -70,6 +70,7 @@ struct CommonOptions {
   bool steps = false;
   bool steps_adaptive = false;  // --steps auto
   uint32_t team_size = 32;
+  uint32_t max_pass_overs = sm::Options().steps_max_pass_overs;
   std::string ctx_placement;
   uint32_t load_fibers = 2;  // load only: loading fibers per worker
 };
@@ -84,6 +85,7 @@ struct RunCliOptions {
   std::string ytd = "add";
   std::string steps = "off";
   uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
+  uint32_t max_pass_overs = 0;  // 0: not given (the engine's default)
   std::string ctx_placement;
   uint64_t transactions = 0;  // > 0: count mode (RunOptions::transactions)
   uint64_t warmup_transactions = 0;
@@ -237,6 +239,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   options.db.steps = o.steps;
   options.db.steps_adaptive = o.steps_adaptive;
   options.db.steps_team_size = o.team_size;
+  options.db.steps_max_pass_overs = o.max_pass_overs;
   options.db.ctx_placement = o.ctx_placement;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   options.db.workers = o.workers == 0 ? cores : o.workers;
@@ -604,13 +607,14 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
     return UsageError("--steps takes on, off or auto, not '" + r.steps + "'");
   }
   const bool steps = r.steps != "off";
-  if ((r.team_size != 0 || !r.ctx_placement.empty()) && !steps) {
-    return UsageError("--team-size and --ctx-placement need --steps on or auto");
+  if ((r.team_size != 0 || r.max_pass_overs != 0 || !r.ctx_placement.empty()) && !steps) {
+    return UsageError("--team-size, --max-pass-overs and --ctx-placement need --steps on or auto");
   }
   CommonOptions with_steps = o;
   with_steps.steps = steps;
   with_steps.steps_adaptive = r.steps == "auto";
   if (r.team_size != 0) with_steps.team_size = r.team_size;
+  if (r.max_pass_overs != 0) with_steps.max_pass_overs = r.max_pass_overs;
   with_steps.ctx_placement = r.ctx_placement;
 
   std::unique_ptr<SmEngine> engine;
@@ -648,6 +652,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
               {"seed", o.seed}};
   if (steps) {
     out["team_size"] = with_steps.team_size;
+    out["max_pass_overs"] = with_steps.max_pass_overs;
     out["ctx_placement"] = r.ctx_placement.empty() ? "built-in default" : r.ctx_placement;
   }
 
@@ -881,6 +886,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
       ->check(CLI::Range(1u, 1000000u));
+  run_cmd
+      ->add_option("--max-pass-overs", run.max_pass_overs,
+                   "STEPS: picks that may pass over the oldest waiting team for the team the "
+                   "last member joined (default 4096)")
+      ->check(CLI::Range(1u, 1000000000u));
   run_cmd->add_option("--ctx-placement", run.ctx_placement,
                       "STEPS CTX placement file (default: the built-in placement)");
   check_cmd->add_option("--conditions", check.conditions,

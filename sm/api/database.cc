@@ -190,6 +190,7 @@ Status DatabaseImpl::StartSteps() {
   SM_TRY(steps::ApplyPlacement(placement));
   steps::StepsOptions steps_options;
   steps_options.max_team_size = options_.steps_team_size;
+  steps_options.max_pass_overs = options_.steps_max_pass_overs;
   steps_options.adaptive = options_.steps_adaptive;
   steps::Install(steps_options);
   installed_steps_ = true;

@@ -1,7 +1,8 @@
 // STEPS: team formation and round-robin CTX switching, the team-size cap, strays on lock
 // waits and sleeps rejoining at their next operation, CTX skipped under an exclusive latch,
-// disabled sites, teams on two workers at once, STEPS off, and the adaptive mode (teams
-// dissolved and formed again, probes that alternate the two).
+// disabled sites, the bound on passing a waiting team over, teams on two workers at once,
+// STEPS off, and the adaptive mode (teams dissolved and formed again, probes that alternate
+// the two).
 #include "steps/steps.h"
 
 #include <algorithm>
@@ -124,12 +125,68 @@ TEST_CASE("a full team makes the next fibers form a team that runs after it", "[
   CHECK(scan->AverageTeamSize() == 2.0);
 }
 
+// Fiber 0 waits in a scan team while fiber 1, alone, runs one operation after another. Each
+// pick prefers the team fiber 1 just joined (the paper's policy) and so passes over the scan
+// team, until it has been passed over max_pass_overs times: then it runs.
+std::vector<int> PassOverTrace(uint32_t max_pass_overs, int chain_ops) {
+  steps::StepsOptions options;
+  options.max_pass_overs = max_pass_overs;
+  StepsScope scope(options);
+  auto rt = MakeRuntime(1);
+  std::vector<int> trace;
+  threads::WaitGroup wg;
+  RunFibers(
+      rt.get(), 0, 2,
+      [&](int i) {
+        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 1));
+        if (i == 0) {
+          steps::BeginOp(steps::KeyFor(Op::kScan, 0));
+          trace.push_back(-1);
+        } else {
+          for (int k = 0; k < chain_ops; ++k) {
+            steps::BeginOp(steps::KeyFor(k % 2 == 0 ? Op::kInsert : Op::kUpdate, 1));
+            trace.push_back(k);
+          }
+        }
+        steps::Detach();
+      },
+      &wg);
+  wg.Wait();
+  rt->Shutdown();
+  return trace;
+}
+
+TEST_CASE("a waiting team is passed over for the last member's team at most so many times",
+          "[unit][steps]") {
+  constexpr int kChainOps = 100;
+  for (uint32_t limit : {1u, 2u, 8u, 99u}) {
+    INFO("max_pass_overs " << limit);
+    std::vector<int> trace = PassOverTrace(limit, kChainOps);
+    REQUIRE(trace.size() == kChainOps + 1);
+    const auto scan_at = std::find(trace.begin(), trace.end(), -1) - trace.begin();
+    CHECK(scan_at == limit);  // after `limit` operations of fiber 1
+    trace.erase(trace.begin() + scan_at);
+    for (int k = 0; k < kChainOps; ++k) CHECK(trace[k] == k);
+  }
+  // The default lets the chain run to its end first (it is far shorter than the bound).
+  const std::vector<int> trace = PassOverTrace(steps::StepsOptions().max_pass_overs, kChainOps);
+  CHECK(trace.back() == -1);
+}
+
+// Options whose picks pass over a waiting team at most twice: the admission tests below
+// need the oldest team in flight to get its turn early.
+steps::StepsOptions EarlyTurns() {
+  steps::StepsOptions options;
+  options.max_pass_overs = 2;
+  return options;
+}
+
 // Fiber 0 reaches its next transaction (begin) after one operation; fiber 1 has four to go.
-// The scheduler prefers the team the last member joined only so often (then the oldest team
+// The scheduler prefers the team the last member joined only twice here (then the oldest team
 // runs), which would let fiber 0 start its transaction alone. Begin teams run only when no
 // other team waits, so fiber 0 waits for fiber 1 and both start as one team.
 TEST_CASE("new transactions gather at begin while others are in flight", "[unit][steps]") {
-  StepsScope scope(32);
+  StepsScope scope(EarlyTurns());
   auto rt = MakeRuntime(1);
   std::vector<int> trace;
   threads::WaitGroup wg;
@@ -159,9 +216,9 @@ TEST_CASE("new transactions gather at begin while others are in flight", "[unit]
 }
 
 // The wait at begin is bounded: a transaction with many operations in flight does not hold
-// new ones back until it ends.
+// new ones back until it ends (fiber 0's commit runs early: EarlyTurns).
 TEST_CASE("a long transaction in flight holds begin back only so long", "[unit][steps]") {
-  StepsScope scope(32);
+  StepsScope scope(EarlyTurns());
   auto rt = MakeRuntime(1);
   std::vector<int> trace;
   threads::WaitGroup wg;
