@@ -177,6 +177,7 @@ Status BTree::PlanSplit(const Node& node, PageId page_id, const PendingEntry& pe
   size_t low_need = SlottedPage::SpaceNeeded(node.low_fence().size());
   size_t high_need = SlottedPage::SpaceNeeded(node.high_fence().size());
   uint16_t needs[SplitPoints::kMaxEntries];
+  SM_ASSERT(v.size() <= SplitPoints::kMaxEntries);  // the fill below writes needs[0, m)
   for (uint16_t i = 0; i < v.size(); ++i) needs[i] = static_cast<uint16_t>(v.Need(i));
   // The pending separator is never promoted: it is inserted into a half after the split.
   SplitPoints points(needs, v.size(), leaf, leaf ? -1 : pending.index, target);

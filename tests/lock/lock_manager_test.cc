@@ -115,15 +115,17 @@ TEST_CASE("the hierarchy helper takes intention locks on table and database", "[
 TEST_CASE("the hierarchy helper reports the mode held or implied on the target",
           "[unit][lock]") {
   LockManager lm;
+  // Asks for `mode` on `table` and returns the mode the owner has there now.
+  auto lock_table = [&lm](LockOwner* owner, TableId table, LockMode mode) {
+    LockMode effective = LockMode::kNone;
+    REQUIRE(lm.LockTable(owner, table, mode, LockWait::kBlock, &effective).ok());
+    return effective;
+  };
   LockOwner t1(&lm, TxnId(1));
-  LockMode effective = LockMode::kNone;
-  REQUIRE(lm.LockTable(&t1, 3, LockMode::kIS, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kIS);
-  REQUIRE(lm.LockTable(&t1, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kIX);
+  CHECK(lock_table(&t1, 3, LockMode::kIS) == LockMode::kIS);
+  CHECK(lock_table(&t1, 3, LockMode::kIX) == LockMode::kIX);
   REQUIRE(lm.LockTable(&t1, 4, LockMode::kS).ok());
-  REQUIRE(lm.LockTable(&t1, 4, LockMode::kIS, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kS);  // stronger than asked: what is held
+  CHECK(lock_table(&t1, 4, LockMode::kIS) == LockMode::kS);  // stronger than asked: what is held
   EndAll(lm, {&t1});
 
   // A database lock that covers the request: nothing is locked below it, and the mode it
@@ -131,18 +133,15 @@ TEST_CASE("the hierarchy helper reports the mode held or implied on the target",
   // lock of its own.
   LockOwner t2(&lm, TxnId(2));
   REQUIRE(lm.Lock(&t2, LockId::Database(), LockMode::kSIX).ok());
-  REQUIRE(lm.LockTable(&t2, 3, LockMode::kIS, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kS);
+  CHECK(lock_table(&t2, 3, LockMode::kIS) == LockMode::kS);
   CHECK(t2.HeldMode(LockId::Table(3)) == LockMode::kNone);
-  REQUIRE(lm.LockTable(&t2, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kIX);
+  CHECK(lock_table(&t2, 3, LockMode::kIX) == LockMode::kIX);
   CHECK(t2.HeldMode(LockId::Table(3)) == LockMode::kIX);
   EndAll(lm, {&t2});
 
   LockOwner t3(&lm, TxnId(3));
   REQUIRE(lm.Lock(&t3, LockId::Database(), LockMode::kX).ok());
-  REQUIRE(lm.LockTable(&t3, 3, LockMode::kIX, LockWait::kBlock, &effective).ok());
-  CHECK(effective == LockMode::kX);
+  CHECK(lock_table(&t3, 3, LockMode::kIX) == LockMode::kX);
   CHECK(t3.HeldMode(LockId::Table(3)) == LockMode::kNone);
   CHECK(lm.CheckInvariants());
   EndAll(lm, {&t3});

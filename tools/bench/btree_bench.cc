@@ -652,11 +652,18 @@ void PrintRun(const char* store, const char* pool, unsigned workers, size_t run,
   std::fflush(stdout);
 }
 
+// A configuration's runs and their medians (MedianOf), computed once.
+struct Repeated {
+  std::vector<Figures> runs;
+  Figures median;
+};
+
 // The rates of a configuration: the medians under the keys, every run under
 // <key>_runs.
 void AddJson(nlohmann::json& json, const std::string& infix, const std::string& suffix,
-             const std::vector<Figures>& runs) {
-  const Figures median = MedianOf(runs);
+             const Repeated& repeated) {
+  const std::vector<Figures>& runs = repeated.runs;
+  const Figures& median = repeated.median;
   auto add = [&](const char* name, double Figures::*rate) {
     const std::string key = name + infix + suffix;
     json[key] = median.*rate;
@@ -673,24 +680,26 @@ void AddJson(nlohmann::json& json, const std::string& infix, const std::string& 
 // Runs a configuration `repeat` times (run() makes a fresh database each time), prints
 // every run and the medians, and adds them to the JSON.
 template <typename RunFn>
-std::vector<Figures> RunRepeated(unsigned repeat, const char* store, const char* pool,
-                                 unsigned workers, const std::string& infix,
-                                 const std::string& suffix, nlohmann::json& json, RunFn run) {
-  std::vector<Figures> runs;
+Repeated RunRepeated(unsigned repeat, const char* store, const char* pool, unsigned workers,
+                     const std::string& infix, const std::string& suffix, nlohmann::json& json,
+                     RunFn run) {
+  Repeated repeated;
   for (unsigned r = 0; r < repeat; ++r) {
-    runs.push_back(run());
-    if (repeat > 1) PrintRun(store, pool, workers, r, repeat, runs.back());
+    repeated.runs.push_back(run());
+    if (repeat > 1) PrintRun(store, pool, workers, r, repeat, repeated.runs.back());
   }
   if (repeat > 1) std::printf("  %-4s %-10s %uw  median of %u runs:\n", store, pool, workers, repeat);
-  Print(store, pool, workers, MedianOf(runs));
-  AddJson(json, infix, suffix, runs);
-  return runs;
+  repeated.median = MedianOf(repeated.runs);
+  Print(store, pool, workers, repeated.median);
+  AddJson(json, infix, suffix, repeated);
+  return repeated;
 }
 
 // A target against the median of the runs, and how many runs met it.
-bool PrintTarget(const char* what, const std::vector<Figures>& runs, double Figures::*rate,
+bool PrintTarget(const char* what, const Repeated& repeated, double Figures::*rate,
                  double target) {
-  const double figure = MedianOf(runs).*rate;
+  const double figure = repeated.median.*rate;
+  const std::vector<Figures>& runs = repeated.runs;
   size_t met = 0;
   for (const Figures& f : runs) met += f.*rate >= target;
   std::printf(
@@ -789,18 +798,18 @@ int main(int argc, char** argv) {
   uint64_t data_bytes = 0;  // as the first run laid the data out
   for (unsigned w : options.worker_counts) {
     const std::string suffix = "_" + std::to_string(w) + "w";
-    std::vector<Figures> api, raw;
+    Repeated api, raw;
     if (options.api) {
       api = RunRepeated(options.repeat, "txn", "large pool", w, "", suffix, json,
                         [&] { return RunApi(options, w, large_pool, 0, order); });
-      if (data_bytes == 0) data_bytes = api.front().data_bytes;
+      if (data_bytes == 0) data_bytes = api.runs.front().data_bytes;
     }
     if (options.raw) {
       raw = RunRepeated(options.repeat, "raw", "large pool", w, "_raw", suffix, json,
                         [&] { return RunRaw(options, w, large_pool, 0, order); });
-      if (data_bytes == 0) data_bytes = raw.front().data_bytes;
+      if (data_bytes == 0) data_bytes = raw.runs.front().data_bytes;
     }
-    if (options.api && options.raw) PrintCost("large pool", w, MedianOf(api), MedianOf(raw));
+    if (options.api && options.raw) PrintCost("large pool", w, api.median, raw.median);
     if (w == 1 && options.api) {
       json["lookups_target_met_1w"] =
           PrintTarget("lookups", api, &Figures::lookups, kTargetLookups1w);
@@ -827,7 +836,7 @@ int main(int argc, char** argv) {
   for (unsigned w : options.worker_counts) {
     if (!options.small_pool) break;
     const std::string suffix = "_" + std::to_string(w) + "w_small_pool";
-    std::vector<Figures> api, raw;
+    Repeated api, raw;
     if (options.api) {
       api = RunRepeated(options.small_pool_repeat, "txn", "small pool", w, "", suffix, json,
                         [&] { return RunApi(options, w, large_pool, small_pool, order); });
@@ -837,7 +846,7 @@ int main(int argc, char** argv) {
                         [&] { return RunRaw(options, w, large_pool, small_pool, order); });
     }
     if (options.api && options.raw) {
-      PrintCost("small pool", w, MedianOf(api), MedianOf(raw));
+      PrintCost("small pool", w, api.median, raw.median);
     }
   }
   json["keys"] = options.keys;
