@@ -624,6 +624,17 @@ struct ScanBound {
   static ScanBound Exclusive(std::string_view key) {
     return ScanBound{std::string(key), false, true};
   }
+  // In place, keeping the key's capacity.
+  void Set(std::string_view bound_key, bool is_inclusive) {
+    key.assign(bound_key);
+    inclusive = is_inclusive;
+    bounded = true;
+  }
+  void Clear() {
+    key.clear();
+    inclusive = true;
+    bounded = false;
+  }
 };
 
 struct ScanRange {
@@ -644,6 +655,14 @@ struct ScanRange {
 class Cursor {
  public:
   explicit Cursor(const BTree* tree, ScanRange range = {}, OpContext ctx = {});
+
+  // Makes this a new, unpositioned cursor over `tree` for `ctx` with an unbounded range, and
+  // keeps the capacity of its buffers (the bounds' keys, the key and value copies): a caller
+  // that scans often reuses one cursor and, once the buffers have grown, allocates nothing.
+  // Bound the range with SetLower/SetUpper before the first Seek.
+  void Reuse(const BTree* tree, OpContext ctx);
+  void SetLower(std::string_view key, bool inclusive) { range_.lower.Set(key, inclusive); }
+  void SetUpper(std::string_view key, bool inclusive) { range_.upper.Set(key, inclusive); }
 
   [[nodiscard]] Status SeekToFirst();                      // first key of the range
   [[nodiscard]] Status SeekToLast();                       // last key of the range

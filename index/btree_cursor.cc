@@ -41,6 +41,21 @@ Cursor::Cursor(const BTree* tree, ScanRange range, OpContext ctx)
   SM_ASSERT(tree != nullptr);
 }
 
+void Cursor::Reuse(const BTree* tree, OpContext ctx) {
+  SM_ASSERT(tree != nullptr);
+  tree_ = tree;
+  ctx_ = ctx;
+  range_.lower.Clear();
+  range_.upper.Clear();
+  valid_ = false;
+  key_.clear();
+  value_.clear();
+  leaf_id_ = PageId::Invalid();
+  leaf_frame_ = nullptr;
+  leaf_version_ = 0;
+  index_ = 0;
+}
+
 bool Cursor::AboveUpper(std::string_view key) const {
   const ScanBound& upper = range_.upper;
   if (!upper.bounded) return false;

@@ -241,7 +241,11 @@ class Table {
   // sum leaves int64_t (the row is unchanged).
   [[nodiscard]] virtual Status Add(Transaction* txn, std::string_view key, uint32_t offset,
                                    int64_t delta, std::string* value = nullptr) = 0;
-  // A cursor positioned on the first key of the range (last, if reverse); check Valid().
+  // A cursor positioned on the first key of the range (last, if reverse); check Valid(). If
+  // *cursor holds a cursor of this library (of any table or transaction), that object becomes
+  // the new cursor, keeping its buffers (the cheapest way to run one scan after another: once
+  // they have grown nothing is allocated); anything else in *cursor is destroyed. On failure
+  // *cursor is empty.
   [[nodiscard]] virtual Status NewCursor(Transaction* txn, const ScanOptions& options,
                                          std::unique_ptr<Cursor>* cursor) = 0;
 };

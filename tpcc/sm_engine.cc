@@ -90,17 +90,17 @@ class SmTxn final : public EngineTxn {
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
     SM_TRY(Check(table));
-    sm::ScanOptions options;
-    options.lower = lower;
+    // The options and the cursor are kept from scan to scan: their buffers then stay grown.
+    sm::ScanOptions& options = scan_options_;
+    options.lower.assign(lower);
     options.has_lower = !lower.empty();
-    options.upper = upper;
+    options.upper.assign(upper);
     options.has_upper = !upper.empty();
     options.reverse = reverse;
-    std::unique_ptr<sm::Cursor> cursor;
-    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor));
-    while (cursor->Valid()) {
-      if (!visitor(cursor->key(), cursor->value())) break;
-      SM_TRY(cursor->Next());
+    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor_));
+    while (cursor_->Valid()) {
+      if (!visitor(cursor_->key(), cursor_->value())) break;
+      SM_TRY(cursor_->Next());
     }
     return Status::OK();
   }
@@ -120,6 +120,8 @@ class SmTxn final : public EngineTxn {
 
   SmEngine* const engine_;
   std::unique_ptr<sm::Transaction> txn_;
+  sm::ScanOptions scan_options_;
+  std::unique_ptr<sm::Cursor> cursor_;  // the last scan's, reused by the next (NewCursor)
 };
 
 std::string Bytes(uint64_t bytes) {

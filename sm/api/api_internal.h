@@ -153,6 +153,9 @@ class TableImpl final : public Table {
   Status ResolveSlow(Transaction* txn, TransactionImpl** impl) const;
   Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
+  // NewCursor for a resolved transaction: reuses the cursor in *cursor if it is ours.
+  Status StartCursor(TransactionImpl* t, const ScanOptions& options,
+                     std::unique_ptr<Cursor>* cursor);
   steps::TeamKey StepsKey(Op op) const;
 
   DatabaseImpl* const db_;

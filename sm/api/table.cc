@@ -114,6 +114,17 @@ class CursorImpl final : public Cursor {
         cursor_(tree, RangeOf(options), index::OpContext{txn->txn(), txn->KeyLocks(table_id)}),
         reverse_(options.reverse) {}
 
+  // Becomes a new cursor, as the constructor makes it, in place (Table::NewCursor).
+  void Reuse(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
+             const ScanOptions& options) {
+    txn_ = txn;
+    txn_id_ = txn->id();
+    cursor_.Reuse(tree, index::OpContext{txn->txn(), txn->KeyLocks(table_id)});
+    if (options.has_lower) cursor_.SetLower(options.lower, options.lower_inclusive);
+    if (options.has_upper) cursor_.SetUpper(options.upper, options.upper_inclusive);
+    reverse_ = options.reverse;
+  }
+
   Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
   bool Valid() const override { return cursor_.Valid(); }
   std::string_view key() const override { return cursor_.key(); }
@@ -128,10 +139,10 @@ class CursorImpl final : public Cursor {
   }
 
  private:
-  TransactionImpl* const txn_;
-  const uint64_t txn_id_;
+  TransactionImpl* txn_;
+  uint64_t txn_id_;
   index::Cursor cursor_;
-  const bool reverse_;
+  bool reverse_;
 };
 
 }  // namespace
@@ -273,9 +284,22 @@ Status TableImpl::Add(Transaction* txn, std::string_view key, uint32_t offset, i
 
 Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
                             std::unique_ptr<Cursor>* cursor) {
+  if (cursor == nullptr) return Status::InvalidArgument("no cursor to return");
   TransactionImpl* t = nullptr;
-  SM_TRY(Resolve(txn, &t));
+  Status s = Resolve(txn, &t);
+  if (s.ok()) s = StartCursor(t, options, cursor);
+  if (!s.ok()) cursor->reset();
+  return s;
+}
+
+Status TableImpl::StartCursor(TransactionImpl* t, const ScanOptions& options,
+                              std::unique_ptr<Cursor>* cursor) {
   steps::BeginOp(steps::KeyFor(steps::Op::kScan, id_));
+  if (*cursor != nullptr && typeid(**cursor) == typeid(CursorImpl)) {
+    auto* impl = static_cast<CursorImpl*>(cursor->get());
+    impl->Reuse(t, tree_.get(), id_, options);
+    return impl->Start();
+  }
   auto impl = std::make_unique<CursorImpl>(t, tree_.get(), id_, options);
   SM_TRY(impl->Start());
   *cursor = std::move(impl);

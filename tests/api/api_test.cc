@@ -259,6 +259,82 @@ TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][ap
   REQUIRE(db->Close().ok());
 }
 
+// Collects the keys a cursor returns from where it stands.
+std::vector<std::string> Drain(Cursor* cursor) {
+  std::vector<std::string> keys;
+  while (cursor->Valid()) {
+    keys.emplace_back(cursor->key());
+    REQUIRE(cursor->Next().ok());
+  }
+  return keys;
+}
+
+// A cursor of another implementation: NewCursor must replace it, not reuse it.
+class ForeignCursor final : public Cursor {
+ public:
+  bool Valid() const override { return false; }
+  std::string_view key() const override { return {}; }
+  std::string_view value() const override { return {}; }
+  Status Next() override { return Status::OK(); }
+};
+
+TEST_CASE("NewCursor on a cursor of ours makes it the new cursor in place", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(16);
+  Table* t = nullptr;
+  Table* u = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
+  REQUIRE(db->CreateTable("u", &u).ok());
+  std::unique_ptr<Transaction> a;
+  REQUIRE(db->Begin(&a).ok());
+  for (int i = 0; i < 20; ++i) REQUIRE(t->Insert(a.get(), Key(i), "t").ok());
+  for (int i = 100; i < 103; ++i) REQUIRE(u->Insert(a.get(), Key(i), "u").ok());
+  REQUIRE(a->Commit().ok());
+
+  REQUIRE(db->Begin(&a).ok());
+  std::unique_ptr<Cursor> cursor;
+  REQUIRE(t->NewCursor(a.get(), ScanOptions::Range(Key(5), Key(8)), &cursor).ok());
+  Cursor* const object = cursor.get();
+  CHECK(Drain(cursor.get()) == std::vector<std::string>{Key(5), Key(6), Key(7)});
+
+  // Bounds, direction and inclusiveness are the new options', not the old cursor's.
+  ScanOptions reverse = ScanOptions::Range(Key(12), Key(15));
+  reverse.upper_inclusive = true;
+  reverse.lower_inclusive = false;
+  reverse.reverse = true;
+  REQUIRE(t->NewCursor(a.get(), reverse, &cursor).ok());
+  CHECK(cursor.get() == object);
+  CHECK(Drain(cursor.get()) == std::vector<std::string>{Key(15), Key(14), Key(13)});
+  REQUIRE(t->NewCursor(a.get(), ScanOptions::All(), &cursor).ok());
+  CHECK(cursor.get() == object);
+  CHECK(Drain(cursor.get()).size() == 20);
+  REQUIRE(a->Commit().ok());
+
+  // Another table under another transaction, to which it now belongs.
+  std::unique_ptr<Transaction> b;
+  REQUIRE(db->Begin(&b).ok());
+  REQUIRE(u->NewCursor(b.get(), ScanOptions::All(), &cursor).ok());
+  CHECK(cursor.get() == object);
+  CHECK(cursor->key() == Key(100));
+  CHECK(cursor->value() == "u");
+  REQUIRE(b->Commit().ok());
+  CHECK(cursor->Next().code() == Status::Code::kInvalidArgument);
+
+  // A failure leaves no cursor; a foreign cursor is replaced.
+  CHECK(t->NewCursor(b.get(), ScanOptions::All(), &cursor).code() ==
+        Status::Code::kInvalidArgument);
+  CHECK(cursor == nullptr);
+  CHECK(t->NewCursor(b.get(), ScanOptions::All(), nullptr).code() ==
+        Status::Code::kInvalidArgument);
+  cursor = std::make_unique<ForeignCursor>();
+  REQUIRE(db->Begin(&b).ok());
+  REQUIRE(t->NewCursor(b.get(), ScanOptions::Range(Key(18), Key(30)), &cursor).ok());
+  CHECK(dynamic_cast<ForeignCursor*>(cursor.get()) == nullptr);
+  CHECK(Drain(cursor.get()) == std::vector<std::string>{Key(18), Key(19)});
+  REQUIRE(b->Commit().ok());
+  cursor.reset();
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a transaction object serves tables of any id, transaction after transaction",
           "[unit][api]") {
   io::FaultInjectionFileSystem fs(17);
