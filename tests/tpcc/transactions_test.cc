@@ -238,6 +238,15 @@ TEST_CASE("Payment: year-to-date sums, customer balance, history, bad credit", "
     REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
     CHECK(out.name_matches == 3);
     CHECK(out.c_id == 102);  // X, Y, Z: the 2nd is Y
+    // More namesakes than the lookup keeps inline (16): the 20th of 40 is F19, id 120.
+    std::vector<std::string> firsts;
+    for (int i = 0; i < 40; ++i) firsts.push_back((i < 10 ? "F0" : "F") + std::to_string(i));
+    AddNamesakes(e, 1, 7, firsts);
+    in.d = 7;
+    in.c_d = 7;
+    REQUIRE(Payment(txn.get(), in, &out, order, ytd).ok());
+    CHECK(out.name_matches == 40);
+    CHECK(out.c_id == 120);
     in.c_last = "NOSUCHNAME";
     CHECK(Payment(txn.get(), in, &out, order, ytd).IsNotFound());
   }
