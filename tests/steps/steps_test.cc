@@ -6,6 +6,7 @@
 #include "steps/steps.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -125,12 +126,13 @@ TEST_CASE("a full team makes the next fibers form a team that runs after it", "[
   CHECK(scan->AverageTeamSize() == 2.0);
 }
 
-// Fiber 0 waits in a scan team while fiber 1, alone, runs one operation after another. Each
-// pick prefers the team fiber 1 just joined (the paper's policy) and so passes over the scan
-// team, until it has been passed over max_pass_overs times: then it runs.
-std::vector<int> PassOverTrace(uint32_t max_pass_overs, int chain_ops) {
-  steps::StepsOptions options;
-  options.max_pass_overs = max_pass_overs;
+// Two fibers on one worker under `options`: fiber 0 runs the operations `waiter` and records
+// -1; fiber 1 runs `prefix`, then `chain_ops` operations alternating between chain[0] and
+// chain[1], recording k after operation k. Returns the record.
+std::vector<int> WaiterAndChain(const steps::StepsOptions& options,
+                                std::vector<steps::TeamKey> waiter,
+                                std::vector<steps::TeamKey> prefix,
+                                std::array<steps::TeamKey, 2> chain, int chain_ops) {
   StepsScope scope(options);
   auto rt = MakeRuntime(1);
   std::vector<int> trace;
@@ -138,13 +140,13 @@ std::vector<int> PassOverTrace(uint32_t max_pass_overs, int chain_ops) {
   RunFibers(
       rt.get(), 0, 2,
       [&](int i) {
-        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 1));
         if (i == 0) {
-          steps::BeginOp(steps::KeyFor(Op::kScan, 0));
+          for (steps::TeamKey key : waiter) steps::BeginOp(key);
           trace.push_back(-1);
         } else {
+          for (steps::TeamKey key : prefix) steps::BeginOp(key);
           for (int k = 0; k < chain_ops; ++k) {
-            steps::BeginOp(steps::KeyFor(k % 2 == 0 ? Op::kInsert : Op::kUpdate, 1));
+            steps::BeginOp(chain[k % 2]);
             trace.push_back(k);
           }
         }
@@ -154,6 +156,18 @@ std::vector<int> PassOverTrace(uint32_t max_pass_overs, int chain_ops) {
   wg.Wait();
   rt->Shutdown();
   return trace;
+}
+
+// Fiber 0 waits in a scan team while fiber 1, alone, runs one operation after another. Each
+// pick prefers the team fiber 1 just joined (the paper's policy) and so passes over the scan
+// team, until it has been passed over max_pass_overs times: then it runs.
+std::vector<int> PassOverTrace(uint32_t max_pass_overs, int chain_ops) {
+  steps::StepsOptions options;
+  options.max_pass_overs = max_pass_overs;
+  const steps::TeamKey fetch = steps::KeyFor(Op::kIndexFetch, 1);
+  return WaiterAndChain(options, {fetch, steps::KeyFor(Op::kScan, 0)}, {fetch},
+                        {steps::KeyFor(Op::kInsert, 1), steps::KeyFor(Op::kUpdate, 1)},
+                        chain_ops);
 }
 
 TEST_CASE("a waiting team is passed over for the last member's team at most so many times",
@@ -218,29 +232,10 @@ TEST_CASE("new transactions gather at begin while others are in flight", "[unit]
 // The wait at begin is bounded: a transaction with many operations in flight does not hold
 // new ones back until it ends (fiber 0's commit runs early: EarlyTurns).
 TEST_CASE("a long transaction in flight holds begin back only so long", "[unit][steps]") {
-  StepsScope scope(EarlyTurns());
-  auto rt = MakeRuntime(1);
-  std::vector<int> trace;
-  threads::WaitGroup wg;
   constexpr int kLongOps = 2000;
-  RunFibers(
-      rt.get(), 0, 2,
-      [&](int i) {
-        if (i == 0) {
-          steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
-          steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
-          trace.push_back(-1);
-        } else {
-          for (int k = 0; k < kLongOps; ++k) {
-            steps::BeginOp(steps::KeyFor(k % 2 == 0 ? Op::kIndexFetch : Op::kUpdate, 1));
-            trace.push_back(k);
-          }
-        }
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  const std::vector<int> trace = WaiterAndChain(
+      EarlyTurns(), {steps::KeyFor(Op::kCommit, 0), steps::KeyFor(Op::kBegin, 0)}, {},
+      {steps::KeyFor(Op::kIndexFetch, 1), steps::KeyFor(Op::kUpdate, 1)}, kLongOps);
   const auto begin_at = std::find(trace.begin(), trace.end(), -1) - trace.begin();
   INFO("begin ran after " << begin_at << " of " << kLongOps << " operations");
   CHECK(begin_at > 0);
