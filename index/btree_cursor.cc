@@ -71,7 +71,11 @@ bool Cursor::BelowLower(std::string_view key) const {
 Status Cursor::SeekToFirst() {
   SM_CTX(kCtxCursorSeek);
   const ScanBound& lower = range_.lower;
-  target_ = lower.bounded ? lower.key : std::string();
+  if (lower.bounded) {
+    target_.assign(lower.key);  // into the buffer it has, not through a temporary
+  } else {
+    target_.clear();
+  }
   return Forward(target_, lower.bounded ? lower.inclusive : true, false);
 }
 
