@@ -91,18 +91,25 @@ class SmTxn final : public EngineTxn {
               ScanVisitor visitor) override {
     SM_TRY(Check(table));
     // The options and the cursor are kept from scan to scan: their buffers then stay grown.
+    // A scan started by a visitor (nested) gets a cursor of its own.
     sm::ScanOptions& options = scan_options_;
     options.lower.assign(lower);
     options.has_lower = !lower.empty();
     options.upper.assign(upper);
     options.has_upper = !upper.empty();
     options.reverse = reverse;
-    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor_));
-    while (cursor_->Valid()) {
-      if (!visitor(cursor_->key(), cursor_->value())) break;
-      SM_TRY(cursor_->Next());
+    std::unique_ptr<sm::Cursor> nested;
+    std::unique_ptr<sm::Cursor>& cursor = scanning_ ? nested : cursor_;
+    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor));
+    const bool outer = !scanning_;
+    scanning_ = true;
+    Status s = Status::OK();
+    while (s.ok() && cursor->Valid()) {
+      if (!visitor(cursor->key(), cursor->value())) break;
+      s = cursor->Next();
     }
-    return Status::OK();
+    if (outer) scanning_ = false;
+    return s;
   }
 
  private:
@@ -122,6 +129,7 @@ class SmTxn final : public EngineTxn {
   std::unique_ptr<sm::Transaction> txn_;
   sm::ScanOptions scan_options_;
   std::unique_ptr<sm::Cursor> cursor_;  // the last scan's, reused by the next (NewCursor)
+  bool scanning_ = false;               // cursor_ is in use (a visitor is running)
 };
 
 std::string Bytes(uint64_t bytes) {
