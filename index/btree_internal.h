@@ -92,7 +92,7 @@ class SplitPoints {
 
  private:
   // Points are indexed by position j in increasing order (positions skip `skip`).
-  bool Valid(int j) const { return j >= first_ && j <= last_; }
+  bool Valid(int j) const { return j >= 0 && j <= last_; }
   uint16_t PointAt(int j) const;
   Point Make(uint16_t p) const;
   // The point's signed key: left minus right bytes, or point minus target.
@@ -103,7 +103,7 @@ class SplitPoints {
   int target_;
   size_t total_ = 0;
   uint32_t prefix_[kMaxEntries + 1];  // prefix_[v]: bytes of entries [0, v)
-  int first_ = 0, last_ = -1;          // positions of the points
+  int last_ = -1;                      // the last position (the first is 0)
   int left_ = -1, right_ = 0;          // the next positions on either side of the V's bottom
 };
 

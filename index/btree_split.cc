@@ -110,7 +110,6 @@ SplitPoints::SplitPoints(const uint16_t* needs, uint16_t m, bool leaf, int skip,
   total_ = prefix_[m];
   // Leaf: points 1..m-1. Inner: 0..m-1 but `skip`.
   const int count = leaf ? m - 1 : (skip >= 0 && skip < m ? m - 1 : m);
-  first_ = 0;
   last_ = count - 1;
   // The bottom of the V: the first position whose signed key is not negative (binary search,
   // the key growing strictly with the position).

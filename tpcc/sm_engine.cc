@@ -98,17 +98,17 @@ class SmTxn final : public EngineTxn {
     options.upper.assign(upper);
     options.has_upper = !upper.empty();
     options.reverse = reverse;
+    const bool nested_scan = scanning_;
     std::unique_ptr<sm::Cursor> nested;
-    std::unique_ptr<sm::Cursor>& cursor = scanning_ ? nested : cursor_;
+    std::unique_ptr<sm::Cursor>& cursor = nested_scan ? nested : cursor_;
     SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor));
-    const bool outer = !scanning_;
     scanning_ = true;
     Status s = Status::OK();
     while (s.ok() && cursor->Valid()) {
       if (!visitor(cursor->key(), cursor->value())) break;
       s = cursor->Next();
     }
-    if (outer) scanning_ = false;
+    scanning_ = nested_scan;
     return s;
   }
 

@@ -2,7 +2,6 @@
 #include "tpcc/transactions.h"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -13,6 +12,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "tpcc/keys.h"
 
@@ -119,27 +120,18 @@ Status CustomerByName(EngineTxn* txn, uint16_t w, uint8_t d, std::string_view la
                       uint32_t* matches) {
   std::string prefix = CustomerNamePrefix(w, d, last);
   // The matches in C_FIRST order (the index's). A district has about three customers of a last
-  // name, so they fit in `first_ids` and the usual Payment allocates nothing here.
-  std::array<uint32_t, 16> first_ids;
-  std::vector<uint32_t> more_ids;
-  uint32_t n = 0;
+  // name, so they fit inline and the usual Payment allocates nothing here.
+  boost::container::small_vector<uint32_t, 16> ids;
   SM_TRY(txn->Scan(TableId::kCustomerByName, prefix, PrefixEnd(prefix), false,
                    [&](std::string_view key, std::string_view) {
                      KeyReader tail(key.substr(key.size() - 4));
                      uint32_t id = 0;
-                     if (!tail.U32(&id)) return true;
-                     if (n < first_ids.size()) {
-                       first_ids[n] = id;
-                     } else {
-                       more_ids.push_back(id);
-                     }
-                     ++n;
+                     if (tail.U32(&id)) ids.push_back(id);
                      return true;
                    }));
-  *matches = n;
-  if (n == 0) return Status::NotFound("no customer named " + std::string(last));
-  const uint32_t middle = (n + 1) / 2 - 1;
-  *c = middle < first_ids.size() ? first_ids[middle] : more_ids[middle - first_ids.size()];
+  *matches = static_cast<uint32_t>(ids.size());
+  if (ids.empty()) return Status::NotFound("no customer named " + std::string(last));
+  *c = ids[(ids.size() + 1) / 2 - 1];  // the index is in C_FIRST order already
   return Status::OK();
 }
 

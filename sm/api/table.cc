@@ -89,19 +89,6 @@ Status TransactionImpl::Abort() {
 
 namespace {
 
-index::ScanRange RangeOf(const ScanOptions& o) {
-  index::ScanRange range;
-  if (o.has_lower) {
-    range.lower = o.lower_inclusive ? index::ScanBound::Inclusive(o.lower)
-                                    : index::ScanBound::Exclusive(o.lower);
-  }
-  if (o.has_upper) {
-    range.upper = o.upper_inclusive ? index::ScanBound::Inclusive(o.upper)
-                                    : index::ScanBound::Exclusive(o.upper);
-  }
-  return range;
-}
-
 class CursorImpl final : public Cursor {
  public:
   // The cursor locks through the transaction's hook for the table, like every other operation
@@ -109,12 +96,11 @@ class CursorImpl final : public Cursor {
   // lock on the same key.
   CursorImpl(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
              const ScanOptions& options)
-      : txn_(txn),
-        txn_id_(txn->id()),
-        cursor_(tree, RangeOf(options), index::OpContext{txn->txn(), txn->KeyLocks(table_id)}),
-        reverse_(options.reverse) {}
+      : cursor_(tree) {
+    Reuse(txn, tree, table_id, options);
+  }
 
-  // Becomes a new cursor, as the constructor makes it, in place (Table::NewCursor).
+  // Becomes a new cursor for these arguments, in place (Table::NewCursor).
   void Reuse(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
              const ScanOptions& options) {
     txn_ = txn;
@@ -139,10 +125,10 @@ class CursorImpl final : public Cursor {
   }
 
  private:
-  TransactionImpl* txn_;
-  uint64_t txn_id_;
+  TransactionImpl* txn_ = nullptr;
+  uint64_t txn_id_ = 0;
   index::Cursor cursor_;
-  bool reverse_;
+  bool reverse_ = false;
 };
 
 }  // namespace
