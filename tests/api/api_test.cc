@@ -2,6 +2,7 @@
 // errors misuse must produce.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -32,14 +33,36 @@ std::unique_ptr<Database> MustOpen(const Options& o, OpenReport* report = nullpt
   return db;
 }
 
+Table* MustCreateTable(Database* db, const std::string& name) {
+  Table* table = nullptr;
+  REQUIRE(db->CreateTable(name, &table).ok());
+  return table;
+}
+
+Table* MustOpenTable(Database* db, const std::string& name) {
+  Table* table = nullptr;
+  REQUIRE(db->OpenTable(name, &table).ok());
+  return table;
+}
+
 // A database with one table, "t", whose lock waits time out after `lock_wait`.
 std::unique_ptr<Database> OpenWithTable(io::FileSystem* fs, std::chrono::milliseconds lock_wait,
                                         Table** t) {
   Options o = TestOptions(fs);
   o.lock_wait_timeout = lock_wait;
   std::unique_ptr<Database> db = MustOpen(o);
-  REQUIRE(db->CreateTable("t", t).ok());
+  *t = MustCreateTable(db.get(), "t");
   return db;
+}
+
+// Runs work(txn) in a transaction of its own and commits it: the loads and checks that are
+// not themselves under test.
+template <typename Work>
+void RunCommitted(Database* db, Work work) {
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  work(txn.get());
+  REQUIRE(txn->Commit().ok());
 }
 
 std::string Key(int i) {
@@ -48,18 +71,48 @@ std::string Key(int i) {
   return buf;
 }
 
+const char* IsolationName(Isolation isolation) {
+  return isolation == Isolation::kSerializable ? "serializable" : "read committed";
+}
+
+// The implementations behind the public handles, for the checks that look past the API.
+api::DatabaseImpl* Internals(Database* db) { return static_cast<api::DatabaseImpl*>(db); }
+api::TransactionImpl* Internals(Transaction* txn) {
+  return static_cast<api::TransactionImpl*>(txn);
+}
+lock::LockOwner* LockOwnerOf(Transaction* txn) { return Internals(txn)->txn()->lock_owner(); }
+
+// Verifies the trees of `db` and that no allocated page is left in no tree (which only Open's
+// sweep would give back).
+void VerifyNoPageInNoTree(Database* db) {
+  std::string report;
+  REQUIRE(Internals(db)->VerifyWithReport(&report).ok());
+  INFO(report);
+  CHECK(report.find(" 0 in none") != std::string::npos);
+}
+
+// Writes `junk` over the start of file `path` (its header) and syncs it, as a damaged disk
+// would leave it. Not direct I/O: that wants aligned buffers.
+void OverwriteStart(io::FileSystem* fs, const std::string& path,
+                    const std::array<char, 512>& junk) {
+  std::unique_ptr<io::File> file;
+  io::OpenOptions open;
+  open.direct = false;
+  REQUIRE(fs->Open(path, open, &file).ok());
+  REQUIRE(file->Write(0, junk.data(), junk.size()).ok());
+  REQUIRE(file->Sync().ok());
+}
+
 TEST_CASE("a table survives close and reopen", "[unit][api]") {
   io::FaultInjectionFileSystem fs(1);
   OpenReport report;
   {
     auto db = MustOpen(TestOptions(&fs), &report);
     CHECK(report.created);
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("accounts", &t).ok());
-    std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    for (int i = 0; i < 2000; ++i) REQUIRE(t->Insert(txn.get(), Key(i), "v" + Key(i)).ok());
-    REQUIRE(txn->Commit().ok());
+    Table* t = MustCreateTable(db.get(), "accounts");
+    RunCommitted(db.get(), [&](Transaction* txn) {
+      for (int i = 0; i < 2000; ++i) REQUIRE(t->Insert(txn, Key(i), "v" + Key(i)).ok());
+    });
     REQUIRE(db->Verify().ok());
     REQUIRE(db->Close().ok());
   }
@@ -67,8 +120,7 @@ TEST_CASE("a table survives close and reopen", "[unit][api]") {
   CHECK_FALSE(report.created);
   CHECK_FALSE(report.recovered);
   CHECK(report.tables == 1);
-  Table* t = nullptr;
-  REQUIRE(db->OpenTable("accounts", &t).ok());
+  Table* t = MustOpenTable(db.get(), "accounts");
   std::unique_ptr<Transaction> txn;
   REQUIRE(db->Begin(&txn).ok());
   std::string value;
@@ -89,12 +141,8 @@ TEST_CASE("a table survives close and reopen", "[unit][api]") {
 TEST_CASE("abort and a dropped transaction undo their changes", "[unit][api]") {
   io::FaultInjectionFileSystem fs(2);
   auto db = MustOpen(TestOptions(&fs));
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
-  std::unique_ptr<Transaction> setup;
-  REQUIRE(db->Begin(&setup).ok());
-  REQUIRE(t->Insert(setup.get(), "a", "1").ok());
-  REQUIRE(setup->Commit().ok());
+  Table* t = MustCreateTable(db.get(), "t");
+  RunCommitted(db.get(), [&](Transaction* setup) { REQUIRE(t->Insert(setup, "a", "1").ok()); });
   {
     std::unique_ptr<Transaction> txn;
     REQUIRE(db->Begin(&txn).ok());
@@ -109,13 +157,12 @@ TEST_CASE("abort and a dropped transaction undo their changes", "[unit][api]") {
     REQUIRE(db->Begin(&txn).ok());
     REQUIRE(t->Delete(txn.get(), "a").ok());
   }  // destroyed while active: rolled back
-  std::unique_ptr<Transaction> check;
-  REQUIRE(db->Begin(&check).ok());
-  std::string value;
-  REQUIRE(t->Get(check.get(), "a", &value).ok());
-  CHECK(value == "1");
-  CHECK(t->Get(check.get(), Key(7), &value).IsNotFound());
-  REQUIRE(check->Commit().ok());
+  RunCommitted(db.get(), [&](Transaction* check) {
+    std::string value;
+    REQUIRE(t->Get(check, "a", &value).ok());
+    CHECK(value == "1");
+    CHECK(t->Get(check, Key(7), &value).IsNotFound());
+  });
   REQUIRE(db->Verify().ok());
   REQUIRE(db->Close().ok());
 }
@@ -131,8 +178,7 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   CHECK(Database::Open(o, &none).code() == Status::Code::kInvalidArgument);
 
   auto db = MustOpen(TestOptions(&fs));
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  Table* t = MustCreateTable(db.get(), "t");
   Table* again = nullptr;
   CHECK(db->CreateTable("t", &again).code() == Status::Code::kDuplicate);
   CHECK(db->CreateTable("", &again).code() == Status::Code::kInvalidArgument);
@@ -172,7 +218,7 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   REQUIRE(db->Close().ok());
   db = MustOpen(TestOptions(&fs));  // Close released it
   // A crash ends the process that held the lock: recovery may start at once.
-  static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
+  Internals(db.get())->TEST_Crash();
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
   std::unique_ptr<Database> after = MustOpen(TestOptions(&fs));
   REQUIRE(after->Close().ok());
@@ -183,13 +229,12 @@ TEST_CASE("commit and abort release every lock, a recycled transaction starts cl
   io::FaultInjectionFileSystem fs(6);
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
-  auto txn_of = [](Transaction* txn) { return static_cast<api::TransactionImpl*>(txn)->txn(); };
   for (bool commit : {true, false}) {
     INFO((commit ? "commit" : "abort"));
     std::unique_ptr<Transaction> a;
     REQUIRE(db->Begin(&a).ok());
     REQUIRE(t->Upsert(a.get(), "k", "v").ok());
-    txn::Txn* raw = txn_of(a.get());
+    txn::Txn* raw = Internals(a.get())->txn();
     CHECK(raw->lock_owner()->lock_count() >= 3);  // database, table and key at least
     const uint64_t first_id = a->id();
     REQUIRE((commit ? a->Commit() : a->Abort()).ok());
@@ -198,11 +243,11 @@ TEST_CASE("commit and abort release every lock, a recycled transaction starts cl
 
     std::unique_ptr<Transaction> b;
     REQUIRE(db->Begin(&b).ok());
-    CHECK(txn_of(b.get()) == raw);  // the same object, restarted
+    CHECK(Internals(b.get())->txn() == raw);  // the same object, restarted
     CHECK(b->id() > first_id);
     CHECK(b->active());
-    CHECK(txn_of(b.get())->lock_owner()->lock_count() == 0);
-    CHECK(txn_of(b.get())->records_logged() == 0);
+    CHECK(LockOwnerOf(b.get())->lock_count() == 0);
+    CHECK(Internals(b.get())->txn()->records_logged() == 0);
     // Nothing of `a` is still locked: another transaction writes k at once (a leftover X lock
     // would end in LockTimeout after 200 ms).
     std::unique_ptr<Transaction> c;
@@ -281,9 +326,8 @@ class ForeignCursor final : public Cursor {
 TEST_CASE("NewCursor on a cursor of ours makes it the new cursor in place", "[unit][api]") {
   io::FaultInjectionFileSystem fs(16);
   Table* t = nullptr;
-  Table* u = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
-  REQUIRE(db->CreateTable("u", &u).ok());
+  Table* u = MustCreateTable(db.get(), "u");
   std::unique_ptr<Transaction> a;
   REQUIRE(db->Begin(&a).ok());
   for (int i = 0; i < 20; ++i) REQUIRE(t->Insert(a.get(), Key(i), "t").ok());
@@ -342,9 +386,7 @@ TEST_CASE("a transaction object serves tables of any id, transaction after trans
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &first);
   std::vector<Table*> tables{first};
   while (tables.back()->id() < 40) {  // ids past the hooks kept inline
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("t" + std::to_string(tables.size()), &t).ok());
-    tables.push_back(t);
+    tables.push_back(MustCreateTable(db.get(), "t" + std::to_string(tables.size())));
   }
   std::unique_ptr<Transaction> a;
   for (int round = 0; round < 3; ++round) {
@@ -369,20 +411,16 @@ TEST_CASE("a read for update and its update share the transaction's leaf hint fo
   io::FaultInjectionFileSystem fs(19);
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
-  Table* u = nullptr;
-  REQUIRE(db->CreateTable("u", &u).ok());
+  Table* u = MustCreateTable(db.get(), "u");
   std::unique_ptr<Transaction> a;
   REQUIRE(db->Begin(&a).ok());
   for (int i = 0; i < 5000; i += 2) REQUIRE(t->Insert(a.get(), Key(i), "v").ok());
   REQUIRE(a->Commit().ok());
-  auto hint_of = [](Transaction* txn, Table* table) {
-    return static_cast<api::TransactionImpl*>(txn)->Hint(table->id());
-  };
 
   REQUIRE(db->Begin(&a).ok());
-  const index::LeafHint* hint = hint_of(a.get(), t);
+  const index::LeafHint* hint = Internals(a.get())->Hint(t->id());
   REQUIRE(hint != nullptr);
-  REQUIRE(hint != hint_of(a.get(), u));  // one per table
+  REQUIRE(hint != Internals(a.get())->Hint(u->id()));  // one per table
   std::string value;
   const uint64_t hits = hint->hits;
   REQUIRE(t->Get(a.get(), Key(1000), &value).ok());  // the load's leaf is elsewhere: a miss
@@ -397,7 +435,7 @@ TEST_CASE("a read for update and its update share the transaction's leaf hint fo
 
   // A transaction begun on the same object keeps the hint; it is checked on use.
   REQUIRE(db->Begin(&a).ok());
-  REQUIRE(hint_of(a.get(), t) == hint);
+  REQUIRE(Internals(a.get())->Hint(t->id()) == hint);
   REQUIRE(t->GetForUpdate(a.get(), Key(3001), &value).ok());
   REQUIRE(value == "new");
   REQUIRE(hint->hits == hits + 3);
@@ -438,12 +476,9 @@ TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it 
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
   const std::string filler(120, 'v');  // a few dozen rows per leaf: many leaves
-  {
-    std::unique_ptr<Transaction> load;
-    REQUIRE(db->Begin(&load).ok());
-    for (int i = 0; i < 4000; i += 2) REQUIRE(t->Insert(load.get(), Key(i), filler + Key(i)).ok());
-    REQUIRE(load->Commit().ok());
-  }
+  RunCommitted(db.get(), [&](Transaction* load) {
+    for (int i = 0; i < 4000; i += 2) REQUIRE(t->Insert(load, Key(i), filler + Key(i)).ok());
+  });
   std::mt19937 rng(11);
   std::vector<std::string> keys;  // present and absent, in no order, some twice
   for (int n = 0; n < 600; ++n) keys.push_back(Key(static_cast<int>(rng() % 4100)));
@@ -464,8 +499,7 @@ TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it 
   CHECK(ReadMany(t, txn.get(), keys, false) == expected(txn.get(), keys));
   CHECK(ReadMany(t, txn.get(), {}, false).empty());
   // A table whose root is its only leaf: nothing to find ahead.
-  Table* small = nullptr;
-  REQUIRE(db->CreateTable("small", &small).ok());
+  Table* small = MustCreateTable(db.get(), "small");
   REQUIRE(small->Insert(txn.get(), "a", "1").ok());
   REQUIRE(small->Insert(txn.get(), "c", "3").ok());
   CHECK(ReadMany(small, txn.get(), {"c", "b", "a"}, true) ==
@@ -541,17 +575,9 @@ TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
   io::FaultInjectionFileSystem fs(7);
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
-  {
-    std::unique_ptr<Transaction> load;
-    REQUIRE(db->Begin(&load).ok());
-    REQUIRE(t->Insert(load.get(), "k", "v1").ok());
-    REQUIRE(load->Commit().ok());
-  }
-  auto locks_of = [](Transaction* txn) {
-    return static_cast<api::TransactionImpl*>(txn)->txn()->lock_owner()->lock_count();
-  };
+  RunCommitted(db.get(), [&](Transaction* load) { REQUIRE(t->Insert(load, "k", "v1").ok()); });
   for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
-    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    INFO(IsolationName(isolation));
     // Two plain reads share the row.
     std::unique_ptr<Transaction> a, b;
     REQUIRE(db->Begin(&a, isolation).ok());
@@ -566,12 +592,12 @@ TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
     REQUIRE(db->Begin(&a, isolation).ok());
     REQUIRE(t->GetForUpdate(a.get(), "k", &value).ok());
     CHECK(value == "v1");
-    const size_t held = locks_of(a.get());
+    const size_t held = LockOwnerOf(a.get())->lock_count();
     REQUIRE(db->Begin(&b, isolation).ok());
     CHECK(t->Get(b.get(), "k", &value).IsLockTimeout());
     REQUIRE(b->Abort().ok());
     REQUIRE(t->Update(a.get(), "k", "v2").ok());
-    CHECK(locks_of(a.get()) == held);
+    CHECK(LockOwnerOf(a.get())->lock_count() == held);
     REQUIRE(a->Commit().ok());
 
     REQUIRE(db->Begin(&b, isolation).ok());
@@ -589,30 +615,24 @@ TEST_CASE("an update after a read for update is a covered request that still exc
   io::FaultInjectionFileSystem fs(8);
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
-  {
-    std::unique_ptr<Transaction> load;
-    REQUIRE(db->Begin(&load).ok());
-    REQUIRE(t->Insert(load.get(), "a", "1").ok());
-    REQUIRE(t->Insert(load.get(), "b", "1").ok());
-    REQUIRE(load->Commit().ok());
-  }
-  auto owner_of = [](Transaction* txn) {
-    return static_cast<api::TransactionImpl*>(txn)->txn()->lock_owner();
-  };
+  RunCommitted(db.get(), [&](Transaction* load) {
+    REQUIRE(t->Insert(load, "a", "1").ok());
+    REQUIRE(t->Insert(load, "b", "1").ok());
+  });
   for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
-    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    INFO(IsolationName(isolation));
     std::unique_ptr<Transaction> a, b;
     std::string value;
     REQUIRE(db->Begin(&a, isolation).ok());
     REQUIRE(t->GetForUpdate(a.get(), "a", &value).ok());
-    const lock::LockStats before = owner_of(a.get())->stats();
-    const size_t held = owner_of(a.get())->lock_count();
+    const lock::LockStats before = LockOwnerOf(a.get())->stats();
+    const size_t held = LockOwnerOf(a.get())->lock_count();
     REQUIRE(t->Update(a.get(), "a", "2").ok());  // X on "a" again: covered
-    const lock::LockStats after = owner_of(a.get())->stats();
+    const lock::LockStats after = LockOwnerOf(a.get())->stats();
     CHECK(after.covered - before.covered == 1);
     CHECK(after.requests - before.requests == 1);
     CHECK(after.immediate_grants == before.immediate_grants);
-    CHECK(owner_of(a.get())->lock_count() == held);
+    CHECK(LockOwnerOf(a.get())->lock_count() == held);
     // Another key in between, then "a" again: no longer the last lock, still held and covered.
     REQUIRE(t->GetForUpdate(a.get(), "b", &value).ok());
     REQUIRE(t->Update(a.get(), "a", "3").ok());
@@ -657,14 +677,10 @@ TEST_CASE("adders of one row share it, readers wait for them, an abort keeps the
   io::FaultInjectionFileSystem fs(8);
   Table* t = nullptr;
   std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
-  {
-    std::unique_ptr<Transaction> load;
-    REQUIRE(db->Begin(&load).ok());
-    REQUIRE(t->Insert(load.get(), "w", Counters(1000, 50)).ok());
-    REQUIRE(load->Commit().ok());
-  }
+  RunCommitted(db.get(),
+               [&](Transaction* load) { REQUIRE(t->Insert(load, "w", Counters(1000, 50)).ok()); });
   for (Isolation isolation : {Isolation::kSerializable, Isolation::kReadCommitted}) {
-    INFO((isolation == Isolation::kSerializable ? "serializable" : "read committed"));
+    INFO(IsolationName(isolation));
     std::unique_ptr<Transaction> a, b, reader;
     REQUIRE(db->Begin(&a, isolation).ok());
     REQUIRE(db->Begin(&b, isolation).ok());
@@ -710,27 +726,19 @@ TEST_CASE("adders of one row share it, readers wait for them, an abort keeps the
   REQUIRE(db->Close().ok());
   // The committed sums survive a restart.
   db = MustOpen(TestOptions(&fs));
-  REQUIRE(db->OpenTable("t", &t).ok());
-  std::unique_ptr<Transaction> check;
-  REQUIRE(db->Begin(&check).ok());
-  std::string value;
-  REQUIRE(t->Get(check.get(), "w", &value).ok());
-  CHECK(value == Counters(1000, 50));
-  REQUIRE(check->Commit().ok());
+  t = MustOpenTable(db.get(), "t");
+  RunCommitted(db.get(), [&](Transaction* check) {
+    std::string value;
+    REQUIRE(t->Get(check, "w", &value).ok());
+    CHECK(value == Counters(1000, 50));
+  });
   REQUIRE(db->Close().ok());
 }
 
 TEST_CASE("a damaged meta file is reported", "[unit][api]") {
   io::FaultInjectionFileSystem fs(4);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }
-  std::unique_ptr<io::File> meta;
-  io::OpenOptions open;
-  open.direct = false;
-  REQUIRE(fs.Open("/db/sm.meta", open, &meta).ok());
-  char junk[512] = {1, 2, 3};
-  REQUIRE(meta->Write(0, junk, sizeof junk).ok());
-  REQUIRE(meta->Sync().ok());
-  meta.reset();
+  OverwriteStart(&fs, "/db/sm.meta", {1, 2, 3});
   std::unique_ptr<Database> db;
   CHECK(Database::Open(TestOptions(&fs), &db).code() == Status::Code::kCorruption);
 }
@@ -738,15 +746,9 @@ TEST_CASE("a damaged meta file is reported", "[unit][api]") {
 TEST_CASE("a damaged data volume is reported, not opened", "[unit][api]") {
   io::FaultInjectionFileSystem fs(5);
   { REQUIRE(MustOpen(TestOptions(&fs))->Close().ok()); }
-  std::unique_ptr<io::File> volume;
-  io::OpenOptions open;
-  open.direct = false;
-  REQUIRE(fs.Open("/db/data.sm", open, &volume).ok());
-  char junk[512];
-  std::memset(junk, 0x5a, sizeof junk);
-  REQUIRE(volume->Write(0, junk, sizeof junk).ok());  // the volume header
-  REQUIRE(volume->Sync().ok());
-  volume.reset();
+  std::array<char, 512> junk;
+  junk.fill(0x5a);
+  OverwriteStart(&fs, "/db/data.sm", junk);  // the volume header
   std::unique_ptr<Database> db;
   Status s = Database::Open(TestOptions(&fs), &db);
   INFO(s.ToString());
@@ -791,7 +793,7 @@ TEST_CASE("crash recovery through Open", "[crash][api]") {
       REQUIRE(t->Upsert(in_flight.get(), Key(static_cast<int>(rng() % 3000)), "lost").ok());
     }
     if (rng() % 2 == 0) REQUIRE(db->Checkpoint().ok());
-    static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
+    Internals(db.get())->TEST_Crash();
     in_flight.reset();
     db.reset();
     fs.SimulateCrash(rng() % 2 == 0 ? io::CrashMode::kDropUnsynced : io::CrashMode::kTearUnsynced);
@@ -800,11 +802,8 @@ TEST_CASE("crash recovery through Open", "[crash][api]") {
     db = MustOpen(TestOptions(&fs), &report);
     CHECK(report.recovered);
     CHECK(report.orphan_sweep_skipped.empty());
-    std::string verify;
-    REQUIRE(static_cast<api::DatabaseImpl*>(db.get())->VerifyWithReport(&verify).ok());
-    INFO(verify);
-    CHECK(verify.find(" 0 in none") != std::string::npos);  // Open gave back what splits left
-    REQUIRE(db->OpenTable("t", &t).ok());
+    VerifyNoPageInNoTree(db.get());  // Open gave back what splits left
+    t = MustOpenTable(db.get(), "t");
     std::unique_ptr<Transaction> check;
     REQUIRE(db->Begin(&check).ok());
     std::unique_ptr<Cursor> cursor;
@@ -848,12 +847,8 @@ TEST_CASE("reserve_free_bytes grows the data file at open", "[unit][api]") {
   options.reserve_free_bytes = plain + (16u << 20);
   {
     auto db = MustOpen(options);
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("t", &t).ok());
-    std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    REQUIRE(t->Insert(txn.get(), Key(1), "v").ok());
-    REQUIRE(txn->Commit().ok());
+    Table* t = MustCreateTable(db.get(), "t");
+    RunCommitted(db.get(), [&](Transaction* txn) { REQUIRE(t->Insert(txn, Key(1), "v").ok()); });
     REQUIRE(db->Close().ok());
   }
   const uint64_t reserved = VolumeBytes(&fs, options.path);
@@ -883,13 +878,11 @@ TEST_CASE("a bad checkpoint spread is refused and paced checkpoints meet Checkpo
   options.checkpoint_interval = std::chrono::milliseconds(50);
   options.checkpoint_spread = 0.99;
   auto db = MustOpen(options);
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
+  Table* t = MustCreateTable(db.get(), "t");
   for (int round = 0; round < 20; ++round) {
-    std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    for (int k = 0; k < 200; ++k) REQUIRE(t->Upsert(txn.get(), Key(k * 37 + round), "v").ok());
-    REQUIRE(txn->Commit().ok());
+    RunCommitted(db.get(), [&](Transaction* txn) {
+      for (int k = 0; k < 200; ++k) REQUIRE(t->Upsert(txn, Key(k * 37 + round), "v").ok());
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (round % 5 == 4) REQUIRE(db->Checkpoint().ok());
   }
@@ -902,17 +895,13 @@ TEST_CASE("a bad checkpoint spread is refused and paced checkpoints meet Checkpo
 // Table "t" with keys 0-4999 (100-byte values), then keys 1000-3999 deleted: about 40 leaves
 // emptied, and all but a few retired.
 void FillThenDeleteMiddle(Database* db) {
-  Table* t = nullptr;
-  REQUIRE(db->CreateTable("t", &t).ok());
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(db->Begin(&txn).ok());
-  for (int k = 0; k < 5000; ++k) {
-    REQUIRE(t->Insert(txn.get(), Key(k), std::string(100, 'v')).ok());
-  }
-  REQUIRE(txn->Commit().ok());
-  REQUIRE(db->Begin(&txn).ok());
-  for (int k = 1000; k < 4000; ++k) REQUIRE(t->Delete(txn.get(), Key(k)).ok());
-  REQUIRE(txn->Commit().ok());
+  Table* t = MustCreateTable(db, "t");
+  RunCommitted(db, [&](Transaction* txn) {
+    for (int k = 0; k < 5000; ++k) REQUIRE(t->Insert(txn, Key(k), std::string(100, 'v')).ok());
+  });
+  RunCommitted(db, [&](Transaction* txn) {
+    for (int k = 1000; k < 4000; ++k) REQUIRE(t->Delete(txn, Key(k)).ok());
+  });
 }
 
 TEST_CASE("Close gives back the pages of the leaves deletes retired", "[unit][api]") {
@@ -928,10 +917,7 @@ TEST_CASE("Close gives back the pages of the leaves deletes retired", "[unit][ap
   auto db = MustOpen(options);
   // About 40 leaves held the deleted rows; all but a few left the tree and went back.
   CHECK(db->stats().volume_pages_allocated + 30 < allocated_before_close);
-  std::string report;
-  REQUIRE(static_cast<api::DatabaseImpl*>(db.get())->VerifyWithReport(&report).ok());
-  INFO(report);
-  CHECK(report.find(" 0 in none") != std::string::npos);
+  VerifyNoPageInNoTree(db.get());
 }
 
 // The retired leaves a tree keeps for its splits are in memory only: a crash leaves them
@@ -944,7 +930,7 @@ TEST_CASE("Open gives back the pages a crash left in no tree", "[crash][api]") {
     auto db = MustOpen(options);
     FillThenDeleteMiddle(db.get());  // durable commits
     allocated_at_crash = db->stats().volume_pages_allocated;
-    static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
+    Internals(db.get())->TEST_Crash();
     fs.SimulateCrash(io::CrashMode::kDropUnsynced);
   }
   OpenReport report;
@@ -956,32 +942,26 @@ TEST_CASE("Open gives back the pages a crash left in no tree", "[crash][api]") {
   CHECK(report.ToString().find(Counted(report.orphan_pages_freed, "page") +
                                " in no tree given back") != std::string::npos);
   CHECK(db->stats().volume_pages_allocated + report.orphan_pages_freed == allocated_at_crash);
-  std::string verify;
-  REQUIRE(static_cast<api::DatabaseImpl*>(db.get())->VerifyWithReport(&verify).ok());
-  INFO(verify);
-  CHECK(verify.find(" 0 in none") != std::string::npos);
-  Table* t = nullptr;
-  REQUIRE(db->OpenTable("t", &t).ok());
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(db->Begin(&txn).ok());
-  std::string value;
-  for (int k = 0; k < 5000; ++k) {
-    Status s = t->Get(txn.get(), Key(k), &value);
-    if (k >= 1000 && k < 4000) {
-      REQUIRE(s.IsNotFound());
-    } else {
-      REQUIRE(s.ok());
+  VerifyNoPageInNoTree(db.get());
+  Table* t = MustOpenTable(db.get(), "t");
+  RunCommitted(db.get(), [&](Transaction* txn) {
+    std::string value;
+    for (int k = 0; k < 5000; ++k) {
+      Status s = t->Get(txn, Key(k), &value);
+      if (k >= 1000 && k < 4000) {
+        REQUIRE(s.IsNotFound());
+      } else {
+        REQUIRE(s.ok());
+      }
     }
-  }
-  // The freed pages are the volume's again: new rows reuse them before the file grows.
-  for (int k = 1000; k < 4000; ++k) {
-    REQUIRE(t->Insert(txn.get(), Key(k), std::string(100, 'w')).ok());
-  }
-  REQUIRE(txn->Commit().ok());
+    // The freed pages are the volume's again: new rows reuse them before the file grows.
+    for (int k = 1000; k < 4000; ++k) {
+      REQUIRE(t->Insert(txn, Key(k), std::string(100, 'w')).ok());
+    }
+  });
   CHECK(db->stats().volume_pages_allocated <= allocated_at_crash + 10);
   REQUIRE(db->Verify().ok());
   // A second Open finds nothing more to give back.
-  txn.reset();
   REQUIRE(db->Close().ok());
   OpenReport again;
   db = MustOpen(options, &again);
@@ -994,12 +974,10 @@ TEST_CASE("prewarm fills the buffer pool", "[unit][api]") {
   const int kRows = 20000;
   {
     auto db = MustOpen(options);
-    Table* t = nullptr;
-    REQUIRE(db->CreateTable("t", &t).ok());
-    std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    for (int i = 0; i < kRows; ++i) REQUIRE(t->Insert(txn.get(), Key(i), std::string(100, 'v')).ok());
-    REQUIRE(txn->Commit().ok());
+    Table* t = MustCreateTable(db.get(), "t");
+    RunCommitted(db.get(), [&](Transaction* txn) {
+      for (int i = 0; i < kRows; ++i) REQUIRE(t->Insert(txn, Key(i), std::string(100, 'v')).ok());
+    });
     REQUIRE(db->Close().ok());
   }
   {
@@ -1008,13 +986,11 @@ TEST_CASE("prewarm fills the buffer pool", "[unit][api]") {
     REQUIRE(db->Prewarm(&pages).ok());
     CHECK(pages > 250);
     uint64_t misses_before = db->stats().pool_misses;
-    Table* t = nullptr;
-    REQUIRE(db->OpenTable("t", &t).ok());
-    std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    std::string value;
-    for (int i = 0; i < kRows; ++i) REQUIRE(t->Get(txn.get(), Key(i), &value).ok());
-    REQUIRE(txn->Commit().ok());
+    Table* t = MustOpenTable(db.get(), "t");
+    RunCommitted(db.get(), [&](Transaction* txn) {
+      std::string value;
+      for (int i = 0; i < kRows; ++i) REQUIRE(t->Get(txn, Key(i), &value).ok());
+    });
     CHECK(db->stats().pool_misses == misses_before);
     REQUIRE(db->Close().ok());
   }
