@@ -22,7 +22,7 @@ using threads::Worker;
 namespace {
 
 // A begin team waits for at most this many picks of teams in flight (see PickTeam).
-constexpr uint32_t kMaxAdmissionPassOvers = 256;
+constexpr uint32_t kMaxAdmissionPassOvers = 1024;
 
 // Counters written only by their worker; a relaxed load + store compiles to a plain
 // increment (no locked instruction on the CTX path) and keeps cross-thread reads defined.
@@ -37,6 +37,7 @@ struct Counter {
 
 struct ListStats {
   Counter teams, entered, completed, ctx_switches, ctx_skipped_latch, size_sum, activations;
+  Counter forced_turns;  // activations taken from the preferred team by a pass-over bound
   Counter stray[threads::kWaitReasonCount];
 };
 
@@ -310,7 +311,13 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   const uint64_t limit = oldest->list->admission
                              ? kMaxAdmissionPassOvers
                              : g_max_pass_overs.load(std::memory_order_relaxed);
-  if (preferred_waits && PassedOver(wt, oldest) < limit) pick = preferred;
+  if (preferred_waits) {
+    if (PassedOver(wt, oldest) < limit) {
+      pick = preferred;
+    } else if (preferred != oldest) {
+      oldest->stats->forced_turns.Add();
+    }
+  }
   if (pick != oldest && !oldest->list->admission) ++oldest->passed_over;
   Activate(wt, pick);
   ++wt.picks;
@@ -627,6 +634,7 @@ std::vector<TeamStats> Stats() {
       row.ctx_skipped_latch += ls->ctx_skipped_latch.Get();
       row.size_sum += ls->size_sum.Get();
       row.activations += ls->activations.Get();
+      row.forced_turns += ls->forced_turns.Get();
       for (int r = 0; r < threads::kWaitReasonCount; ++r) row.stray[r] += ls->stray[r].Get();
     }
   }
@@ -640,7 +648,8 @@ void ResetStats() {
   for (auto& wt : G().workers) {
     for (auto& [key, ls] : wt->stats) {
       for (Counter* c : {&ls->teams, &ls->entered, &ls->completed, &ls->ctx_switches,
-                         &ls->ctx_skipped_latch, &ls->size_sum, &ls->activations}) {
+                         &ls->ctx_skipped_latch, &ls->size_sum, &ls->activations,
+                         &ls->forced_turns}) {
         c->Reset();
       }
       for (auto& c : ls->stray) c.Reset();

@@ -16,9 +16,9 @@
 //       * else the old team is done and the next team to run is picked: the one the last
 //         member joined (the paper's policy), unless the oldest waiting team has been
 //         passed over max_pass_overs times (so every team makes progress). Begin teams (new
-//         transactions) run only when no other team waits, so fibers that finish
-//         transactions one at a time (behind a hot lock) gather there and start the next
-//         ones as a team;
+//         transactions) run only when no other team waits (or after 1,024 picks), so fibers
+//         that finish transactions one at a time (behind a hot lock) gather there and start
+//         the next ones as a team;
 //       * if the worker has ready fibers (strays woken by I/O or locks, new fibers), they
 //         run first, through the regular scheduler, and get to join their teams; when the
 //         run queue is empty the worker's idle hook resumes the next team.
@@ -189,6 +189,11 @@ struct TeamStats {
   uint64_t ctx_skipped_latch = 0;                  // CTX points passed holding an exclusive latch
   uint64_t size_sum = 0;                           // sum of team sizes when each team first ran
   uint64_t activations = 0;                        // teams of this list that ran
+  // Activations that went to a team of this list although the team the last member joined
+  // was waiting, because this one had been passed over as often as the bound allows
+  // (StepsOptions::max_pass_overs, or the admission bound for begin): how often the bound,
+  // not the paper's pick, chose the next team.
+  uint64_t forced_turns = 0;
   double AverageTeamSize() const {
     return activations == 0 ? 0.0 : double(size_sum) / double(activations);
   }

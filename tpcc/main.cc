@@ -511,14 +511,15 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
 json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::TeamStats>& teams) {
   json out = json::array();
   if (!steps) return out;
-  Say(o, "STEPS teams (run and warm-up):\n%-28s %9s %11s %11s %9s %10s %12s  %s\n", "operation",
-      "teams", "entered", "completed", "strays", "avg size", "CTX switches", "strays by cause");
+  Say(o, "STEPS teams (run and warm-up):\n%-32s %9s %11s %11s %9s %10s %12s %8s  %s\n",
+      "operation", "teams", "entered", "completed", "strays", "avg size", "CTX switches",
+      "forced", "strays by cause");
   for (const steps::TeamStats& t : teams) {
-    Say(o, "%-28s %9llu %11llu %11llu %9llu %10.2f %12llu  %s\n", t.name.c_str(),
+    Say(o, "%-32s %9llu %11llu %11llu %9llu %10.2f %12llu %8llu  %s\n", t.name.c_str(),
         static_cast<unsigned long long>(t.teams), static_cast<unsigned long long>(t.entered),
         static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(t.strays()),
         t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches),
-        t.StrayReasons().c_str());
+        static_cast<unsigned long long>(t.forced_turns), t.StrayReasons().c_str());
     out.push_back({{"operation", t.name},
                    {"teams", t.teams},
                    {"entered", t.entered},
@@ -527,7 +528,8 @@ json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::Tea
                    {"strays_by_cause", t.StrayReasons()},
                    {"average_team_size", t.AverageTeamSize()},
                    {"ctx_switches", t.ctx_switches},
-                   {"ctx_skipped_latch", t.ctx_skipped_latch}});
+                   {"ctx_skipped_latch", t.ctx_skipped_latch},
+                   {"forced_turns", t.forced_turns}});
   }
   return out;
 }

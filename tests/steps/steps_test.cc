@@ -41,11 +41,14 @@ struct StepsScope {
   ~StepsScope() { steps::Uninstall(); }
 };
 
-const steps::TeamStats* Row(const std::vector<steps::TeamStats>& rows, const std::string& name) {
-  for (const auto& r : rows) {
-    if (r.name == name) return &r;
-  }
-  return nullptr;
+// The statistics of the team list named `name`, which the test must have used.
+steps::TeamStats TeamRow(const std::string& name) {
+  const std::vector<steps::TeamStats> rows = steps::Stats();
+  const auto row = std::find_if(rows.begin(), rows.end(),
+                                [&](const steps::TeamStats& r) { return r.name == name; });
+  INFO("team list " << name);
+  REQUIRE(row != rows.end());
+  return *row;
 }
 
 // Runs `fibers` fibers on worker `worker`, spawned by a root fiber so that all are queued
@@ -64,66 +67,67 @@ void RunFibers(threads::Runtime* rt, int worker, int fibers, Body body, threads:
       },
       worker);
 }
+
+// Runs `fibers` fibers on each worker of a new runtime with `workers` workers, body(w, i) on
+// fiber i of worker w, and returns once all have finished and the runtime has shut down, so
+// that a test reads its traces and statistics with no fiber running.
+template <typename Body>
+void RunOnWorkers(unsigned workers, int fibers, Body body) {
+  auto rt = MakeRuntime(workers);
+  threads::WaitGroup wg;
+  for (int w = 0; w < static_cast<int>(workers); ++w) {
+    RunFibers(rt.get(), w, fibers, [body, w](int i) { body(w, i); }, &wg);
+  }
+  wg.Wait();
+  rt->Shutdown();
+}
+
+// RunOnWorkers on a single worker, body(i) on fiber i: there the schedule, and so the trace, is
+// exact.
+template <typename Body>
+void RunOnOneWorker(int fibers, Body body) {
+  RunOnWorkers(1, fibers, [body](int, int i) { body(i); });
+}
+
+// Runs `fibers` fibers on one worker, each through operation `key` with three CTX points and
+// then a commit. Returns the trace: a fiber's index before each of its CTX points, and 100 + its
+// index at its commit.
+std::vector<int> OperationThenCommitTrace(int fibers, steps::TeamKey key) {
+  std::vector<int> trace;
+  RunOnOneWorker(fibers, [&](int i) {
+    steps::BeginOp(key);
+    for (int k = 0; k < 3; ++k) {
+      trace.push_back(i);
+      SM_CTX(kSiteOn);
+    }
+    steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+    trace.push_back(100 + i);
+    steps::Detach();
+  });
+  return trace;
+}
 }  // namespace
 
 TEST_CASE("a team runs its operation round robin at CTX points", "[unit][steps]") {
   StepsScope scope(32);
-  auto rt = MakeRuntime(1);
-  std::vector<int> trace;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 4,
-      [&](int i) {
-        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 7));
-        for (int k = 0; k < 3; ++k) {
-          trace.push_back(i);
-          SM_CTX(kSiteOn);
-        }
-        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
-        trace.push_back(100 + i);
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
-  REQUIRE(trace == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 100, 101, 102, 103});
-  auto rows = steps::Stats();
-  const auto* fetch = Row(rows, "index fetch (7)");
-  REQUIRE(fetch != nullptr);
-  CHECK(fetch->teams == 1);
-  CHECK(fetch->entered == 4);
-  CHECK(fetch->completed == 4);
-  CHECK(fetch->strays() == 0);
-  CHECK(fetch->ctx_switches == 12);
-  CHECK(fetch->AverageTeamSize() == 4.0);
+  REQUIRE(OperationThenCommitTrace(4, steps::KeyFor(Op::kIndexFetch, 7)) ==
+          std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 100, 101, 102, 103});
+  const steps::TeamStats fetch = TeamRow("index fetch (7)");
+  CHECK(fetch.teams == 1);
+  CHECK(fetch.entered == 4);
+  CHECK(fetch.completed == 4);
+  CHECK(fetch.strays() == 0);
+  CHECK(fetch.ctx_switches == 12);
+  CHECK(fetch.AverageTeamSize() == 4.0);
 }
 
 TEST_CASE("a full team makes the next fibers form a team that runs after it", "[unit][steps]") {
   StepsScope scope(2);
-  auto rt = MakeRuntime(1);
-  std::vector<int> trace;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 4,
-      [&](int i) {
-        steps::BeginOp(steps::KeyFor(Op::kScan, 0));
-        for (int k = 0; k < 3; ++k) {
-          trace.push_back(i);
-          SM_CTX(kSiteOn);
-        }
-        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
-        trace.push_back(100 + i);
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
-  REQUIRE(trace == std::vector<int>{0, 1, 0, 1, 0, 1, 100, 101, 2, 3, 2, 3, 2, 3, 102, 103});
-  auto rows = steps::Stats();
-  const auto* scan = Row(rows, "scan");
-  REQUIRE(scan != nullptr);
-  CHECK(scan->teams == 2);
-  CHECK(scan->AverageTeamSize() == 2.0);
+  REQUIRE(OperationThenCommitTrace(4, steps::KeyFor(Op::kScan, 0)) ==
+          std::vector<int>{0, 1, 0, 1, 0, 1, 100, 101, 2, 3, 2, 3, 2, 3, 102, 103});
+  const steps::TeamStats scan = TeamRow("scan");
+  CHECK(scan.teams == 2);
+  CHECK(scan.AverageTeamSize() == 2.0);
 }
 
 // Two fibers on one worker under `options`: fiber 0 runs the operations `waiter` and records
@@ -134,27 +138,20 @@ std::vector<int> WaiterAndChain(const steps::StepsOptions& options,
                                 std::vector<steps::TeamKey> prefix,
                                 std::array<steps::TeamKey, 2> chain, int chain_ops) {
   StepsScope scope(options);
-  auto rt = MakeRuntime(1);
   std::vector<int> trace;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 2,
-      [&](int i) {
-        if (i == 0) {
-          for (steps::TeamKey key : waiter) steps::BeginOp(key);
-          trace.push_back(-1);
-        } else {
-          for (steps::TeamKey key : prefix) steps::BeginOp(key);
-          for (int k = 0; k < chain_ops; ++k) {
-            steps::BeginOp(chain[k % 2]);
-            trace.push_back(k);
-          }
-        }
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(2, [&](int i) {
+    if (i == 0) {
+      for (steps::TeamKey key : waiter) steps::BeginOp(key);
+      trace.push_back(-1);
+    } else {
+      for (steps::TeamKey key : prefix) steps::BeginOp(key);
+      for (int k = 0; k < chain_ops; ++k) {
+        steps::BeginOp(chain[k % 2]);
+        trace.push_back(k);
+      }
+    }
+    steps::Detach();
+  });
   return trace;
 }
 
@@ -179,12 +176,14 @@ TEST_CASE("a waiting team is passed over for the last member's team at most so m
     REQUIRE(trace.size() == kChainOps + 1);
     const auto scan_at = std::find(trace.begin(), trace.end(), -1) - trace.begin();
     CHECK(scan_at == limit);  // after `limit` operations of fiber 1
+    CHECK(TeamRow("scan").forced_turns == 1);  // the bound, not the paper's pick, ran it
     trace.erase(trace.begin() + scan_at);
     for (int k = 0; k < kChainOps; ++k) CHECK(trace[k] == k);
   }
   // The default lets the chain run to its end first (it is far shorter than the bound).
   const std::vector<int> trace = PassOverTrace(steps::StepsOptions().max_pass_overs, kChainOps);
   CHECK(trace.back() == -1);
+  CHECK(TeamRow("scan").forced_turns == 0);
 }
 
 // Options whose picks pass over a waiting team at most twice: the admission tests below
@@ -201,38 +200,29 @@ steps::StepsOptions EarlyTurns() {
 // other team waits, so fiber 0 waits for fiber 1 and both start as one team.
 TEST_CASE("new transactions gather at begin while others are in flight", "[unit][steps]") {
   StepsScope scope(EarlyTurns());
-  auto rt = MakeRuntime(1);
   std::vector<int> trace;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 2,
-      [&](int i) {
-        const Op path[] = {Op::kIndexFetch, Op::kUpdate, Op::kInsert, Op::kCommit};
-        for (int k = i == 0 ? 3 : 0; k < 4; ++k) {
-          steps::BeginOp(steps::KeyFor(path[k], 1));
-          trace.push_back(10 * i + k);
-        }
-        steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
-        trace.push_back(100 + i);
-        SM_CTX(kSiteOn);
-        trace.push_back(200 + i);
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(2, [&](int i) {
+    const Op path[] = {Op::kIndexFetch, Op::kUpdate, Op::kInsert, Op::kCommit};
+    for (int k = i == 0 ? 3 : 0; k < 4; ++k) {
+      steps::BeginOp(steps::KeyFor(path[k], 1));
+      trace.push_back(10 * i + k);
+    }
+    steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+    trace.push_back(100 + i);
+    SM_CTX(kSiteOn);
+    trace.push_back(200 + i);
+    steps::Detach();
+  });
   REQUIRE(trace == std::vector<int>{10, 11, 3, 12, 13, 100, 101, 200, 201});
-  const auto rows = steps::Stats();
-  const auto* begin = Row(rows, "begin");
-  REQUIRE(begin != nullptr);
-  CHECK(begin->teams == 1);
-  CHECK(begin->AverageTeamSize() == 2.0);
+  const steps::TeamStats begin = TeamRow("begin");
+  CHECK(begin.teams == 1);
+  CHECK(begin.AverageTeamSize() == 2.0);
 }
 
 // The wait at begin is bounded: a transaction with many operations in flight does not hold
 // new ones back until it ends (fiber 0's commit runs early: EarlyTurns).
 TEST_CASE("a long transaction in flight holds begin back only so long", "[unit][steps]") {
-  constexpr int kLongOps = 2000;
+  constexpr int kLongOps = 4000;  // well beyond the begin team's bound of 1,024 picks
   const std::vector<int> trace = WaiterAndChain(
       EarlyTurns(), {steps::KeyFor(Op::kCommit, 0), steps::KeyFor(Op::kBegin, 0)}, {},
       {steps::KeyFor(Op::kIndexFetch, 1), steps::KeyFor(Op::kUpdate, 1)}, kLongOps);
@@ -240,129 +230,96 @@ TEST_CASE("a long transaction in flight holds begin back only so long", "[unit][
   INFO("begin ran after " << begin_at << " of " << kLongOps << " operations");
   CHECK(begin_at > 0);
   CHECK(begin_at < kLongOps / 2);
+  CHECK(TeamRow("begin").forced_turns == 1);
 }
 
 TEST_CASE("a member that waits for a lock or sleeps goes stray and rejoins later",
           "[unit][steps]") {
   StepsScope scope(32);
-  auto rt = MakeRuntime(1);
   std::vector<std::string> trace;
   threads::Baton lock_granted;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 3,
-      [&](int i) {
-        for (int round = 0; round < 2; ++round) {
-          steps::BeginOp(steps::KeyFor(Op::kUpdate, 0));
-          trace.push_back("u" + std::to_string(i));
-          if (round == 0 && i == 1) {
-            threads::WaitReasonScope reason(threads::WaitReason::kLock);
-            lock_granted.Wait();  // fiber 1 blocks on a "lock" that fiber 2 grants
-          }
-          if (round == 0 && i == 2) {
-            lock_granted.Post();
-            threads::SleepFor(std::chrono::milliseconds(1));  // fiber 2 goes stray asleep
-          }
-          SM_CTX(kSiteOn);
-          trace.push_back("v" + std::to_string(i));
-        }
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(3, [&](int i) {
+    for (int round = 0; round < 2; ++round) {
+      steps::BeginOp(steps::KeyFor(Op::kUpdate, 0));
+      trace.push_back("u" + std::to_string(i));
+      if (round == 0 && i == 1) {
+        threads::WaitReasonScope reason(threads::WaitReason::kLock);
+        lock_granted.Wait();  // fiber 1 blocks on a "lock" that fiber 2 grants
+      }
+      if (round == 0 && i == 2) {
+        lock_granted.Post();
+        threads::SleepFor(std::chrono::milliseconds(1));  // fiber 2 goes stray asleep
+      }
+      SM_CTX(kSiteOn);
+      trace.push_back("v" + std::to_string(i));
+    }
+    steps::Detach();
+  });
   REQUIRE(trace.size() == 12);  // everyone finished both rounds
-  auto rows = steps::Stats();
-  const auto* update = Row(rows, "update");
-  REQUIRE(update != nullptr);
-  CHECK(update->stray[static_cast<int>(threads::WaitReason::kLock)] == 1);
-  CHECK(update->stray[static_cast<int>(threads::WaitReason::kSleep)] == 1);
-  CHECK(update->entered == 6);  // the strays rejoined at their next operation
-  CHECK(update->completed + update->strays() == 6);
+  const steps::TeamStats update = TeamRow("update");
+  CHECK(update.stray[static_cast<int>(threads::WaitReason::kLock)] == 1);
+  CHECK(update.stray[static_cast<int>(threads::WaitReason::kSleep)] == 1);
+  CHECK(update.entered == 6);  // the strays rejoined at their next operation
+  CHECK(update.completed + update.strays() == 6);
 }
 
 TEST_CASE("CTX does not switch while an exclusive latch is held", "[unit][steps]") {
   StepsScope scope(32);
-  auto rt = MakeRuntime(1);
   std::vector<std::string> trace;
   threads::Latch latch;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 2,
-      [&](int i) {
-        steps::BeginOp(steps::KeyFor(Op::kInsert, 3));
-        {
-          threads::LatchGuard guard(latch, threads::LatchMode::kExclusive);
-          trace.push_back("held" + std::to_string(i));
-          SM_CTX(kSiteOn);  // skipped: a teammate would block on the latch
-          trace.push_back("still" + std::to_string(i));
-        }
-        SM_CTX(kSiteOn);  // taken
-        trace.push_back("after" + std::to_string(i));
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(2, [&](int i) {
+    steps::BeginOp(steps::KeyFor(Op::kInsert, 3));
+    {
+      threads::LatchGuard guard(latch, threads::LatchMode::kExclusive);
+      trace.push_back("held" + std::to_string(i));
+      SM_CTX(kSiteOn);  // skipped: a teammate would block on the latch
+      trace.push_back("still" + std::to_string(i));
+    }
+    SM_CTX(kSiteOn);  // taken
+    trace.push_back("after" + std::to_string(i));
+    steps::Detach();
+  });
   REQUIRE(trace ==
           std::vector<std::string>{"held0", "still0", "held1", "still1", "after0", "after1"});
-  auto rows = steps::Stats();
-  const auto* insert = Row(rows, "insert (3)");
-  REQUIRE(insert != nullptr);
-  CHECK(insert->ctx_skipped_latch == 2);
-  CHECK(insert->ctx_switches == 2);
+  const steps::TeamStats insert = TeamRow("insert (3)");
+  CHECK(insert.ctx_skipped_latch == 2);
+  CHECK(insert.ctx_switches == 2);
 }
 
 TEST_CASE("disabled CTX sites and STEPS off leave the schedule alone", "[unit][steps]") {
   for (bool installed : {true, false}) {
     std::unique_ptr<StepsScope> scope;
     if (installed) scope = std::make_unique<StepsScope>(32);
-    auto rt = MakeRuntime(1);
     std::vector<int> trace;
-    threads::WaitGroup wg;
-    RunFibers(
-        rt.get(), 0, 3,
-        [&](int i) {
-          steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 1));
-          for (int k = 0; k < 2; ++k) {
-            trace.push_back(i);
-            SM_CTX(kSiteOff);
-            if (!installed) SM_CTX(kSiteOn);  // no handler installed: nothing happens
-          }
-          steps::Detach();
-        },
-        &wg);
-    wg.Wait();
-    rt->Shutdown();
+    RunOnOneWorker(3, [&](int i) {
+      steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 1));
+      for (int k = 0; k < 2; ++k) {
+        trace.push_back(i);
+        SM_CTX(kSiteOff);
+        if (!installed) SM_CTX(kSiteOn);  // no handler installed: nothing happens
+      }
+      steps::Detach();
+    });
     REQUIRE(trace == std::vector<int>{0, 0, 1, 1, 2, 2});
   }
 }
 
 TEST_CASE("teams run on two workers at once", "[unit][steps]") {
   StepsScope scope(32);
-  auto rt = MakeRuntime(2);
   constexpr int kFibers = 6, kRounds = 50, kPoints = 4;
   std::vector<int> traces[2];
   std::atomic<int> bad_worker{0};
-  threads::WaitGroup wg;
-  for (int w = 0; w < 2; ++w) {
-    RunFibers(
-        rt.get(), w, kFibers,
-        [&, w](int i) {
-          for (int round = 0; round < kRounds; ++round) {
-            steps::BeginOp(steps::KeyFor(round % 2 ? Op::kIndexFetch : Op::kUpdate, 5));
-            for (int p = 0; p < kPoints; ++p) {
-              if (Worker::Current()->index() != w) bad_worker.fetch_add(1);
-              traces[w].push_back(i);
-              SM_CTX(kSiteOn);
-            }
-          }
-          steps::Detach();
-        },
-        &wg);
-  }
-  wg.Wait();
-  rt->Shutdown();
+  RunOnWorkers(2, kFibers, [&](int w, int i) {
+    for (int round = 0; round < kRounds; ++round) {
+      steps::BeginOp(steps::KeyFor(round % 2 ? Op::kIndexFetch : Op::kUpdate, 5));
+      for (int p = 0; p < kPoints; ++p) {
+        if (Worker::Current()->index() != w) bad_worker.fetch_add(1);
+        traces[w].push_back(i);
+        SM_CTX(kSiteOn);
+      }
+    }
+    steps::Detach();
+  });
   REQUIRE(bad_worker.load() == 0);
   for (auto& trace : traces) {
     REQUIRE(trace.size() == size_t{kFibers} * kRounds * kPoints);
@@ -379,33 +336,23 @@ TEST_CASE("teams run on two workers at once", "[unit][steps]") {
 TEST_CASE("turning teams off dissolves them and the members run on without switching",
           "[unit][steps]") {
   StepsScope scope(32);
-  auto rt = MakeRuntime(1);
   std::vector<int> trace;
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, 4,
-      [&](int i) {
-        steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 7));
-        trace.push_back(i);
-        SM_CTX(kSiteOn);
-        if (i == 0) steps::SetTeamsEnabledForTest(false);
-        trace.push_back(10 + i);
-        SM_CTX(kSiteOn);
-        trace.push_back(20 + i);
-        steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
-        trace.push_back(100 + i);
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(4, [&](int i) {
+    steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 7));
+    trace.push_back(i);
+    SM_CTX(kSiteOn);
+    if (i == 0) steps::SetTeamsEnabledForTest(false);
+    trace.push_back(10 + i);
+    SM_CTX(kSiteOn);
+    trace.push_back(20 + i);
+    steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+    trace.push_back(100 + i);
+    steps::Detach();
+  });
   // One round robin in the team; then each fiber runs to its end in team order.
   REQUIRE(trace == std::vector<int>{0, 1, 2, 3, 10, 20, 100, 11, 21, 101, 12, 22, 102, 13, 23,
                                     103});
-  const auto rows = steps::Stats();
-  const auto* fetch = Row(rows, "index fetch (7)");
-  REQUIRE(fetch != nullptr);
-  CHECK(fetch->ctx_switches == 4);
+  CHECK(TeamRow("index fetch (7)").ctx_switches == 4);
 }
 
 TEST_CASE("teams form again once turned back on", "[unit][steps]") {
@@ -492,32 +439,25 @@ namespace {
 // `probes` probes have finished (or a generous deadline: epochs are wall-clock time).
 steps::AdaptiveStats RunAdaptive(const steps::StepsOptions& options, uint64_t probes) {
   StepsScope scope(options);
-  auto rt = MakeRuntime(1);
   constexpr int kFibers = 4;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::atomic<bool> stop{false};
   std::atomic<int> begun{0}, done{0};
-  threads::WaitGroup wg;
-  RunFibers(
-      rt.get(), 0, kFibers,
-      [&](int) {
-        for (int t = 0; !stop.load(std::memory_order_relaxed); ++t) {
-          steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
-          begun.fetch_add(1, std::memory_order_relaxed);
-          steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 3));
-          for (int p = 0; p < 4; ++p) SM_CTX(kSiteOn);
-          steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
-          done.fetch_add(1, std::memory_order_relaxed);
-          if (t % 64 == 0 && (steps::GetAdaptiveStats().probes >= probes ||
-                              std::chrono::steady_clock::now() > deadline)) {
-            stop.store(true, std::memory_order_relaxed);
-          }
-        }
-        steps::Detach();
-      },
-      &wg);
-  wg.Wait();
-  rt->Shutdown();
+  RunOnOneWorker(kFibers, [&](int) {
+    for (int t = 0; !stop.load(std::memory_order_relaxed); ++t) {
+      steps::BeginOp(steps::KeyFor(Op::kBegin, 0));
+      begun.fetch_add(1, std::memory_order_relaxed);
+      steps::BeginOp(steps::KeyFor(Op::kIndexFetch, 3));
+      for (int p = 0; p < 4; ++p) SM_CTX(kSiteOn);
+      steps::BeginOp(steps::KeyFor(Op::kCommit, 0));
+      done.fetch_add(1, std::memory_order_relaxed);
+      if (t % 64 == 0 && (steps::GetAdaptiveStats().probes >= probes ||
+                          std::chrono::steady_clock::now() > deadline)) {
+        stop.store(true, std::memory_order_relaxed);
+      }
+    }
+    steps::Detach();
+  });
   CHECK(done.load() == begun.load());  // every transaction finished across the switches
   return steps::GetAdaptiveStats();
 }

@@ -50,8 +50,8 @@ expect 0 '"reserve_free":"16M"' -- run --db "$db" --duration 0.5 --log-buffer 64
 expect 0 '"log_buffer":"64MiB"' -- run --db "$db" --duration 0.5 --log-buffer 64MiB --reserve-free 16kb --output json --interval 0
 out=$("$tpcc" run --db "$db" --duration 0.5 --output json --steps on --interval 0 2>&1 | tail -1)
 for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode":"durable"' \
-           '"steps":"on"' '"steps_teams"' '"average_team_size"' '"workers"' '"warehouses":1' \
-           '"users":10' '"new_order"' '"p95_ms"'; do
+           '"steps":"on"' '"steps_teams"' '"average_team_size"' '"forced_turns"' '"workers"' \
+           '"warehouses":1' '"users":10' '"new_order"' '"p95_ms"'; do
   if ! printf '%s' "$out" | grep -q -- "$key"; then
     echo "FAIL: the JSON line lacks $key: $out"; failures=$((failures + 1))
   fi
