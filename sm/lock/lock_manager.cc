@@ -22,6 +22,9 @@ SM_DEFINE_CTX_SITE(kCtxLockReleaseAll, "lock.release_all");  // a transaction's 
 
 using Clock = threads::Baton::Clock;
 
+// The database's lock id never changes, so neither does its bucket mix.
+constexpr uint64_t kDatabaseMix = LockId::Database().Mix();
+
 // Waits at least this long are treated as "wait forever" (no timer is armed).
 constexpr auto kForever = std::chrono::hours(24 * 365);
 
@@ -63,6 +66,16 @@ LockManager::~LockManager() {
 
 Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
                          LockDuration duration, LockWait wait) {
+  LockMode held;
+  return LockExact(owner, id, mode, duration, wait, &held);
+}
+
+// Lock's body, inlined into LockHierarchical too; *held: the mode the owner holds on `id` once
+// granted (kNone after an instant request it did not hold), which LockHierarchical reports
+// without probing the owner's hash again.
+[[gnu::always_inline]] inline Status LockManager::LockExact(LockOwner* owner, const LockId& id,
+                                                            LockMode mode, LockDuration duration,
+                                                            LockWait wait, LockMode* held) {
   SM_ASSERT(owner->manager_ == this);
   SM_ASSERT(id.valid());
   SM_ASSERT(mode != LockMode::kNone);
@@ -73,45 +86,67 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
   if (LockRequest* req = FindOwn(owner, id, mix)) {
     if (Covers(req->mode, mode)) {
       ++owner->stats_.covered;
+      *held = req->mode;
       return Status::OK();
     }
-    return Convert(owner, req, Supremum(req->mode, mode), wait);
+    const LockMode target = Supremum(req->mode, mode);
+    SM_TRY(Convert(owner, req, target, wait));
+    *held = target;
+    return Status::OK();
   }
-  return Acquire(owner, id, mix, mode, duration, wait);
+  SM_TRY(Acquire(owner, id, mix, mode, duration, wait));
+  *held = duration == LockDuration::kCommit ? mode : LockMode::kNone;
+  return Status::OK();
 }
 
 Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
                                      LockDuration duration, LockWait wait,
                                      LockMode* effective) {
-  LockId ancestors[2];  // parent first; the hierarchy is at most three deep
-  int depth = 0;
-  for (LockId p = id.Parent(); p.valid(); p = p.Parent()) {
-    SM_ASSERT(depth < 2);
-    ancestors[depth++] = p;
+  // Top-down (the hierarchy is database > table > key): an ancestor held in a mode that covers
+  // `mode` on its children grants the request with nothing below it locked.
+  LockMode implied = LockMode::kNone;
+  const LockId::Kind kind = id.kind();
+  if (kind != LockId::Kind::kDatabase) {
+    SM_TRY(LockAncestor(owner, LockId::Database(), kDatabaseMix, mode, wait, &implied));
+    if (implied == LockMode::kNone && kind != LockId::Kind::kTable) {
+      const LockId table = LockId::Table(id.table());
+      SM_TRY(LockAncestor(owner, table, table.Mix(), mode, wait, &implied));
+    }
+  }
+  LockMode held = implied;
+  if (implied == LockMode::kNone) SM_TRY(LockExact(owner, id, mode, duration, wait, &held));
+  if (effective != nullptr) *effective = held;
+  return Status::OK();
+}
+
+// The intention lock that a request for `mode` below `ancestor` needs on it. *implied: the mode
+// the ancestor's lock implies on its children if it covers `mode` there (nothing below is
+// locked then; see ParentCoversChild), else kNone. Nearly always the owner holds the intention
+// already (claimed from its previous transaction): one probe of its hash, no call.
+[[gnu::always_inline]] inline Status LockManager::LockAncestor(LockOwner* owner,
+                                                               const LockId& ancestor,
+                                                               uint64_t mix, LockMode mode,
+                                                               LockWait wait, LockMode* implied) {
+  ++owner->stats_.requests;
+  LockRequest* req = FindOwn(owner, ancestor, mix);
+  const LockMode held = req != nullptr ? req->mode : LockMode::kNone;
+  if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
+    ++owner->stats_.covered;
+    *implied = ImpliedOnChildren(held);
+    return Status::OK();
   }
   const LockMode intent = IntentionFor(mode);
-  for (int i = depth - 1; i >= 0; --i) {  // top-down: database, then table
-    const LockId& ancestor = ancestors[i];
-    uint64_t mix = ancestor.Mix();
-    ++owner->stats_.requests;
-    LockRequest* req = FindOwn(owner, ancestor, mix);
-    LockMode held = req != nullptr ? req->mode : LockMode::kNone;
-    if (ParentCoversChild(held, mode)) {  // e.g. table X: no key locks needed below it
-      ++owner->stats_.covered;
-      if (effective != nullptr) *effective = ImpliedOnChildren(held);
-      return Status::OK();
-    }
-    if (Covers(held, intent)) {
-      ++owner->stats_.covered;
-      continue;
-    }
-    SM_TRY(req != nullptr
-               ? Convert(owner, req, Supremum(held, intent), wait)
-               : Acquire(owner, ancestor, mix, intent, LockDuration::kCommit, wait));
+  if (Covers(held, intent)) {
+    ++owner->stats_.covered;
+    return Status::OK();
   }
-  SM_TRY(Lock(owner, id, mode, duration, wait));
-  if (effective != nullptr) *effective = owner->HeldMode(id);
-  return Status::OK();
+  return StrengthenAncestor(owner, ancestor, mix, req, intent, wait);
+}
+
+Status LockManager::StrengthenAncestor(LockOwner* owner, const LockId& ancestor, uint64_t mix,
+                                       LockRequest* req, LockMode intent, LockWait wait) {
+  return req != nullptr ? Convert(owner, req, Supremum(req->mode, intent), wait)
+                        : Acquire(owner, ancestor, mix, intent, LockDuration::kCommit, wait);
 }
 
 Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, RangeOp op,
@@ -419,8 +454,9 @@ LockRequest* LockManager::Claim(LockOwner* owner, LockRequest* req) {
 }
 
 // Keeps a granted request for the owner's next transaction, unless someone waits on its head
-// (whom keeping it could block: the lock is released then).
-bool LockManager::Bequeath(LockRequest* req) {
+// (whom keeping it could block: the lock is released then). Inlined into ReleaseHeld, its only
+// caller, which runs it for every intention lock at every transaction's end.
+[[gnu::always_inline]] inline bool LockManager::Bequeath(LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   std::lock_guard<threads::SpinLock> guard(bucket.latch);
   SM_DASSERT(req->state == RequestState::kGranted);

@@ -250,6 +250,15 @@ class LockManager {
   };
 
   Bucket& BucketFor(uint64_t mix) const { return buckets_[mix & bucket_mask_]; }
+  Status LockExact(LockOwner* owner, const LockId& id, LockMode mode, LockDuration duration,
+                   LockWait wait, LockMode* held);
+  Status LockAncestor(LockOwner* owner, const LockId& ancestor, uint64_t mix, LockMode mode,
+                      LockWait wait, LockMode* implied);
+  // LockAncestor's path when the owner lacks the intention: a conversion or a new request,
+  // out of line (noinline) so that the usual path stays small.
+  [[gnu::noinline]] Status StrengthenAncestor(LockOwner* owner, const LockId& ancestor,
+                                              uint64_t mix, LockRequest* req, LockMode intent,
+                                              LockWait wait);
   Status Acquire(LockOwner* owner, const LockId& id, uint64_t mix, LockMode mode,
                  LockDuration duration, LockWait wait);
   // Acquire's path for a request that cannot be granted now: refused (kNoWait), or queued and

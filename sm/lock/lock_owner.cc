@@ -65,25 +65,6 @@ void LockOwner::Unlink(LockRequest* req) {
   Unhash(req);
 }
 
-void LockOwner::EndInheritance(LockRequest* req, bool granted) {
-  SM_DASSERT(req->inherited);
-  req->inherited = false;
-  --inherited_count_;
-  if (granted) {
-    ++held_count_;
-    return;
-  }
-  Unlink(req);
-  FreeRequest(req);
-}
-
-void LockOwner::KeepForNext(LockRequest* req) {
-  SM_DASSERT(!req->inherited);
-  req->inherited = true;
-  --held_count_;
-  ++inherited_count_;
-}
-
 void LockOwner::GrowCache() {
   size_t slots = (cache_mask_ + 1) * 2;
   cache_.reset(new LockRequest*[slots]());

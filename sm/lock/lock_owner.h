@@ -209,6 +209,25 @@ inline LockRequest* LockOwner::Find(const LockId& id, uint64_t mix) const {
   return nullptr;
 }
 
+inline void LockOwner::EndInheritance(LockRequest* req, bool granted) {
+  SM_DASSERT(req->inherited);
+  req->inherited = false;
+  --inherited_count_;
+  if (granted) {
+    ++held_count_;
+    return;
+  }
+  Unlink(req);
+  FreeRequest(req);
+}
+
+inline void LockOwner::KeepForNext(LockRequest* req) {
+  SM_DASSERT(!req->inherited);
+  req->inherited = true;
+  --held_count_;
+  ++inherited_count_;
+}
+
 inline LockRequest* LockOwner::NewRequest(const LockId& id, uint64_t mix) {
   SM_ASSERT(free_requests_ != nullptr);  // ReserveRequest
   LockRequest* req = free_requests_;
