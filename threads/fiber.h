@@ -105,6 +105,7 @@ class Fiber : public boost::intrusive::list_base_hook<
   boost::context::stack_context stack_{};                  // empty for a worker's own context
   FiberState state_ = FiberState::kReady;
   uint32_t exclusive_held_ = 0;
+  uint64_t turn_mark_ = 0;        // Worker::YieldForTurn: its worker's SwitchCount() then
   bool fresh_ = true;             // spawned, not yet made ready on its worker
   bool wake_pending_ = false;     // a Wake arrived while not blocked: the next Block returns
   Fiber* remote_next_ = nullptr;  // link in the worker's remote queue

@@ -75,6 +75,8 @@ class Worker {
   Fiber* current_fiber() const { return current_ == &main_ ? nullptr : current_; }
   Reactor& reactor() { return *reactor_; }
   const WorkerStats& stats() const { return stats_; }
+  // Switches made on this worker so far, of every kind: unchanged while a fiber runs.
+  uint64_t SwitchCount() const { return stats_.scheduler_switches + stats_.direct_switches; }
   size_t live_fibers() const { return live_fibers_.load(std::memory_order_relaxed); }
 
   // Creates a fiber that runs fn on this worker. Any thread. Returns nullptr after Stop().
@@ -83,11 +85,22 @@ class Worker {
   // --- From a fiber of this worker -------------------------------------------------------
   // Moves the running fiber to the tail of the run queue and runs the next ready one.
   void Yield();
-  // Yield, if other fibers are ready here: fibers take turns at transaction boundaries (a
-  // fiber that never blocks would otherwise run every transaction while those made ready
-  // meanwhile wait, and how many of them ever ran would depend on start-up timing).
+  // Yield, if other fibers are ready here.
   void YieldIfOthersReady() {
     if (HasReadyFibers()) Yield();
+  }
+  // Where fibers take turns (a transaction's begin): yields if other fibers are ready and the
+  // caller has not given up the CPU since its previous call. A fiber that never gives it up
+  // would otherwise run every transaction while those made ready meanwhile wait (and how many
+  // of them ever ran would depend on start-up timing). One that blocked or yielded since (a
+  // lock wait, an I/O, a descent that interleaved its leaf miss) has let the others run
+  // already, and yielding again would only add a trip through the scheduler to each of its
+  // transactions.
+  void YieldForTurn() {
+    Fiber* self = current_;
+    SM_DASSERT(self != &main_);
+    if (self->turn_mark_ == SwitchCount() && HasReadyFibers()) Yield();
+    self->turn_mark_ = SwitchCount();
   }
   // Suspends the running fiber until Wake(fiber). Returns at once if a Wake arrived first.
   void Block();

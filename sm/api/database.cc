@@ -413,7 +413,7 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
   if (steps::Installed()) {
     steps::BeginOp(steps::KeyFor(steps::Op::kBegin, 0));  // the begin team takes turns too
   } else if (threads::Worker::CurrentFiber() != nullptr) {
-    threads::Worker::Current()->YieldIfOthersReady();
+    threads::Worker::Current()->YieldForTurn();
   }
   // A finished transaction of ours in *txn begins again in place (no allocation, and its
   // per-table key-lock hooks stay warm); anything else in *txn is replaced (and so destroyed,

@@ -127,6 +127,60 @@ TEST_CASE("yielding fibers are scheduled round robin", "[unit][fiber]") {
   for (size_t i = 0; i < trace.size(); ++i) REQUIRE(trace[i] == static_cast<int>(i % kFibers));
 }
 
+// Runs `fibers` fibers on one worker, each `turns` times: YieldForTurn, trace its number, and
+// then, if `yield_inside`, a Yield (a transaction that gives up the CPU midway). Counts the
+// YieldForTurn calls that switched.
+struct TurnRun {
+  std::vector<int> trace;
+  int turn_yields = 0;
+};
+TurnRun RunTurns(int fibers, int turns, bool yield_inside) {
+  auto rt = MakeRuntime(1);
+  TurnRun run;
+  WaitGroup wg;
+  wg.Add(fibers);
+  rt->Spawn(  // a root fiber spawns them all, so that all are queued before the first runs
+      [&] {
+        for (int f = 0; f < fibers; ++f) {
+          Worker::Current()->Spawn([&, f] {
+            Worker* worker = Worker::Current();
+            for (int t = 0; t < turns; ++t) {
+              const uint64_t before = worker->SwitchCount();
+              worker->YieldForTurn();
+              run.turn_yields += worker->SwitchCount() != before;
+              run.trace.push_back(f);
+              if (yield_inside) worker->Yield();
+            }
+            wg.Done();
+          });
+        }
+      },
+      0);
+  wg.Wait();
+  rt->Shutdown();
+  return run;
+}
+
+void RequireRoundRobin(const std::vector<int>& trace, int fibers, int turns) {
+  REQUIRE(trace.size() == static_cast<size_t>(fibers * turns));
+  for (size_t i = 0; i < trace.size(); ++i) REQUIRE(trace[i] == static_cast<int>(i % fibers));
+}
+
+TEST_CASE("fibers take turns at YieldForTurn unless they gave up the CPU since", "[unit][fiber]") {
+  constexpr int kFibers = 3;
+  constexpr int kTurns = 20;
+  // Fibers that never give up the CPU otherwise take one turn each: every call but a fiber's
+  // first (it has just been switched to) yields.
+  TurnRun run = RunTurns(kFibers, kTurns, /*yield_inside=*/false);
+  RequireRoundRobin(run.trace, kFibers, kTurns);
+  REQUIRE(run.turn_yields == kFibers * (kTurns - 1));
+  // Fibers that yield inside each turn have let the others run already: the order is the
+  // same, and no call yields.
+  run = RunTurns(kFibers, kTurns, /*yield_inside=*/true);
+  RequireRoundRobin(run.trace, kFibers, kTurns);
+  REQUIRE(run.turn_yields == 0);
+}
+
 TEST_CASE("batons wake fibers across workers and from plain threads", "[unit][fiber]") {
   auto rt = MakeRuntime(2);
   constexpr int kRoundTrips = 2000;
