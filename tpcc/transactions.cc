@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -387,6 +387,27 @@ Status PayDistrict(EngineTxn* txn, const PaymentInput& in, DistrictRow* d, YtdWr
   return AddToYtd(txn, TableId::kDistrict, DistrictKey(in.w, in.d), in.amount_cents, d, ytd);
 }
 
+// What a payment prepends to a bad-credit customer's C_DATA (clause 2.5.2.2): "C_ID C_D_ID
+// C_W_ID D_ID W_ID H_AMOUNT|", the amount with two decimals. std::to_chars, not snprintf, whose
+// format parsing cost a tenth of the Payments that take this branch about 1,700 instructions.
+std::string BadCreditEntry(const PaymentInput& in, uint32_t c_id) {
+  char entry[96];
+  char* end = entry + sizeof entry;
+  char* p = entry;
+  for (uint32_t field : {c_id, uint32_t{in.c_d}, uint32_t{in.c_w}, uint32_t{in.d}, uint32_t{in.w}}) {
+    p = std::to_chars(p, end, field).ptr;
+    *p++ = ' ';
+  }
+  const int64_t cents = in.amount_cents;
+  p = std::to_chars(p, end, cents / 100).ptr;
+  *p++ = '.';
+  const int64_t fraction = cents % 100;
+  *p++ = static_cast<char>('0' + fraction / 10);
+  *p++ = static_cast<char>('0' + fraction % 10);
+  *p++ = '|';
+  return std::string(entry, p);
+}
+
 Status PayCustomer(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
   uint32_t c_id = in.c;
   if (in.by_name) SM_TRY(CustomerByName(txn, in.c_w, in.c_d, in.c_last, &c_id, &out->name_matches));
@@ -399,12 +420,7 @@ Status PayCustomer(EngineTxn* txn, const PaymentInput& in, PaymentOutput* out) {
   c.payment_cnt += 1;
   out->bad_credit = View(c.credit) == "BC";
   if (out->bad_credit) {
-    char entry[96];
-    int n = std::snprintf(entry, sizeof entry, "%u %u %u %u %u %lld.%02lld|", c_id,
-                          unsigned(in.c_d), unsigned(in.c_w), unsigned(in.d), unsigned(in.w),
-                          static_cast<long long>(in.amount_cents / 100),
-                          static_cast<long long>(in.amount_cents % 100));
-    std::string data(entry, static_cast<size_t>(n));
+    std::string data = BadCreditEntry(in, c_id);
     data += View(c.data);
     Set(c.data, data);  // truncated to 500 characters
   }
