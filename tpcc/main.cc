@@ -511,14 +511,15 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
 json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::TeamStats>& teams) {
   json out = json::array();
   if (!steps) return out;
-  Say(o, "STEPS teams (run and warm-up):\n%-32s %9s %11s %11s %9s %10s %12s %8s  %s\n",
+  Say(o, "STEPS teams (run and warm-up):\n%-32s %9s %11s %11s %9s %10s %12s %11s %8s  %s\n",
       "operation", "teams", "entered", "completed", "strays", "avg size", "CTX switches",
-      "forced", "strays by cause");
+      "CTX latched", "forced", "strays by cause");
   for (const steps::TeamStats& t : teams) {
-    Say(o, "%-32s %9llu %11llu %11llu %9llu %10.2f %12llu %8llu  %s\n", t.name.c_str(),
+    Say(o, "%-32s %9llu %11llu %11llu %9llu %10.2f %12llu %11llu %8llu  %s\n", t.name.c_str(),
         static_cast<unsigned long long>(t.teams), static_cast<unsigned long long>(t.entered),
         static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(t.strays()),
         t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches),
+        static_cast<unsigned long long>(t.ctx_skipped_latch),
         static_cast<unsigned long long>(t.forced_turns), t.StrayReasons().c_str());
     out.push_back({{"operation", t.name},
                    {"teams", t.teams},

@@ -50,12 +50,14 @@ expect 0 '"reserve_free":"16M"' -- run --db "$db" --duration 0.5 --log-buffer 64
 expect 0 '"log_buffer":"64MiB"' -- run --db "$db" --duration 0.5 --log-buffer 64MiB --reserve-free 16kb --output json --interval 0
 out=$("$tpcc" run --db "$db" --duration 0.5 --output json --steps on --interval 0 2>&1 | tail -1)
 for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode":"durable"' \
-           '"steps":"on"' '"steps_teams"' '"average_team_size"' '"forced_turns"' '"workers"' \
+           '"steps":"on"' '"steps_teams"' '"average_team_size"' '"forced_turns"' \
+           '"ctx_skipped_latch"' '"workers"' \
            '"warehouses":1' '"users":10' '"new_order"' '"p95_ms"'; do
   if ! printf '%s' "$out" | grep -q -- "$key"; then
     echo "FAIL: the JSON line lacks $key: $out"; failures=$((failures + 1))
   fi
 done
+expect 0 "CTX latched" -- run --db "$db" --duration 0.5 --steps on --interval 0
 # A run of a number of transactions: exactly that many are measured.
 out=$("$tpcc" run --db "$db" --transactions 300 --warmup-transactions 50 --output json --interval 0 2>&1 | tail -1)
 if ! printf '%s' "$out" | grep -q -- '"completed":300,'; then
