@@ -264,7 +264,7 @@ class LockManager {
   // Acquire's path for a request that cannot be granted now: refused (kNoWait), or queued and
   // waited for. Called with the bucket latched; releases it. Out of line (noinline), so that
   // what is left of Acquire, the immediate grant of nearly every request, is small enough to
-  // inline into Lock and LockHierarchical.
+  // inline into LockExact (Lock and LockHierarchical).
   [[gnu::noinline]] Status Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head,
                                    const LockId& id, uint64_t mix, LockMode mode,
                                    LockDuration duration, LockWait wait);
