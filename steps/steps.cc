@@ -46,10 +46,13 @@ struct TeamList;
 
 // Per-fiber state, kept in Fiber::team_slot.
 struct Member {
-  Fiber* fiber = nullptr;
+  explicit Member(Fiber* f) : fiber(f) {}
+  Fiber* fiber;
   Team* team = nullptr;  // null: stray
-  Member* prev = nullptr;
-  Member* next = nullptr;
+  // The team ring; a stray links to itself, so that `next == this` tells the CTX handler and
+  // the wrapper in one test that there is no teammate (stray, or alone in its team).
+  Member* prev = this;
+  Member* next = this;
 };
 
 // One execution team: a ring of members, all wanting the same operation. Teams are recycled
@@ -90,7 +93,7 @@ struct Team {
       m->next->prev = m->prev;
       if (head == m) head = m->next;
     }
-    m->prev = m->next = nullptr;
+    m->prev = m->next = m;
     m->team = nullptr;
     --size;
   }
@@ -159,7 +162,7 @@ Global& G() {
 
 // A worker's first team operation makes its state; out of line, so that the common path of
 // TeamsOf (on every operation) is two loads.
-[[gnu::noinline]] void MakeTeamsOf(Worker* worker) {
+[[gnu::noinline, gnu::cold]] void MakeTeamsOf(Worker* worker) {
   auto wt = std::make_unique<WorkerTeams>();
   wt->worker = worker;
   worker->team_state = wt.get();
@@ -183,19 +186,23 @@ ListStats* StatsFor(WorkerTeams& wt, uint64_t key) {
 }
 
 // A list's first use makes it; out of line, like MakeTeamsOf.
-[[gnu::noinline]] void MakeList(WorkerTeams& wt, TeamKey key, std::unique_ptr<TeamList>* slot) {
+[[gnu::noinline, gnu::cold]] void MakeList(WorkerTeams& wt, TeamKey key,
+                                           std::unique_ptr<TeamList>* slot) {
   *slot = std::make_unique<TeamList>();
   (*slot)->stats = StatsFor(wt, key.packed());
   (*slot)->admission = key.op == Op::kBegin;
 }
 
+// The list of an index beyond the directly indexed ones; out of line, like MakeList.
+[[gnu::noinline, gnu::cold]] TeamList* OtherListFor(WorkerTeams& wt, TeamKey key) {
+  std::unique_ptr<TeamList>* slot = &wt.other_lists[key.packed()];
+  if (*slot == nullptr) MakeList(wt, key, slot);
+  return slot->get();
+}
+
 inline TeamList* ListFor(WorkerTeams& wt, TeamKey key) {
-  std::unique_ptr<TeamList>* slot;
-  if (key.index < WorkerTeams::kDirectIndexes) [[likely]] {
-    slot = &wt.direct[static_cast<int>(key.op)][key.index];
-  } else {
-    slot = &wt.other_lists[key.packed()];
-  }
+  if (key.index >= WorkerTeams::kDirectIndexes) [[unlikely]] return OtherListFor(wt, key);
+  std::unique_ptr<TeamList>* slot = &wt.direct[static_cast<int>(key.op)][key.index];
   if (*slot == nullptr) [[unlikely]] MakeList(wt, key, slot);
   return slot->get();
 }
@@ -228,11 +235,17 @@ void RemoveWaiting(WorkerTeams& wt, Team* team) {
   team->wait_prev = team->wait_next = nullptr;
 }
 
+// A worker's teams are allocated until its free list covers the most that live at once; out
+// of line, like MakeList.
+[[gnu::noinline, gnu::cold]] Team* AllocateTeam(WorkerTeams& wt) {
+  wt.teams.push_back(std::make_unique<Team>());
+  return wt.teams.back().get();
+}
+
 Team* NewTeam(WorkerTeams& wt, TeamList* list) {
   Team* team;
-  if (wt.free_teams.empty()) {
-    wt.teams.push_back(std::make_unique<Team>());
-    team = wt.teams.back().get();
+  if (wt.free_teams.empty()) [[unlikely]] {
+    team = AllocateTeam(wt);
   } else {
     team = wt.free_teams.back();
     wt.free_teams.pop_back();
@@ -324,7 +337,9 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   return pick;
 }
 
-[[gnu::always_inline]] inline Team* JoinTeam(WorkerTeams& wt, TeamKey key, Member* m) {
+// The team a member joins for `key`: its list's last team, or a new one if that is full or
+// there is none.
+[[gnu::always_inline]] inline Team* TeamToJoin(WorkerTeams& wt, TeamKey key) {
   TeamList* list = ListFor(wt, key);
   uint32_t cap = g_max_team_size.load(std::memory_order_relaxed);
   Team* team = list->last;
@@ -333,8 +348,6 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
     team->stats->teams.Add();
     PushWaiting(wt, team, /*front=*/false);
   }
-  team->Append(m);
-  team->stats->entered.Add();
   return team;
 }
 
@@ -353,18 +366,74 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   return was_active ? successor->fiber : nullptr;
 }
 
+// The team a member joins for `key` without making a list or a team: its list's last team,
+// if that has room even with `m` still in it (when `m` leaves that very team, a full one
+// would have room after all: the general path handles it). Null otherwise.
+inline Team* LastTeamWithRoom(WorkerTeams& wt, TeamKey key) {
+  if (key.index >= WorkerTeams::kDirectIndexes) return nullptr;
+  TeamList* list = wt.direct[static_cast<int>(key.op)][key.index].get();
+  if (list == nullptr) return nullptr;
+  Team* team = list->last;
+  if (team == nullptr || team->size >= g_max_team_size.load(std::memory_order_relaxed)) {
+    return nullptr;
+  }
+  return team;
+}
+
+// Other work is waiting (strays, new fibers): the regular scheduler runs it first, and the
+// idle hook resumes the teams when the run queue drains. The interrupted team waits at the
+// front. Rare (a tenth of a call per transaction in the TPC-C mix): cold, so that it does not
+// sit among the wrapper's pieces.
+[[gnu::noinline, gnu::cold]] void RunReadyFibersFirst(WorkerTeams& wt, Worker* worker) {
+  if (wt.active != nullptr) {
+    PushWaiting(wt, wt.active, /*front=*/true);
+    wt.active = nullptr;
+  }
+  worker->ParkAndSwitch(nullptr);
+}
+
+// The caller joined `joined` and its old team does not go on: the active team runs, or, if
+// none is active (the old team is done, or the caller was stray), the next team is picked.
+[[gnu::noinline]] void RunActiveTeam(WorkerTeams& wt, Worker* worker, Fiber* self, Team* joined) {
+  if (wt.active == nullptr) {
+    Team* next_team = PickTeam(wt, joined);
+    if (next_team != nullptr && next_team->head->fiber != self) {
+      worker->DirectSwitch(next_team->head->fiber);
+    }
+    return;  // we head the team that runs now, or were switched back to
+  }
+  if (wt.active != joined) worker->DirectSwitch(wt.active->head->fiber);  // wait our turn
+}
+
+// The wrapper's tail, whichever path it took: the caller's member `m`, out of its old team,
+// joins `joined`, and the next fiber runs. `successor` is the next member of the old team if
+// that team goes on with its operation, else null. Out of line, so that both paths share one
+// copy of the join and the switch: in the mix, many operations run in a team of one and so
+// take the general path.
+[[gnu::noinline]] void JoinAndRunNext(WorkerTeams& wt, Member* m, Fiber* successor,
+                                      Team* joined) {
+  joined->Append(m);
+  joined->stats->entered.Add();
+  Worker* worker = wt.worker;
+  if (worker->HasReadyFibers()) [[unlikely]] return RunReadyFibersFirst(wt, worker);
+  if (successor != nullptr) return worker->DirectSwitch(successor);
+  RunActiveTeam(wt, worker, m->fiber, joined);
+}
+
+// Runs at every enabled CTX site of a fiber in a team.
 void OnCtx(threads::CtxSite& site) {
   SM_DASSERT(site.enabled.load(std::memory_order_relaxed));  // the hook checked
-  Fiber* self = Worker::CurrentFiber();
-  if (self == nullptr) return;
+  Worker* worker = Worker::Current();
+  if (worker == nullptr) return;
+  Fiber* self = worker->current_context();
   auto* m = static_cast<Member*>(self->team_slot);
-  if (m == nullptr || m->team == nullptr || m->next == m) return;
+  if (m == nullptr || m->next == m) return;  // no team, stray, or no teammate
   if (self->exclusive_held() != 0) {
     m->team->stats->ctx_skipped_latch.Add();
     return;
   }
   m->team->stats->ctx_switches.Add();
-  self->worker()->DirectSwitch(m->next->fiber);
+  worker->DirectSwitch(m->next->fiber);
 }
 
 // Paper section 4.1.3: a member blocks or yields.
@@ -414,6 +483,15 @@ void SyncThreadMode(const WorkerTeams& wt) {
   threads::SetCtxMutedOnThisThread(wt.adapt.serial);
 }
 
+// At begin, without adaptive mode (whose tick takes the general path): copies the worker's
+// mode to the thread (an Install since the last begin may have reset it) and says whether
+// teams run.
+inline bool TeamsRunAtBegin(const WorkerTeams& wt) {
+  if (g_adaptive.load(std::memory_order_relaxed)) return false;
+  SyncThreadMode(wt);
+  return !wt.adapt.serial;
+}
+
 void SetTeamsEnabled(WorkerTeams& wt, Fiber* self, bool enabled) {
   if (wt.adapt.serial != enabled) return;  // already so
   wt.adapt.serial = !enabled;
@@ -459,8 +537,9 @@ void EndEpoch(WorkerTeams& wt, Fiber* self, double seconds) {
   a.begins = 0;
 }
 
-// Called as a transaction begins: counts it and reads the clock every 16 begins.
-void AdaptTick(WorkerTeams& wt, Fiber* self) {
+// Called as a transaction begins: counts it and reads the clock every 16 begins. Out of
+// line: only adaptive mode calls it, and the wrapper's general path stays small.
+[[gnu::noinline]] void AdaptTick(WorkerTeams& wt, Fiber* self) {
   WorkerTeams::Adapt& a = wt.adapt;
   if ((++a.begins & 15) != 0) return;
   const auto now = std::chrono::steady_clock::now();
@@ -524,10 +603,11 @@ namespace detail {
 std::atomic<bool> g_installed{false};
 constinit thread_local bool tls_without_teams = false;
 
-void BeginOpInTeams(TeamKey key) {
-  Fiber* self = Worker::CurrentFiber();
-  if (self == nullptr) return;  // plain threads have no teams
-  Worker* worker = self->worker();
+// The wrapper's general path: a fiber's first operation, a member without teammates or a
+// stray, a new list or team, and begin in adaptive mode or without teams.
+[[gnu::noinline]] void BeginOpInTeamsSlow(TeamKey key, Worker* worker) {
+  Fiber* self = worker->current_fiber();
+  if (self == nullptr) return;  // the scheduler context has no teams
   WorkerTeams& wt = TeamsOf(worker);
   if (key.op == Op::kBegin) {
     if (g_adaptive.load(std::memory_order_relaxed)) AdaptTick(wt, self);
@@ -540,37 +620,38 @@ void BeginOpInTeams(TeamKey key) {
   }
   auto* m = static_cast<Member*>(self->team_slot);
   if (m == nullptr) {
-    m = new Member();
-    m->fiber = self;
+    m = new Member(self);
     self->team_slot = m;
   }
   if (m->team != nullptr) m->team->stats->completed.Add();
   Fiber* successor = Disconnect(wt, m);
-  Team* joined = JoinTeam(wt, key, m);
+  JoinAndRunNext(wt, m, successor, TeamToJoin(wt, key));
+}
 
-  if (worker->HasReadyFibers()) {
-    // Other work is waiting (strays, new fibers): the regular scheduler runs it first, and
-    // the idle hook resumes the teams when the run queue drains. The interrupted team waits
-    // at the front.
-    if (wt.active != nullptr) {
-      PushWaiting(wt, wt.active, /*front=*/true);
-      wt.active = nullptr;
-    }
-    worker->ParkAndSwitch(nullptr);
-    return;
+// The common case, which does what the general path does for it: a member with teammates
+// moves to the last team of an existing list that has room. Its calls are all tail calls,
+// so that it needs no frame: the wrapper runs at every operation.
+void BeginOpInTeams(TeamKey key) {
+  Worker* worker = Worker::Current();
+  if (worker == nullptr) return;  // plain threads have no teams
+  Fiber* self = worker->current_context();
+  auto* m = static_cast<Member*>(self->team_slot);
+  if (m == nullptr || m->next == m) [[unlikely]] return BeginOpInTeamsSlow(key, worker);
+  // A member was made after its worker's teams.
+  auto& wt = *static_cast<WorkerTeams*>(worker->team_state);
+  // The wrapper skips other operations while the thread runs without teams, and the
+  // thread's copy of the mode is set whenever the worker's changes.
+  SM_DASSERT(key.op == Op::kBegin || !wt.adapt.serial);
+  if (key.op == Op::kBegin && !TeamsRunAtBegin(wt)) [[unlikely]] {
+    return BeginOpInTeamsSlow(key, worker);
   }
-  if (successor != nullptr) {  // our old team goes on with its operation
-    worker->DirectSwitch(successor);
-    return;
-  }
-  if (wt.active == nullptr) {  // our old team is done (or we were stray): pick the next
-    Team* next_team = PickTeam(wt, joined);
-    if (next_team != nullptr && next_team->head->fiber != self) {
-      worker->DirectSwitch(next_team->head->fiber);
-    }
-    return;  // we head the team that runs now, or were switched back to
-  }
-  if (wt.active != joined) worker->DirectSwitch(wt.active->head->fiber);  // wait our turn
+  Team* joined = LastTeamWithRoom(wt, key);
+  if (joined == nullptr) [[unlikely]] return BeginOpInTeamsSlow(key, worker);
+  Team* old = m->team;
+  Fiber* successor = wt.active == old ? m->next->fiber : nullptr;
+  old->stats->completed.Add();
+  old->Remove(m);  // it keeps a member: no team is retired
+  JoinAndRunNext(wt, m, successor, joined);
 }
 
 }  // namespace detail

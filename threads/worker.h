@@ -73,6 +73,9 @@ class Worker {
   int index() const { return index_; }
   // The running fiber, or nullptr in the scheduler context.
   Fiber* current_fiber() const { return current_ == &main_ ? nullptr : current_; }
+  // The running fiber, or the worker's own context in the scheduler context, whose team_slot
+  // is never set: the team scheduler, which reads only team_slot first, saves the test.
+  Fiber* current_context() const { return current_; }
   Reactor& reactor() { return *reactor_; }
   const WorkerStats& stats() const { return stats_; }
   // Switches made on this worker so far, of every kind: unchanged while a fiber runs.
