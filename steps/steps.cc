@@ -615,7 +615,7 @@ constinit thread_local bool tls_without_teams = false;
   }
   if (wt.adapt.serial) [[unlikely]] {
     // Without teams fibers take turns at begin only, as with STEPS off.
-    if (key.op == Op::kBegin) worker->YieldIfOthersReady();
+    if (key.op == Op::kBegin) worker->YieldForTurn();
     return;
   }
   auto* m = static_cast<Member*>(self->team_slot);
