@@ -394,7 +394,8 @@ std::string BadCreditEntry(const PaymentInput& in, uint32_t c_id) {
   char entry[96];
   char* end = entry + sizeof entry;
   char* p = entry;
-  for (uint32_t field : {c_id, uint32_t{in.c_d}, uint32_t{in.c_w}, uint32_t{in.d}, uint32_t{in.w}}) {
+  const uint32_t fields[] = {c_id, in.c_d, in.c_w, in.d, in.w};
+  for (uint32_t field : fields) {
     p = std::to_chars(p, end, field).ptr;
     *p++ = ' ';
   }

@@ -102,14 +102,14 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
 Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
                                      LockDuration duration, LockWait wait,
                                      LockMode* effective) {
-  // Top-down (the hierarchy is database > table > key): an ancestor held in a mode that covers
-  // `mode` on its children grants the request with nothing below it locked.
+  // Top-down (the hierarchy is database > table > key, lock_id.h): an ancestor held in a mode
+  // that covers `mode` on its children grants the request with nothing below it locked.
   LockMode implied = LockMode::kNone;
   const LockId::Kind kind = id.kind();
   if (kind != LockId::Kind::kDatabase) {
     SM_TRY(LockAncestor(owner, LockId::Database(), kDatabaseMix, mode, wait, &implied));
     if (implied == LockMode::kNone && kind != LockId::Kind::kTable) {
-      const LockId table = LockId::Table(id.table());
+      const LockId table = id.Parent();
       SM_TRY(LockAncestor(owner, table, table.Mix(), mode, wait, &implied));
     }
   }
