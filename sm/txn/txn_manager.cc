@@ -97,8 +97,8 @@ Status TxnManager::Begin(Isolation isolation, std::unique_ptr<Txn>* txn) {
     ActiveShard& shard = active_[fresh->active_shard_];
     std::lock_guard<threads::Mutex> guard(shard.mu);
     shard.list.push_back(*fresh);
+    ++shard.begun;
   }
-  counters_.begun.fetch_add(1, std::memory_order_relaxed);
   *txn = std::move(fresh);
   return Status::OK();
 }
@@ -214,8 +214,7 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
   if (txn->records_logged_ == 0) {  // read-only: no record, see "Commit" in the header
     ReleaseLocks(txn);
     Status s = mode == log::CommitMode::kDurable ? AwaitReleasedCommits() : Status::OK();
-    if (s.ok()) counters_.read_only_commits.fetch_add(1, std::memory_order_relaxed);
-    Finish(txn, s.ok() ? TxnState::kCommitted : TxnState::kFailed);
+    Finish(txn, s.ok() ? TxnState::kCommitted : TxnState::kFailed, /*read_only=*/true);
     return s;
   }
   log::LogRecord record;
@@ -323,25 +322,17 @@ void TxnManager::ReleaseLocks(Txn* txn) {
   locks_->ReleaseAll(&txn->lock_owner_, lock::Inherit::kIntentions);
 }
 
-void TxnManager::Finish(Txn* txn, TxnState state) {
+void TxnManager::Finish(Txn* txn, TxnState state, bool read_only) {
+  SM_ASSERT(state != TxnState::kActive);
   txn->state_ = state;
-  {
-    ActiveShard& shard = active_[txn->active_shard_];
-    std::lock_guard<threads::Mutex> guard(shard.mu);
-    shard.list.erase(shard.list.iterator_to(*txn));
-  }
-  switch (state) {
-    case TxnState::kCommitted:
-      counters_.committed.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case TxnState::kAborted:
-      counters_.aborted.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case TxnState::kFailed:
-      counters_.failed.fetch_add(1, std::memory_order_relaxed);
-      break;
-    case TxnState::kActive:
-      SM_UNREACHABLE();
+  ActiveShard& shard = active_[txn->active_shard_];
+  std::lock_guard<threads::Mutex> guard(shard.mu);
+  shard.list.erase(shard.list.iterator_to(*txn));
+  if (state == TxnState::kCommitted) {
+    ++shard.committed;
+    if (read_only) ++shard.read_only_commits;
+  } else {
+    ++(state == TxnState::kAborted ? shard.aborted : shard.failed);
   }
 }
 
@@ -357,16 +348,16 @@ std::vector<TxnId> TxnManager::ActiveTxnIds() const {
 
 TxnStats TxnManager::stats() const {
   TxnStats stats;
-  stats.begun = counters_.begun.load(std::memory_order_relaxed);
-  stats.committed = counters_.committed.load(std::memory_order_relaxed);
-  stats.read_only_commits = counters_.read_only_commits.load(std::memory_order_relaxed);
-  stats.aborted = counters_.aborted.load(std::memory_order_relaxed);
-  stats.failed = counters_.failed.load(std::memory_order_relaxed);
   stats.records_undone = counters_.records_undone.load(std::memory_order_relaxed);
   stats.checkpoints = counters_.checkpoints.load(std::memory_order_relaxed);
   for (const ActiveShard& shard : active_) {
     std::lock_guard<threads::Mutex> guard(shard.mu);
     stats.active += shard.list.size();
+    stats.begun += shard.begun;
+    stats.committed += shard.committed;
+    stats.read_only_commits += shard.read_only_commits;
+    stats.aborted += shard.aborted;
+    stats.failed += shard.failed;
   }
   return stats;
 }

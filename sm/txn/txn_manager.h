@@ -213,7 +213,9 @@ class TxnManager final : public log::RecoveryTarget {
   Status Rollback(Txn* txn);
   Status UndoOne(Txn* txn, const log::LogRecordView& record);
   void ReleaseLocks(Txn* txn);
-  void Finish(Txn* txn, TxnState state);
+  // Takes the transaction off the active list in its final state (read_only: a commit that
+  // logged nothing, counted as such if it succeeded).
+  void Finish(Txn* txn, TxnState state, bool read_only = false);
   void LatchFailure(const Status& cause);
   void CheckpointerMain();
   Status RunCheckpoint(CheckpointReport* report, const buffer::FlushPace& pace);
@@ -231,12 +233,14 @@ class TxnManager final : public log::RecoveryTarget {
   TornPages torn_;  // restart only (single-threaded)
   // The active transactions, in shards: a worker's fibers begin theirs in the shard of the
   // worker's index, so that workers share no mutex (a fiber parked on a contended one costs
-  // its wake-up a system call) and no cache line per Begin and Finish. Other threads use a
-  // shard by a hash of their id. Readers of the whole table visit the shards one by one.
+  // its wake-up a system call) and no cache line per Begin and Finish: the counts of begun
+  // and finished transactions are kept per shard too. Other threads use a shard by a hash of
+  // their id. Readers of the whole table, and stats(), visit the shards one by one.
   static constexpr size_t kActiveShards = 16;
   struct alignas(64) ActiveShard {
-    mutable threads::Mutex mu;  // guards list
+    mutable threads::Mutex mu;  // guards the rest
     ActiveList list;
+    uint64_t begun = 0, committed = 0, read_only_commits = 0, aborted = 0, failed = 0;
   };
   static size_t CallerActiveShard();
   ActiveShard active_[kActiveShards];
@@ -256,8 +260,7 @@ class TxnManager final : public log::RecoveryTarget {
   threads::Baton checkpointer_wake_;
   std::atomic<bool> checkpointer_stop_{false};
 
-  struct Counters {
-    std::atomic<uint64_t> begun{0}, committed{0}, read_only_commits{0}, aborted{0}, failed{0};
+  struct Counters {  // the rare events; the per-transaction counts are in the shards
     std::atomic<uint64_t> records_undone{0}, checkpoints{0};
   };
   Counters counters_;

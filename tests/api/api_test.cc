@@ -19,6 +19,7 @@
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
+#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -256,6 +257,54 @@ TEST_CASE("commit and abort release every lock, a recycled transaction starts cl
     REQUIRE(c->Commit().ok());
     REQUIRE(b->Commit().ok());
   }
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("statistics count the transactions of every worker and thread", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(7);
+  Options o = TestOptions(&fs);
+  o.workers = 2;
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = MustCreateTable(db.get(), "t");
+  const DatabaseStats before = db->stats();
+  const txn::TxnStats txn_before = static_cast<api::DatabaseImpl*>(db.get())->txns()->stats();
+  // Per caller: a write committed, a read committed (read-only), a write aborted, and a
+  // transaction dropped while active (rolled back).
+  auto run = [&](const std::string& who) {
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->Insert(txn.get(), who + "/kept", "v").ok());
+    REQUIRE(txn->Commit().ok());
+    REQUIRE(db->Begin(&txn).ok());
+    std::string value;
+    REQUIRE(t->Get(txn.get(), who + "/kept", &value).ok());
+    REQUIRE(txn->Commit().ok());
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->Insert(txn.get(), who + "/aborted", "v").ok());
+    REQUIRE(txn->Abort().ok());
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->Insert(txn.get(), who + "/dropped", "v").ok());
+  };
+  run("thread");
+  threads::WaitGroup done;
+  done.Add(2);
+  for (int worker = 0; worker < 2; ++worker) {
+    db->Spawn(
+        [&, worker] {
+          run("fiber" + std::to_string(worker));
+          done.Done();
+        },
+        worker);
+  }
+  done.Wait();
+  const DatabaseStats after = db->stats();
+  CHECK(after.txn_begun - before.txn_begun == 3 * 4);
+  CHECK(after.txn_committed - before.txn_committed == 3 * 2);
+  CHECK(after.txn_aborted - before.txn_aborted == 3 * 2);
+  CHECK(after.txn_failed == before.txn_failed);
+  const txn::TxnStats txn_after = static_cast<api::DatabaseImpl*>(db.get())->txns()->stats();
+  CHECK(txn_after.read_only_commits - txn_before.read_only_commits == 3);
+  CHECK(txn_after.active == 0);
   REQUIRE(db->Close().ok());
 }
 
