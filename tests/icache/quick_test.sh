@@ -1,12 +1,17 @@
 #!/bin/sh
 # steps_bench --quick with the TPC-C runs: it exits 0 and its last line is a JSON object with
-# the figures the STEPS issue names, each a number.
+# the figures the STEPS issue names, each a number. A malformed L1-I geometry is refused.
 #   quick_test.sh STEPS_BENCH TPCC_BINARY SCRATCH_DIR
 set -u
 bench="$1"
 tpcc="$2"
 dir="$3"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
+# A malformed geometry is refused before anything runs.
+bad=$("$bench" --no-fetch --tpcc "$tpcc" --tpcc-db "$dir/tpcc" --tpcc-geometry 32768,8 2>&1)
+if [ $? -ne 2 ] || ! printf '%s' "$bad" | grep -q "SIZE,WAYS,LINE"; then
+  echo "FAIL: --tpcc-geometry 32768,8 was not refused: $bad"; exit 1
+fi
 out=$("$bench" --quick --dir "$dir/fetch" --tpcc "$tpcc" --tpcc-db "$dir/tpcc" 2>&1)
 status=$?
 printf '%s\n' "$out" | tail -30

@@ -78,6 +78,10 @@ struct BenchOptions {
   // over ten warehouses (10 x 10; keys ending in _10wh_10u): teams of the same size with no
   // hot warehouse row, which shows what the lock conflicts of one warehouse cost STEPS.
   std::vector<std::string> tpcc_configs = {"1x10", "10x100", "10x10"};
+  // L1-I geometries of the TPC-C runs: the 32 KiB 8-way unless given (keys of another
+  // end in its suffix, e.g. _32k512w). A fully associative one (32768,512,64) leaves out the
+  // conflict misses, which move with the code layout from build to build.
+  std::vector<std::string> tpcc_geometries = {Geometry{}.i1};
   int wall_repeat = 0;  // > 0: also the wall-clock comparison, this many alternating runs
   double wall_seconds = 3;
   // Internal: run the rounds (under valgrind) of these modes and operations.
@@ -588,7 +592,25 @@ bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   return true;
 }
 
+// Whether `i1` reads as valgrind's SIZE,WAYS,LINE (positive byte counts); valgrind itself
+// refuses the ones it cannot simulate (sets not a power of two) when a run starts.
+bool ValidGeometry(const std::string& i1) {
+  unsigned long size = 0, ways = 0, line = 0;
+  char extra = 0;
+  return std::sscanf(i1.c_str(), "%lu,%lu,%lu%c", &size, &ways, &line, &extra) == 3 &&
+         size > 0 && ways > 0 && line > 0;
+}
+
 int RunOuter(BenchOptions bo, const char* self) {
+  for (const auto* list : {&bo.geometries, &bo.tpcc_geometries}) {
+    for (const std::string& i1 : *list) {
+      if (ValidGeometry(i1)) continue;
+      std::fprintf(stderr,
+                   "steps_bench: an L1-I geometry is SIZE,WAYS,LINE in bytes, not '%s'\n",
+                   i1.c_str());
+      return 2;
+    }
+  }
   if (bo.quick) {
     bo.fibers = {1, 10};
     if (bo.geometries.empty()) bo.geometries = {Geometry{}.i1};
@@ -613,7 +635,11 @@ int RunOuter(BenchOptions bo, const char* self) {
       }
       o.db = bo.tpcc.db + "-" + std::to_string(o.warehouses) + "w";
       const std::string suffix = ConfigSuffix(o.warehouses, o.users);
-      if (!RunTpccIcache(o, workloads, Geometry{}, suffix, &j)) return 1;
+      for (const std::string& i1 : bo.tpcc_geometries) {
+        Geometry geometry;
+        geometry.i1 = i1;
+        if (!RunTpccIcache(o, workloads, geometry, suffix, &j)) return 1;
+      }
       if (bo.wall_repeat > 0 &&
           !RunTpccWallClock(o, workloads, bo.wall_repeat, bo.wall_seconds, suffix, &j)) {
         return 1;
@@ -663,6 +689,9 @@ int main(int argc, char** argv) {
   app.add_option("--tpcc-config", bo.tpcc_configs,
                  "TPC-C configurations WAREHOUSESxUSERS, comma-separated (default 1x10,10x100,10x10)")
       ->delimiter(',');
+  app.add_option("--tpcc-geometry", bo.tpcc_geometries,
+                 "L1-I geometry size,ways,line of the TPC-C runs (repeatable; default "
+                 "32768,8,64; 32768,512,64 is fully associative)");
   app.add_option("--wall-clock", bo.wall_repeat,
                  "also compare wall clock natively: this many alternating runs per mode")
       ->check(CLI::Range(1, 99));
