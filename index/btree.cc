@@ -380,6 +380,7 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
                      bool for_update) const {
   SM_TRY(CheckKey(key));
+  if (ctx.locks != nullptr) ctx.locks->PrefetchKey(key);
   LeafHint* const hint = ctx.hint;
   for (;;) {
     LockWait wait;
@@ -494,6 +495,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
     // They write the key or, if it is absent, read its gap: X before the descent. Insert and
     // Upsert may insert, so they check the gap first and lock the key at the leaf (LockAtLeaf).
     SM_TRY(ctx.locks->LockKey(KeyLockRequest{key, false, KeyLockPurpose::kWrite}));
+  } else if (ctx.locks != nullptr) {
+    ctx.locks->PrefetchKey(key);  // locked at the leaf (kWrite), after the descent
   }
   threads::CtxSite* site = op == WriteOp::kInsert   ? &kCtxInsertLeaf
                            : op == WriteOp::kDelete ? &kCtxDeleteLeaf

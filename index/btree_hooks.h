@@ -189,6 +189,9 @@ class KeyLockHook {
   virtual Status TryLockKey(const KeyLockRequest& request) { return Status::OK(); }
   // With no latch held; may suspend the fiber until granted.
   virtual Status LockKey(const KeyLockRequest& request) { return Status::OK(); }
+  // A point operation on `key` begins: start loading what locking the key will touch, so that
+  // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail.
+  virtual void PrefetchKey(std::string_view key) {}
 };
 
 // What one operation runs on behalf of. The default (no transaction, no locks) is what tests

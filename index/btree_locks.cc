@@ -116,6 +116,10 @@ Status TxnKeyLocks::TryLockKey(const KeyLockRequest& request) {
   return Status::OK();
 }
 
+void TxnKeyLocks::PrefetchKey(std::string_view key) {
+  manager_->Prefetch(LockId::Key(table_, key));
+}
+
 Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {
   DropPin();
   const KeyLock lock = Map(request);

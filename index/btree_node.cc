@@ -150,8 +150,13 @@ void Node::PrefetchRecordFor(std::string_view key) const {
   const uint16_t i = Search<true, false, /*kHeadsOnly=*/true>(key, &unused);
   if (i == count()) return;
   std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
-  __builtin_prefetch(rec.data());
-  __builtin_prefetch(rec.data() + rec.size() - 1);
+  // Every line the record spans: a small record that straddles a line boundary twice (a
+  // 100-byte value does at most offsets within its first line) has a middle line too.
+  const uintptr_t first = reinterpret_cast<uintptr_t>(rec.data()) & ~uintptr_t{63};
+  const uintptr_t last = reinterpret_cast<uintptr_t>(rec.data() + rec.size() - 1);
+  for (uintptr_t line = first; line <= last; line += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+  }
 }
 
 uint16_t Node::UpperBound(std::string_view key) const {

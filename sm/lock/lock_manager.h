@@ -177,6 +177,12 @@ class LockManager {
   LockManager(const LockManager&) = delete;
   LockManager& operator=(const LockManager&) = delete;
 
+  // Starts loading the lock-table bucket `id` hashes to, for writing, without waiting. A caller
+  // that knows a lock it will ask for shortly (a point operation's key, before its descent)
+  // calls it first so that the bucket's cache miss overlaps other work: random key locks in a
+  // large table otherwise find their bucket out of the cache, and Lock waits for it.
+  void Prefetch(const LockId& id) const;
+
   // Locks `id` in `mode` for `owner`, exactly as named (no parent locks). OK: granted (or
   // already covered). Deadlock / LockTimeout: not granted; retryable after the transaction
   // aborts. Busy: kNoWait and it would have waited.
