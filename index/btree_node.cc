@@ -150,8 +150,8 @@ void Node::PrefetchRecordFor(std::string_view key) const {
   const uint16_t i = Search<true, false, /*kHeadsOnly=*/true>(key, &unused);
   if (i == count()) return;
   std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
-  // Every line the record spans: a small record that straddles a line boundary twice (a
-  // 100-byte value does at most offsets within its first line) has a middle line too.
+  // Every line the record spans: one of 65 to 128 bytes can cover three, and a middle line
+  // not prefetched would miss when the value is copied out.
   const uintptr_t first = reinterpret_cast<uintptr_t>(rec.data()) & ~uintptr_t{63};
   const uintptr_t last = reinterpret_cast<uintptr_t>(rec.data() + rec.size() - 1);
   for (uintptr_t line = first; line <= last; line += 64) {
