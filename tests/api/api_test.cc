@@ -269,34 +269,38 @@ TEST_CASE("statistics count the transactions of every worker and thread", "[unit
   const DatabaseStats before = db->stats();
   const txn::TxnStats txn_before = static_cast<api::DatabaseImpl*>(db.get())->txns()->stats();
   // Per caller: a write committed, a read committed (read-only), a write aborted, and a
-  // transaction dropped while active (rolled back).
-  auto run = [&](const std::string& who) {
+  // transaction dropped while active (rolled back). Returns the first failure: Catch's
+  // assertions may only be used on the test's own thread, so the fibers' results are checked
+  // there after they end.
+  auto run = [&](const std::string& who) -> Status {
     std::unique_ptr<Transaction> txn;
-    REQUIRE(db->Begin(&txn).ok());
-    REQUIRE(t->Insert(txn.get(), who + "/kept", "v").ok());
-    REQUIRE(txn->Commit().ok());
-    REQUIRE(db->Begin(&txn).ok());
+    SM_TRY(db->Begin(&txn));
+    SM_TRY(t->Insert(txn.get(), who + "/kept", "v"));
+    SM_TRY(txn->Commit());
+    SM_TRY(db->Begin(&txn));
     std::string value;
-    REQUIRE(t->Get(txn.get(), who + "/kept", &value).ok());
-    REQUIRE(txn->Commit().ok());
-    REQUIRE(db->Begin(&txn).ok());
-    REQUIRE(t->Insert(txn.get(), who + "/aborted", "v").ok());
-    REQUIRE(txn->Abort().ok());
-    REQUIRE(db->Begin(&txn).ok());
-    REQUIRE(t->Insert(txn.get(), who + "/dropped", "v").ok());
+    SM_TRY(t->Get(txn.get(), who + "/kept", &value));
+    SM_TRY(txn->Commit());
+    SM_TRY(db->Begin(&txn));
+    SM_TRY(t->Insert(txn.get(), who + "/aborted", "v"));
+    SM_TRY(txn->Abort());
+    SM_TRY(db->Begin(&txn));
+    return t->Insert(txn.get(), who + "/dropped", "v");
   };
-  run("thread");
+  REQUIRE(run("thread").ok());
+  std::array<Status, 2> fiber_results;
   threads::WaitGroup done;
   done.Add(2);
   for (int worker = 0; worker < 2; ++worker) {
     db->Spawn(
         [&, worker] {
-          run("fiber" + std::to_string(worker));
+          fiber_results[worker] = run("fiber" + std::to_string(worker));
           done.Done();
         },
         worker);
   }
   done.Wait();
+  for (const Status& s : fiber_results) REQUIRE(s.ok());
   const DatabaseStats after = db->stats();
   CHECK(after.txn_begun - before.txn_begun == 3 * 4);
   CHECK(after.txn_committed - before.txn_committed == 3 * 2);
