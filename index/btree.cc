@@ -380,7 +380,7 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
                      bool for_update) const {
   SM_TRY(CheckKey(key));
-  if (ctx.locks != nullptr) ctx.locks->PrefetchKey(key);
+  const uint64_t prefetched = ctx.locks != nullptr ? ctx.locks->PrefetchKey(key) : 0;
   LeafHint* const hint = ctx.hint;
   for (;;) {
     LockWait wait;
@@ -425,7 +425,7 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       const KeyLockPurpose purpose = !found       ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
                                                   : KeyLockPurpose::kRead;
-      SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait));
+      SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait, found ? prefetched : 0));
       if (!wait.pending) {
         if (!found) return Status::NotFound();
         SM_CTX(kCtxLeafCopyOut);
@@ -491,12 +491,13 @@ Status BTree::Delete(std::string_view key, const OpContext& ctx) {
 Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
                     const OpContext& ctx) {
   SM_TRY(op == WriteOp::kDelete ? CheckKey(key) : CheckRecord(key, value));
+  uint64_t prefetched = 0;  // KeyLockRequest::prefetched of `key`
   if (ctx.locks != nullptr && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) {
     // They write the key or, if it is absent, read its gap: X before the descent. Insert and
     // Upsert may insert, so they check the gap first and lock the key at the leaf (LockAtLeaf).
     SM_TRY(ctx.locks->LockKey(KeyLockRequest{key, false, KeyLockPurpose::kWrite}));
   } else if (ctx.locks != nullptr) {
-    ctx.locks->PrefetchKey(key);  // locked at the leaf (kWrite), after the descent
+    prefetched = ctx.locks->PrefetchKey(key);  // locked at the leaf (kWrite), after the descent
   }
   threads::CtxSite* site = op == WriteOp::kInsert   ? &kCtxInsertLeaf
                            : op == WriteOp::kDelete ? &kCtxDeleteLeaf
@@ -515,7 +516,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       bool fences_known = false;
       SM_TRY(FixLeafForWrite(key, site, ctx.hint, &leaf, &fences_known));
       uint16_t written = UINT16_MAX;
-      s = WriteAtLeaf(op, key, value, ctx, &leaf, nullptr, &retry, &wait, &written);
+      s = WriteAtLeaf(op, key, value, prefetched, ctx, &leaf, nullptr, &retry, &wait, &written);
       emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
                 LeftEmpty(leaf);
       contender = AfterOptimisticWrite(leaf, written, fences_known, ctx.hint);
@@ -526,7 +527,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       Path path;
       SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
       uint16_t written = UINT16_MAX;
-      s = WriteAtLeaf(op, key, value, ctx, &path.back(), &path, &retry, &wait, &written);
+      s = WriteAtLeaf(op, key, value, prefetched, ctx, &path.back(), &path, &retry, &wait,
+                      &written);
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
       if (ctx.hint != nullptr && finished) RememberLeaf(path.back(), false, ctx.hint);
@@ -548,14 +550,14 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
 }
 
 Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
-                          const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
+                          uint64_t prefetched, const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
                           LockWait* wait, uint16_t* written) {
   Node node(leaf->data());
   bool found;
   uint16_t index = node.LowerBound(key, &found);
   // What `found` decides holds only once its locks are granted: a wait releases the latch, and
   // the restart searches the leaf again (the key may have come or gone meanwhile).
-  SM_TRY(LockAtLeaf(op, key, ctx, *leaf, index, found, wait));
+  SM_TRY(LockAtLeaf(op, key, prefetched, ctx, *leaf, index, found, wait));
   if (wait->pending) {
     *retry = Retry::kLockWait;
     return Status::OK();
@@ -606,19 +608,22 @@ namespace {
   wait->key.assign(request.key);
   wait->end_of_index = request.end_of_index;
   wait->purpose = request.purpose;
+  wait->prefetched = request.prefetched;
   return Status::OK();
 }
 
 }  // namespace
 
-Status BTree::LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx, PageHandle& leaf,
-                         uint16_t index, bool found, LockWait* wait) const {
+Status BTree::LockAtLeaf(WriteOp op, std::string_view key, uint64_t prefetched,
+                         const OpContext& ctx, PageHandle& leaf, uint16_t index, bool found,
+                         LockWait* wait) const {
   if (ctx.locks == nullptr) return Status::OK();
-  const KeyLockRequest write{key, false, KeyLockPurpose::kWrite};
+  const KeyLockRequest write{key, false, KeyLockPurpose::kWrite, prefetched};
   if (found) {
     switch (op) {
       case WriteOp::kInsert:  // S keeps the key present, so Duplicate stays true (serializable)
-        return TryLockOrNoteWait(ctx, KeyLockRequest{key, false, KeyLockPurpose::kRead}, wait);
+        return TryLockOrNoteWait(ctx, KeyLockRequest{key, false, KeyLockPurpose::kRead, prefetched},
+                                 wait);
       case WriteOp::kUpsert:
         return TryLockOrNoteWait(ctx, write, wait);
       case WriteOp::kUpdate:  // kWrite taken by Write
@@ -758,12 +763,14 @@ Status BTree::TryLock(const OpContext& ctx, const KeyLockRequest& request, LockW
 }
 
 Status BTree::TryLockAt(const OpContext& ctx, PageHandle& leaf, uint16_t index,
-                        KeyLockPurpose purpose, LockWait* wait) const {
+                        KeyLockPurpose purpose, LockWait* wait, uint64_t prefetched) const {
   if (ctx.locks == nullptr) return Status::OK();
   Node node(leaf.data());
   if (index < node.count()) {
-    return TryLockOrNoteWait(ctx, KeyLockRequest{node.KeyAt(index), false, purpose}, wait);
+    return TryLockOrNoteWait(ctx, KeyLockRequest{node.KeyAt(index), false, purpose, prefetched},
+                             wait);
   }
+  SM_DASSERT(prefetched == 0);  // of a key at `index`
   std::string next;
   bool end_of_index = false;
   std::vector<PageHandle> passed;  // latched until the lock is asked for

@@ -474,16 +474,17 @@ class BTree {
   // for a lock.
   enum class Retry : uint8_t { kNone, kPessimistic, kLockWait };
   // *written: the index of the record changed (inserted, updated or erased), set only once
-  // the change succeeded; untouched otherwise.
-  Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
-                     buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait,
-                     uint16_t* written);
+  // the change succeeded; untouched otherwise. `prefetched`: KeyLockRequest::prefetched of `key`.
+  Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
+                     uint64_t prefetched, const OpContext& ctx, buffer::PageHandle* leaf,
+                     Path* path, Retry* retry, LockWait* wait, uint16_t* written);
   // The key locks a write takes at its exclusively latched leaf, given whether the key is at
   // `index` (found) or would go there (btree_hooks.h, locking 3): an insertion kInsertNext and
   // then kWrite; an Upsert that found the key kWrite; an Insert that found it kRead; a Delete
   // that found it kDeleteNext; an Update or Delete that did not, kReadNext. Same answers as
   // TryLockAt.
-  Status LockAtLeaf(WriteOp op, std::string_view key, const OpContext& ctx,
+  // `prefetched`: KeyLockRequest::prefetched of `key`.
+  Status LockAtLeaf(WriteOp op, std::string_view key, uint64_t prefetched, const OpContext& ctx,
                     buffer::PageHandle& leaf, uint16_t index, bool found, LockWait* wait) const;
   Status ApplyInsert(buffer::PageHandle& leaf, uint16_t index, std::string_view key,
                      std::string_view value, const OpContext& ctx);
@@ -530,8 +531,9 @@ class BTree {
   // Asks the hook for the key at `index` of the latched leaf (or the first key after the leaf,
   // found by stepping right, or end of index). Granted or no hook: OK, wait untouched. Would
   // wait: OK with *wait filled. Other errors are returned.
+  // `prefetched`: KeyLockRequest::prefetched, if the caller knows the key at `index`.
   Status TryLockAt(const OpContext& ctx, buffer::PageHandle& leaf, uint16_t index,
-                   KeyLockPurpose purpose, LockWait* wait) const;
+                   KeyLockPurpose purpose, LockWait* wait, uint64_t prefetched = 0) const;
   // The same for a request naming its key.
   Status TryLock(const OpContext& ctx, const KeyLockRequest& request, LockWait* wait) const;
   // With no latch held: waits for the lock TryLock could not grant.

@@ -180,6 +180,9 @@ struct KeyLockRequest {
   std::string_view key;       // empty (and meaningless) when end_of_index
   bool end_of_index = false;  // the +infinity sentinel: no key follows
   KeyLockPurpose purpose = KeyLockPurpose::kRead;
+  // What PrefetchKey returned for these very key bytes, or 0 (none): the hook may use it in
+  // place of what it would derive from the key again (TxnKeyLocks: the key's hash).
+  uint64_t prefetched = 0;
 };
 
 class KeyLockHook {
@@ -190,8 +193,9 @@ class KeyLockHook {
   // With no latch held; may suspend the fiber until granted.
   virtual Status LockKey(const KeyLockRequest& request) { return Status::OK(); }
   // A point operation on `key` begins: start loading what locking the key will touch, so that
-  // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail.
-  virtual void PrefetchKey(std::string_view key) {}
+  // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail. The
+  // result goes back in KeyLockRequest::prefetched of a later request on the same key.
+  virtual uint64_t PrefetchKey(std::string_view key) { return 0; }
 };
 
 // What one operation runs on behalf of. The default (no transaction, no locks) is what tests

@@ -41,7 +41,10 @@ struct LockWait {
   std::string key;
   bool end_of_index = false;
   KeyLockPurpose purpose = KeyLockPurpose::kRead;
-  KeyLockRequest request() const { return KeyLockRequest{key, end_of_index, purpose}; }
+  uint64_t prefetched = 0;  // KeyLockRequest::prefetched
+  KeyLockRequest request() const {
+    return KeyLockRequest{key, end_of_index, purpose, prefetched};
+  }
 };
 
 // An entry a node must take but cannot: a leaf record (insert, or an update that replaces record

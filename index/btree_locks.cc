@@ -40,13 +40,19 @@ bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
     const KeyLockRequest& request) const {
   const bool serializable = isolation_ == txn::Isolation::kSerializable;
   const LockDuration read_duration = serializable ? LockDuration::kCommit : LockDuration::kInstant;
-  // The lock on the request's key itself; only the *Next purposes may name the end of index.
+  // The hash of the request's key: PrefetchKey's (the caller vouches that it is of the same
+  // bytes), or computed here.
+  SM_DASSERT(request.prefetched == 0 || request.prefetched == LockId::HashKey(request.key));
+  const uint64_t hash = request.end_of_index  ? 0
+                        : request.prefetched != 0 ? request.prefetched
+                                                  : LockId::HashKey(request.key);
+  // Only the *Next purposes may name the end of index.
   auto key = [&] {
     SM_ASSERT(!request.end_of_index);
-    return LockId::Key(table_, request.key);
+    return LockId::KeyHash(table_, hash);
   };
   auto next = [&] {
-    return request.end_of_index ? LockId::TableEnd(table_) : LockId::Key(table_, request.key);
+    return request.end_of_index ? LockId::TableEnd(table_) : LockId::KeyHash(table_, hash);
   };
   switch (request.purpose) {
     case KeyLockPurpose::kWrite:  // the record, not the gap before it
@@ -116,8 +122,10 @@ Status TxnKeyLocks::TryLockKey(const KeyLockRequest& request) {
   return Status::OK();
 }
 
-void TxnKeyLocks::PrefetchKey(std::string_view key) {
-  manager_->Prefetch(LockId::Key(table_, key));
+uint64_t TxnKeyLocks::PrefetchKey(std::string_view key) {
+  const uint64_t hash = LockId::HashKey(key);
+  manager_->Prefetch(LockId::KeyHash(table_, hash));
+  return hash;
 }
 
 Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {

@@ -91,8 +91,9 @@ class TxnKeyLocks final : public KeyLockHook {
   // With no latch held: waits until granted. Deadlock / LockTimeout: not granted; the
   // transaction must abort (release its locks) and may retry.
   [[nodiscard]] Status LockKey(const KeyLockRequest& request) override;
-  // The lock table's bucket of the key's lock (the lock that a found key takes).
-  void PrefetchKey(std::string_view key) override;
+  // The lock table's bucket of the key's lock (the lock that a found key takes). Returns the
+  // key's hash, which a request on the key then need not compute again.
+  uint64_t PrefetchKey(std::string_view key) override;
 
   // Takes the table's intention lock for readers (IS) or writers (IX), and the database's,
   // unless this hook already holds it. Key requests do it themselves when needed; calling it

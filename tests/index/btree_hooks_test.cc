@@ -139,13 +139,26 @@ class RecordingLocks : public index::KeyLockHook {
     return out;
   }
 
-  static std::string Describe(const KeyLockRequest& r) {
-    return std::string(index::KeyLockPurposeName(r.purpose)) + " " +
-           (r.end_of_index ? std::string("EOI") : Printable(r.key));
+  // With `tokens`, PrefetchKey hands out a distinct token per call, and a request that
+  // carries one is described with " +" if it is the token of its own key, " !" if not.
+  bool tokens = false;
+  uint64_t PrefetchKey(std::string_view key) override {
+    if (!tokens) return 0;
+    prefetched_.emplace_back(key);
+    return prefetched_.size();
+  }
+  std::string Describe(const KeyLockRequest& r) const {
+    std::string out = std::string(index::KeyLockPurposeName(r.purpose)) + " " +
+                      (r.end_of_index ? std::string("EOI") : Printable(r.key));
+    if (r.prefetched == 0) return out;
+    const bool own = r.prefetched <= prefetched_.size() && !r.end_of_index &&
+                     prefetched_[r.prefetched - 1] == r.key;
+    return out + (own ? " +" : " !");
   }
 
  private:
   bool said_busy_ = false;
+  std::vector<std::string> prefetched_;  // by token - 1
 };
 
 std::string K(uint64_t n) { return Printable(Key64(n)); }
@@ -359,6 +372,37 @@ TEST_CASE("btree hooks: point operations lock the key and its next key", "[unit]
                              "try write " + K(30), "try insert-next EOI", "try write " + K(31)});
   REQUIRE(env.tree->counters().lock_waits == 0);
   if (hinted) REQUIRE(hint.hits == 9);  // all but the first of the ten operations
+}
+
+TEST_CASE("btree hooks: a request on the prefetched key carries what PrefetchKey returned",
+          "[unit][btree][hooks]") {
+  TreeEnv env(32);
+  for (uint64_t n : {10, 20, 30}) REQUIRE(env.tree->Insert(Key64(n), "v").ok());
+  RecordingLocks locks;
+  locks.tokens = true;
+  index::LeafHint hint;
+  const bool hinted = GENERATE(false, true);
+  index::OpContext ctx{nullptr, &locks, hinted ? &hint : nullptr};
+  std::string value;
+  REQUIRE(env.tree->Insert(Key64(15), "v", ctx).ok());
+  REQUIRE(env.tree->Lookup(Key64(30), &value, ctx).ok());
+  REQUIRE(env.tree->Lookup(Key64(25), &value, ctx).IsNotFound());
+  REQUIRE(env.tree->Insert(Key64(10), "v", ctx).IsDuplicate());
+  REQUIRE(env.tree->Upsert(Key64(30), "u", ctx).ok());
+  REQUIRE(env.tree->Update(Key64(20), "u", ctx).ok());
+  // The key's own requests carry it, a next key's never; Update locks before any prefetch.
+  REQUIRE(locks.calls == std::vector<std::string>{
+                             "try insert-next " + K(20), "try write " + K(15) + " +",
+                             "try read " + K(30) + " +", "try read-next " + K(30),
+                             "try read " + K(10) + " +", "try write " + K(30) + " +",
+                             "wait write " + K(20)});
+  // A wait keeps it for the request made after the wait.
+  locks.calls.clear();
+  locks.busy_once = {Key64(30)};
+  REQUIRE(env.tree->Lookup(Key64(30), &value, ctx).ok());
+  REQUIRE(locks.calls == std::vector<std::string>{"try read " + K(30) + " +",
+                                                  "wait read " + K(30) + " +",
+                                                  "try read " + K(30) + " +"});
 }
 
 TEST_CASE("btree hooks: a write that waits at the leaf restarts and searches again",
