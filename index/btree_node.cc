@@ -186,13 +186,13 @@ uint16_t Node::Search(std::string_view key, bool* equal) const {
   // heads-only search runs over a directory already asked for: it prefetches nothing.
   size_t lo = HeadBound</*kAfter=*/false, /*kPrefetch=*/!kHeadsOnly>(tags, n, head);
   if constexpr (kHeadsOnly) return static_cast<uint16_t>(lo);
-  if (lo == n || TagAt(tags + lo * SlottedPage::kSlotBytes) != head) {
+  if (lo == n || HeadAt(static_cast<uint16_t>(lo)) != head) {
     return static_cast<uint16_t>(lo);  // no head ties: the key lies between two records
   }
   // 2. Records [lo, hi) tie with the key's head: whole keys decide among them. Usually one
   // (the key itself, in a leaf); a run of them where keys share more than the 4 bytes.
   size_t hi = lo + 1;
-  if (hi < n && TagAt(tags + hi * SlottedPage::kSlotBytes) == head) {
+  if (hi < n && HeadAt(static_cast<uint16_t>(hi)) == head) {
     hi = lo + HeadBound</*kAfter=*/true, /*kPrefetch=*/false>(
                   tags + lo * SlottedPage::kSlotBytes, n - lo, head);
   }

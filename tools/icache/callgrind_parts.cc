@@ -50,17 +50,38 @@ bool ReadAddress(const char* text, uint64_t last, uint64_t* addr) {
 
 }  // namespace
 
+namespace {
+
+// The L1-I's SIZE,WAYS,LINE; false (zeros) if `i1` is not three positive numbers.
+struct CacheShape {
+  unsigned long size = 0, ways = 0, line = 0;
+};
+bool ParseShape(const std::string& i1, CacheShape* shape) {
+  char extra = 0;
+  *shape = CacheShape{};
+  return std::sscanf(i1.c_str(), "%lu,%lu,%lu%c", &shape->size, &shape->ways, &shape->line,
+                     &extra) == 3 &&
+         shape->size > 0 && shape->ways > 0 && shape->line > 0;
+}
+
+}  // namespace
+
 std::string Geometry::Name() const {
-  unsigned long size = 0, ways = 0;
-  std::sscanf(i1.c_str(), "%lu,%lu", &size, &ways);
-  return std::to_string(size / 1024) + " KiB " + std::to_string(ways) + "-way";
+  CacheShape s;
+  (void)ParseShape(i1, &s);
+  return std::to_string(s.size / 1024) + " KiB " + std::to_string(s.ways) + "-way";
 }
 
 std::string Geometry::Suffix() const {
   if (i1 == Geometry{}.i1) return "";
-  unsigned long size = 0, ways = 0;
-  std::sscanf(i1.c_str(), "%lu,%lu", &size, &ways);
-  return "_" + std::to_string(size / 1024) + "k" + std::to_string(ways) + "w";
+  CacheShape s;
+  (void)ParseShape(i1, &s);
+  return "_" + std::to_string(s.size / 1024) + "k" + std::to_string(s.ways) + "w";
+}
+
+bool Geometry::Valid() const {
+  CacheShape s;
+  return ParseShape(i1, &s);
 }
 
 uint64_t Counters::Get(const std::string& name) const {
@@ -195,11 +216,8 @@ double ReductionPct(double baseline, double measured) {
 }
 
 uint32_t LineBytes(const std::string& geometry) {
-  unsigned long size = 0, ways = 0, line = 0;
-  if (std::sscanf(geometry.c_str(), "%lu,%lu,%lu", &size, &ways, &line) != 3 || line == 0) {
-    return 64;
-  }
-  return static_cast<uint32_t>(line);
+  CacheShape s;
+  return ParseShape(geometry, &s) ? static_cast<uint32_t>(s.line) : 64;
 }
 
 }  // namespace sm::icache

@@ -25,6 +25,9 @@ struct Geometry {
   std::string ll = "2097152,16,64";
   std::string Name() const;  // "32 KiB 8-way" (of the L1-I)
   std::string Suffix() const;  // "" for the default I1, else e.g. "_16k4w"
+  // Whether i1 reads as valgrind's SIZE,WAYS,LINE (positive byte counts); valgrind itself
+  // refuses the ones it cannot simulate (sets not a power of two) when a run starts.
+  bool Valid() const;
 };
 
 // The events of one dumped part (callgrind's names: Ir, I1mr, D1mr, D1mw, Bcm, Bim, ...).

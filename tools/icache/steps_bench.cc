@@ -592,19 +592,12 @@ bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   return true;
 }
 
-// Whether `i1` reads as valgrind's SIZE,WAYS,LINE (positive byte counts); valgrind itself
-// refuses the ones it cannot simulate (sets not a power of two) when a run starts.
-bool ValidGeometry(const std::string& i1) {
-  unsigned long size = 0, ways = 0, line = 0;
-  char extra = 0;
-  return std::sscanf(i1.c_str(), "%lu,%lu,%lu%c", &size, &ways, &line, &extra) == 3 &&
-         size > 0 && ways > 0 && line > 0;
-}
-
 int RunOuter(BenchOptions bo, const char* self) {
   for (const auto* list : {&bo.geometries, &bo.tpcc_geometries}) {
     for (const std::string& i1 : *list) {
-      if (ValidGeometry(i1)) continue;
+      Geometry g;
+      g.i1 = i1;
+      if (g.Valid()) continue;
       std::fprintf(stderr,
                    "steps_bench: an L1-I geometry is SIZE,WAYS,LINE in bytes, not '%s'\n",
                    i1.c_str());
