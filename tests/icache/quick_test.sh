@@ -1,6 +1,7 @@
 #!/bin/sh
 # steps_bench --quick with the TPC-C runs: it exits 0 and its last line is a JSON object with
-# the figures the STEPS issue names, each a number. A malformed L1-I geometry is refused.
+# the figures the STEPS issue names (and the paper's mix), each a number. A malformed L1-I
+# geometry and an unknown workload are refused.
 #   quick_test.sh STEPS_BENCH TPCC_BINARY SCRATCH_DIR
 set -u
 bench="$1"
@@ -12,6 +13,11 @@ bad=$("$bench" --no-fetch --tpcc "$tpcc" --tpcc-db "$dir/tpcc" --tpcc-geometry 3
 if [ $? -ne 2 ] || ! printf '%s' "$bad" | grep -q "SIZE,WAYS,LINE"; then
   echo "FAIL: --tpcc-geometry 32768,8 was not refused: $bad"; exit 1
 fi
+# So is an unknown TPC-C workload.
+bad=$("$bench" --no-fetch --tpcc "$tpcc" --tpcc-db "$dir/tpcc" --tpcc-workloads payment,nope 2>&1)
+if [ $? -ne 2 ] || ! printf '%s' "$bad" | grep -q "not 'nope'"; then
+  echo "FAIL: --tpcc-workloads nope was not refused: $bad"; exit 1
+fi
 out=$("$bench" --quick --dir "$dir/fetch" --tpcc "$tpcc" --tpcc-db "$dir/tpcc" 2>&1)
 status=$?
 printf '%s\n' "$out" | tail -30
@@ -21,7 +27,8 @@ failures=0
 for key in index_fetch_l1i_reduction_pct index_fetch_per_extra_fiber_pct \
            payment_l1i_reduction_pct payment_branch_mispredict_reduction_pct \
            payment_instructions_increase_pct mix_l1i_reduction_pct \
-           payment_l1i_misses_per_txn_serial mix_l1i_misses_per_txn_serial; do
+           payment_l1i_misses_per_txn_serial mix_l1i_misses_per_txn_serial \
+           mix_no_delivery_l1i_reduction_pct; do
   if ! printf '%s' "$json" | grep -q "\"$key\":-\{0,1\}[0-9]"; then
     echo "FAIL: the JSON line lacks a number for $key"; failures=$((failures + 1))
   fi

@@ -1,5 +1,6 @@
 // The TPC-C half of the STEPS harness: the `tpcc` driver binary run under callgrind for a fixed
-// number of transactions on one worker, STEPS off and on, Payment alone and the full mix.
+// number of transactions on one worker, STEPS off and on side by side, for each workload
+// (Payment alone, the full mix, the paper's mix without Delivery).
 //
 // Each run starts from a fresh copy of a loaded database (so every run does the same work from
 // the same state), reads it into the buffer pool (--prewarm), and uses `tpcc run --transactions T --warmup-transactions W --callgrind-window`:
@@ -39,7 +40,7 @@ struct TpccRunOptions {
 };
 
 struct TpccWorkload {
-  std::string name;  // "payment", "mix": the JSON key prefix
+  std::string name;  // "payment", "mix", "mix_no_delivery": the JSON key prefix
   std::string mix;   // the --mix argument
 };
 
