@@ -339,7 +339,9 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
         << "serial " << figures(tpcc["tpcc_l1i_per_txn_serial"]) << ";\n#   STEPS with the "
         << "synthetic stage's sites " << figures(tpcc["tpcc_l1i_per_txn_synthetic_placement"]);
     if (tpcc.contains("tpcc_l1i_per_txn_compared")) {
-      out << ", with " << tpcc["compared_placement"].get<std::string>() << "'s "
+      // The file's name only: the placement is checked in, and a path would name this machine.
+      out << ", with "
+          << fs::path(tpcc["compared_placement"].get<std::string>()).filename().string() << "'s "
           << figures(tpcc["tpcc_l1i_per_txn_compared"]);
     }
     out << ";\n#   with the sites below " << figures(tpcc["tpcc_l1i_per_txn_placed"]) << ".\n";
