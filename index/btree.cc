@@ -550,8 +550,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
 }
 
 Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
-                          uint64_t prefetched, const OpContext& ctx, PageHandle* leaf, Path* path, Retry* retry,
-                          LockWait* wait, uint16_t* written) {
+                          uint64_t prefetched, const OpContext& ctx, PageHandle* leaf,
+                          Path* path, Retry* retry, LockWait* wait, uint16_t* written) {
   Node node(leaf->data());
   bool found;
   uint16_t index = node.LowerBound(key, &found);

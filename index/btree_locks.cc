@@ -43,7 +43,7 @@ bool TxnKeyLocks::CoveredByLast(const KeyLock& lock) {
   // The hash of the request's key: PrefetchKey's (the caller vouches that it is of the same
   // bytes), or computed here.
   SM_DASSERT(request.prefetched == 0 || request.prefetched == LockId::HashKey(request.key));
-  const uint64_t hash = request.end_of_index  ? 0
+  const uint64_t hash = request.end_of_index      ? 0
                         : request.prefetched != 0 ? request.prefetched
                                                   : LockId::HashKey(request.key);
   // Only the *Next purposes may name the end of index.
