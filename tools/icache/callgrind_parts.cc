@@ -48,10 +48,6 @@ bool ReadAddress(const char* text, uint64_t last, uint64_t* addr) {
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The L1-I's SIZE,WAYS,LINE; false (zeros) if `i1` is not three positive numbers.
 struct CacheShape {
   unsigned long size = 0, ways = 0, line = 0;
