@@ -368,9 +368,6 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
 
 // ---- The TPC-C stage ------------------------------------------------------------------------
 
-const std::vector<TpccWorkload> kTpccWorkloads = {{"payment", "payment"},
-                                                  {"mix", "45,43,4,4,4"}};
-
 // L1-I misses per transaction, by workload, with STEPS on and the sites `enabled` (or, with
 // `steps` false, serially).
 struct TpccCost {
@@ -404,18 +401,21 @@ bool MeasureTpcc(const PlaceOptions& o, bool steps, const std::string& placement
                  TpccCost* cost) {
   TpccRunOptions t = o.tpcc;
   t.ctx_placement = placement_file;
-  std::vector<Counters> counters(kTpccWorkloads.size());
+  // A placement is chosen for Payment and the standard mix.
+  const std::vector<TpccWorkload> workloads = {*FindTpccWorkload("payment"),
+                                               *FindTpccWorkload("mix")};
+  std::vector<Counters> counters(workloads.size());
   std::vector<std::future<bool>> runs;
-  for (size_t i = 0; i < kTpccWorkloads.size(); ++i) {
+  for (size_t i = 0; i < workloads.size(); ++i) {
     runs.push_back(std::async(std::launch::async, [&, i] {
-      return RunTpccOnce(t, kTpccWorkloads[i], steps, o.geometry, &counters[i]);
+      return RunTpccOnce(t, workloads[i], steps, o.geometry, &counters[i]);
     }));
   }
   bool ok = true;
   for (std::future<bool>& run : runs) ok = run.get() && ok;
   if (!ok) return false;
-  for (size_t i = 0; i < kTpccWorkloads.size(); ++i) {
-    cost->misses[kTpccWorkloads[i].name] = counters[i].L1iMisses() / double(t.transactions);
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    cost->misses[workloads[i].name] = counters[i].L1iMisses() / double(t.transactions);
   }
   return true;
 }

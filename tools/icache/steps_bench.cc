@@ -82,7 +82,7 @@ struct BenchOptions {
   // end in its suffix, e.g. _32k512w). A fully associative one (32768,512,64) leaves out the
   // conflict misses, which move with the code layout from build to build.
   std::vector<std::string> tpcc_geometries = {Geometry{}.i1};
-  // TPC-C workloads by name (kTpccWorkloads): the two and the paper's mix.
+  // TPC-C workloads by name (FindTpccWorkload): the two and the paper's mix.
   std::vector<std::string> tpcc_workloads = {"payment", "mix", "mix_no_delivery"};
   int wall_repeat = 0;  // > 0: also the wall-clock comparison, this many alternating runs
   double wall_seconds = 3;
@@ -95,11 +95,6 @@ struct BenchOptions {
   bool fragments = false;  // (under valgrind) dump each fragment between CTX points
   bool prepare_only = false;  // make the table and stop
 };
-
-// The TPC-C workloads steps_bench knows; each name is its JSON key prefix. The paper's mix
-// (its Figure 11) is the standard one without Delivery, which TPC-C lets wait in a queue.
-const TpccWorkload kTpccWorkloads[] = {
-    {"payment", "payment"}, {"mix", "45,43,4,4,4"}, {"mix_no_delivery", "45,43,4,0,4"}};
 
 [[noreturn]] void Die(const std::string& what, const Status& s) {
   std::fprintf(stderr, "steps_bench: %s: %s\n", what.c_str(), s.ToString().c_str());
@@ -620,13 +615,10 @@ int RunOuter(BenchOptions bo, const char* self) {
   }
   std::vector<TpccWorkload> workloads;
   for (const std::string& name : bo.tpcc_workloads) {
-    const auto* w = std::find_if(std::begin(kTpccWorkloads), std::end(kTpccWorkloads),
-                                 [&](const TpccWorkload& k) { return k.name == name; });
-    if (w == std::end(kTpccWorkloads)) {
-      std::fprintf(stderr,
-                   "steps_bench: --tpcc-workloads takes payment, mix or mix_no_delivery, "
-                   "not '%s'\n",
-                   name.c_str());
+    std::optional<TpccWorkload> w = FindTpccWorkload(name);
+    if (!w.has_value()) {
+      std::fprintf(stderr, "steps_bench: --tpcc-workloads takes %s, not '%s'\n",
+                   TpccWorkloadNames().c_str(), name.c_str());
       return 2;
     }
     workloads.push_back(*w);

@@ -58,7 +58,30 @@ void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometr
   if (!steps.teams.empty()) std::printf("  with STEPS on:\n%s", steps.teams.c_str());
 }
 
+// Constant-initialized, so that a lookup is safe from any static initializer.
+struct WorkloadName {
+  std::string_view name, mix;
+};
+constexpr WorkloadName kTpccWorkloads[] = {
+    {"payment", "payment"}, {"mix", "45,43,4,4,4"}, {"mix_no_delivery", "45,43,4,0,4"}};
+
 }  // namespace
+
+std::optional<TpccWorkload> FindTpccWorkload(std::string_view name) {
+  for (const WorkloadName& w : kTpccWorkloads) {
+    if (w.name == name) return TpccWorkload{std::string(w.name), std::string(w.mix)};
+  }
+  return std::nullopt;
+}
+
+std::string TpccWorkloadNames() {
+  std::string out;
+  for (const WorkloadName& w : kTpccWorkloads) {
+    if (!out.empty()) out += ", ";
+    out += w.name;
+  }
+  return out;
+}
 
 // Loads the database unless it is there (tpcc load reuses a loaded one).
 bool EnsureTpccLoaded(const TpccRunOptions& o) {

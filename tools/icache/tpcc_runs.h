@@ -14,7 +14,9 @@
 // The figures are per measured transaction.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +45,13 @@ struct TpccWorkload {
   std::string name;  // "payment", "mix", "mix_no_delivery": the JSON key prefix
   std::string mix;   // the --mix argument
 };
+
+// The workloads the harnesses know, by name: Payment alone, the standard mix (45,43,4,4,4), and
+// the paper's mix (its Figure 11: the standard one without Delivery, which TPC-C lets wait in a
+// queue). Empty for another name.
+std::optional<TpccWorkload> FindTpccWorkload(std::string_view name);
+// Their names, comma-separated, for messages.
+std::string TpccWorkloadNames();
 
 // Loads the database (options.db, options.warehouses) unless it is loaded already.
 bool EnsureTpccLoaded(const TpccRunOptions& options);
