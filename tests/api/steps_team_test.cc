@@ -161,6 +161,7 @@ TEST_CASE("members that wait for a page read go stray for I/O and rejoin their t
 
   constexpr int kFetches = 20;
   std::vector<int> found(kFibers, 0);
+  std::vector<bool> committed(kFibers, false);
   RunTeamOfFibers(db.get(), [&](int i) {
     std::unique_ptr<Transaction> txn;
     if (!db->Begin(&txn).ok()) return;
@@ -172,11 +173,12 @@ TEST_CASE("members that wait for a page read go stray for I/O and rejoin their t
         ++found[i];
       }
     }
-    (void)txn->Commit();
+    committed[i] = txn->Commit().ok();
   });
   for (int i = 0; i < kFibers; ++i) {
     INFO("fiber " << i);
     CHECK(found[i] == kFetches);
+    CHECK(committed[i]);
   }
   const steps::TeamStats fetch = TeamRow("index fetch (cold)");
   INFO("strays by cause: " << fetch.StrayReasons());
