@@ -69,9 +69,10 @@ bool RunTpccIcache(const TpccRunOptions& options, const std::vector<TpccWorkload
                    const Geometry& geometry, const std::string& suffix, nlohmann::json* json);
 
 // Wall clock, natively: `repeat` alternating runs of `seconds` each, STEPS off, on and auto
-// (adaptive), per workload, on one worker from a prewarmed pool; prints the medians of
-// transactions per second and their ratios, and adds <workload>_wall_speedup<suffix> (on /
-// off) and <workload>_wall_auto_ratio<suffix> (auto / off) to *json.
+// (adaptive), per workload, on one worker, each from a fresh copy of the loaded database read
+// into the pool first (--prewarm); prints the medians of transactions per second and their
+// ratios, and adds <workload>_wall_speedup<suffix> (on / off) and
+// <workload>_wall_auto_ratio<suffix> (auto / off) to *json.
 bool RunTpccWallClock(const TpccRunOptions& options, const std::vector<TpccWorkload>& workloads,
                       int repeat, double seconds, const std::string& suffix, nlohmann::json* json);
 
