@@ -2,8 +2,6 @@
 // (the rollback runs inside the commit team and undoes only its own rows), and members that
 // wait for a page read leave their team as strays for I/O and rejoin at their next operation.
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +10,7 @@
 #include "sm/sm.h"
 #include "steps/steps.h"
 #include "tests/api/api_test_util.h"
+#include "tests/io/io_test_util.h"
 #include "threads/fiber.h"
 #include "threads/sync.h"
 
@@ -110,26 +109,16 @@ TEST_CASE("a transaction aborts inside a team while its teammates commit", "[uni
   REQUIRE(db->Close().ok());
 }
 
-// A real directory: the POSIX file system reads through the worker's reactor, where a fiber
-// waits for the device (WaitReason::kIo).
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/sm-steps-team-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+// The cold table's k-th key.
+std::string ColdKey(int k) { return "k" + std::to_string(100000 + k); }
 
 TEST_CASE("members that wait for a page read go stray for I/O and rejoin their team",
           "[unit][steps][api]") {
-  TempDir dir;
+  // A real directory: the POSIX file system reads through the worker's reactor, where a fiber
+  // waits for the device (WaitReason::kIo).
+  test::ScratchDir dir;
   Options options;
-  options.path = dir.path + "/db";
+  options.path = dir / "db";
   options.workers = 1;
   options.buffer_pool_bytes = 2u << 20;
   options.checkpoint_interval = std::chrono::milliseconds(0);
@@ -146,7 +135,7 @@ TEST_CASE("members that wait for a page read go stray for I/O and rejoin their t
     std::unique_ptr<Transaction> txn;
     REQUIRE(db->Begin(&txn).ok());
     for (int k = 0; k < kRows; ++k) {
-      REQUIRE(table->Insert(txn.get(), "k" + std::to_string(100000 + k), filler).ok());
+      REQUIRE(table->Insert(txn.get(), ColdKey(k), filler).ok());
     }
     REQUIRE(txn->Commit().ok());
     REQUIRE(db->Close().ok());
@@ -169,7 +158,7 @@ TEST_CASE("members that wait for a page read go stray for I/O and rejoin their t
       // Each fiber reads rows far apart, on leaves no teammate has read.
       const int k = (i * kFetches + f) * (kRows / (kFibers * kFetches));
       std::string value;
-      if (table->Get(txn.get(), "k" + std::to_string(100000 + k), &value).ok() && value == filler) {
+      if (table->Get(txn.get(), ColdKey(k), &value).ok() && value == filler) {
         ++found[i];
       }
     }
