@@ -242,6 +242,26 @@ void RemoveWaiting(WorkerTeams& wt, Team* team) {
   return wt.teams.back().get();
 }
 
+// Puts `team` last in `list` (teams of one list run in the order they formed).
+void LinkLast(Team* team, TeamList* list) {
+  team->list = list;
+  team->stats = list->stats;
+  team->list_prev = list->last;
+  team->list_next = nullptr;
+  (list->last ? list->last->list_next : list->first) = team;
+  list->last = team;
+}
+
+// Takes `team` out of its list, and out of the active slot or the waiting queue.
+void Unlink(WorkerTeams& wt, Team* team) {
+  if (wt.active == team) wt.active = nullptr;
+  RemoveWaiting(wt, team);
+  TeamList* list = team->list;
+  (team->list_prev ? team->list_prev->list_next : list->first) = team->list_next;
+  (team->list_next ? team->list_next->list_prev : list->last) = team->list_prev;
+}
+
+// A new team, last in `list`, waiting.
 Team* NewTeam(WorkerTeams& wt, TeamList* list) {
   Team* team;
   if (wt.free_teams.empty()) [[unlikely]] {
@@ -251,23 +271,33 @@ Team* NewTeam(WorkerTeams& wt, TeamList* list) {
     wt.free_teams.pop_back();
     *team = Team();
   }
-  team->list = list;
-  team->stats = list->stats;
-  team->list_prev = list->last;
-  (list->last ? list->last->list_next : list->first) = team;
-  list->last = team;
+  LinkLast(team, list);
+  team->stats->teams.Add();
+  PushWaiting(wt, team, /*front=*/false);
   return team;
 }
 
 // A team lost its last member: forget it.
 void DestroyTeam(WorkerTeams& wt, Team* team) {
   SM_DASSERT(team->size == 0);
-  if (wt.active == team) wt.active = nullptr;
-  RemoveWaiting(wt, team);
-  TeamList* list = team->list;
-  (team->list_prev ? team->list_prev->list_next : list->first) = team->list_next;
-  (team->list_next ? team->list_next->list_prev : list->last) = team->list_prev;
+  Unlink(wt, team);
   wt.free_teams.push_back(team);
+}
+
+// A member alone in `team` wants an operation of `list` whose last team is full or absent:
+// the team becomes a new team of `list`, with the member still in it. This is what retiring
+// the team and forming a new one would do (the free list would hand back this very team),
+// without taking the member out of its ring and putting it back: in TPC-C's mix most teams
+// are formed by a member that ran its last operation alone.
+void RelabelLoneTeam(WorkerTeams& wt, Team* team, TeamList* list) {
+  SM_DASSERT(team->size == 1);
+  Unlink(wt, team);
+  team->passed_over = 0;
+  team->waiting_since = 0;
+  team->measured = false;
+  LinkLast(team, list);
+  team->stats->teams.Add();
+  PushWaiting(wt, team, /*front=*/false);
 }
 
 void Activate(WorkerTeams& wt, Team* team) {
@@ -337,16 +367,11 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   return pick;
 }
 
-// The team a member joins for `key`: its list's last team, or a new one if that is full or
-// there is none.
-[[gnu::always_inline]] inline Team* TeamToJoin(WorkerTeams& wt, TeamKey key) {
-  TeamList* list = ListFor(wt, key);
-  uint32_t cap = g_max_team_size.load(std::memory_order_relaxed);
+// The last team of `list` if it has room for one more member, else null.
+inline Team* LastWithRoom(TeamList* list) {
   Team* team = list->last;
-  if (team == nullptr || team->size >= cap) {
-    team = NewTeam(wt, list);
-    team->stats->teams.Add();
-    PushWaiting(wt, team, /*front=*/false);
+  if (team == nullptr || team->size >= g_max_team_size.load(std::memory_order_relaxed)) {
+    return nullptr;
   }
   return team;
 }
@@ -372,12 +397,7 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
 inline Team* LastTeamWithRoom(WorkerTeams& wt, TeamKey key) {
   if (key.index >= WorkerTeams::kDirectIndexes) return nullptr;
   TeamList* list = wt.direct[static_cast<int>(key.op)][key.index].get();
-  if (list == nullptr) return nullptr;
-  Team* team = list->last;
-  if (team == nullptr || team->size >= g_max_team_size.load(std::memory_order_relaxed)) {
-    return nullptr;
-  }
-  return team;
+  return list == nullptr ? nullptr : LastWithRoom(list);
 }
 
 // Other work is waiting (strays, new fibers): the regular scheduler runs it first, and the
@@ -405,6 +425,16 @@ inline Team* LastTeamWithRoom(WorkerTeams& wt, TeamKey key) {
   if (wt.active != joined) worker->DirectSwitch(wt.active->head->fiber);  // wait our turn
 }
 
+// The wrapper's tail once `m` is in `joined`: the next fiber runs (see JoinAndRunNext).
+[[gnu::always_inline]] inline void RunNext(WorkerTeams& wt, Member* m, Fiber* successor,
+                                           Team* joined) {
+  joined->stats->entered.Add();
+  Worker* worker = wt.worker;
+  if (worker->HasReadyFibers()) [[unlikely]] return RunReadyFibersFirst(wt, worker);
+  if (successor != nullptr) return worker->DirectSwitch(successor);
+  RunActiveTeam(wt, worker, m->fiber, joined);
+}
+
 // The wrapper's tail, whichever path it took: the caller's member `m`, out of its old team,
 // joins `joined`, and the next fiber runs. `successor` is the next member of the old team if
 // that team goes on with its operation, else null. Out of line, so that both paths share one
@@ -413,11 +443,7 @@ inline Team* LastTeamWithRoom(WorkerTeams& wt, TeamKey key) {
 [[gnu::noinline]] void JoinAndRunNext(WorkerTeams& wt, Member* m, Fiber* successor,
                                       Team* joined) {
   joined->Append(m);
-  joined->stats->entered.Add();
-  Worker* worker = wt.worker;
-  if (worker->HasReadyFibers()) [[unlikely]] return RunReadyFibersFirst(wt, worker);
-  if (successor != nullptr) return worker->DirectSwitch(successor);
-  RunActiveTeam(wt, worker, m->fiber, joined);
+  RunNext(wt, m, successor, joined);
 }
 
 // Runs at every enabled CTX site of a fiber in a team.
@@ -623,9 +649,16 @@ constinit thread_local bool tls_without_teams = false;
     m = new Member(self);
     self->team_slot = m;
   }
-  if (m->team != nullptr) m->team->stats->completed.Add();
+  Team* team = m->team;
+  if (team != nullptr) team->stats->completed.Add();
+  TeamList* list = ListFor(wt, key);
+  if (team != nullptr && team->size == 1 && LastWithRoom(list) == nullptr) {
+    RelabelLoneTeam(wt, team, list);
+    return RunNext(wt, m, /*successor=*/nullptr, team);
+  }
   Fiber* successor = Disconnect(wt, m);
-  JoinAndRunNext(wt, m, successor, TeamToJoin(wt, key));
+  Team* joined = LastWithRoom(list);  // after Disconnect: its own full team has room now
+  JoinAndRunNext(wt, m, successor, joined != nullptr ? joined : NewTeam(wt, list));
 }
 
 // The common case, which does what the general path does for it: a member with teammates
