@@ -50,7 +50,7 @@ set(allowed_tools tools)
 set(allowed_admin common threads io log core index api admin)
 set(allowed_icache common threads steps api bench icache)
 set(allowed_bench common threads io steps log core index api query tpcc bench)
-set(allowed_tests common threads io steps log core index api query tpcc bench tests)
+set(allowed_tests common threads io steps log core index api query tpcc bench icache tests)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT}
   ${ROOT}/sm/*.h ${ROOT}/sm/*.cc ${ROOT}/threads/*.h ${ROOT}/threads/*.cc

@@ -138,10 +138,74 @@ bool ParseCallgrindFile(const std::string& path, uint32_t line_bytes, Part* part
   return have_summary;
 }
 
+namespace {
+
+// A "fn=" or "cfn=" line's name: "(12) name" defines id 12, "(12)" refers to it; without
+// compression the name stands alone.
+std::string CompressedName(const std::string& text, std::map<std::string, std::string>* names) {
+  std::string name = text;
+  if (!text.empty() && text[0] == '(') {
+    const size_t close = text.find(')');
+    const std::string id = text.substr(0, close + 1);
+    if (close + 1 < text.size()) {
+      name = text.substr(std::min(text.size(), close + 2));
+      (*names)[id] = name;
+    } else {
+      name = (*names)[id];
+    }
+  }
+  const size_t quote = name.rfind('\'');  // "name'2": a context of the same function
+  if (quote != std::string::npos && quote + 1 < name.size() &&
+      name.find_first_not_of("0123456789", quote + 1) == std::string::npos) {
+    name.resize(quote);
+  }
+  return name;
+}
+
+}  // namespace
+
+bool AddCallgrindFunctions(const std::string& path, FunctionProfile* profile) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::map<std::string, std::string> fn_names;  // callgrind compresses fn and cfn together
+  std::string fn, callee;
+  uint64_t pending_calls = 0;
+  bool call_cost = false;
+  size_t subpositions = 1;  // then Ir, the first event
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const char c = line[0];
+    if (c == '+' || c == '-' || c == '*' || std::isdigit(static_cast<unsigned char>(c))) {
+      if (call_cost) {  // the call's inclusive cost: the callee's, not this function's own
+        call_cost = false;
+        profile->calls[{fn, callee}] += pending_calls;
+        continue;
+      }
+      std::vector<std::string> words = SplitWords(line);
+      if (words.size() > subpositions) {
+        profile->self_ir[fn] += std::strtoull(words[subpositions].c_str(), nullptr, 10);
+      }
+    } else if (StartsWith(line, "positions: ")) {
+      subpositions = std::max<size_t>(SplitWords(line.substr(11)).size(), 1);
+    } else if (StartsWith(line, "events: ") && !StartsWith(line, "events: Ir")) {
+      return false;  // the costs are not instructions first
+    } else if (StartsWith(line, "fn=")) {
+      fn = CompressedName(line.substr(3), &fn_names);
+    } else if (StartsWith(line, "cfn=")) {
+      callee = CompressedName(line.substr(4), &fn_names);
+    } else if (StartsWith(line, "calls=")) {
+      pending_calls = std::strtoull(line.c_str() + 6, nullptr, 10);
+      call_cost = true;
+    }
+  }
+  return true;
+}
+
 bool RunUnderCallgrindParts(const std::string& command, const Geometry& geometry,
                             const std::string& out_prefix, const std::string& extra_args,
-                            uint32_t line_bytes, bool keep, std::vector<Part>* parts,
-                            std::string* error) {
+                            uint32_t line_bytes, bool functions, bool keep,
+                            std::vector<Part>* parts, std::string* error) {
   namespace fs = std::filesystem;
   if (std::system("valgrind --version >/dev/null 2>&1") != 0) {
     *error = "valgrind is not installed (Debian package valgrind)";
@@ -174,7 +238,8 @@ bool RunUnderCallgrindParts(const std::string& command, const Geometry& geometry
   for (const auto& [order, file] : files) {
     if (file.extension() == ".log") continue;
     Part part;
-    if (ParseCallgrindFile(file.string(), line_bytes, &part) && !part.label.empty()) {
+    if (ParseCallgrindFile(file.string(), line_bytes, &part) && !part.label.empty() &&
+        (!functions || AddCallgrindFunctions(file.string(), &part.functions))) {
       parts->push_back(std::move(part));
     }
   }
@@ -193,7 +258,8 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
                        const std::string& out_prefix, bool keep,
                        std::map<std::string, Counters>* parts, std::string* error) {
   std::vector<Part> all;
-  bool ok = RunUnderCallgrindParts(command, geometry, out_prefix, "", 0, keep, &all, error);
+  bool ok = RunUnderCallgrindParts(command, geometry, out_prefix, "", 0, false, keep, &all,
+                                   error);
   for (Part& part : all) (*parts)[part.label] = std::move(part.counters);
   return ok;
 }

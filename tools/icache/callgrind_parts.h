@@ -41,6 +41,14 @@ struct Counters {
   uint64_t CondMispredicts() const { return Get("Bcm"); }
 };
 
+// Where a run spent its instructions, by function: each function's own instructions (Ir, its
+// callees' not included) and how often each function called each other one. Names as
+// callgrind wrote them (mangled with --demangle=no).
+struct FunctionProfile {
+  std::map<std::string, uint64_t> self_ir;
+  std::map<std::pair<std::string, std::string>, uint64_t> calls;  // (caller, callee) -> calls
+};
+
 // One dumped part read back: its trigger label, its summary counters and, when it was dumped
 // with --dump-instr=yes and read with a line size, the instruction-cache lines it executed
 // (address / line size, each with nonzero Ir; sorted, distinct): its code footprint.
@@ -48,7 +56,13 @@ struct Part {
   std::string label;
   Counters counters;
   std::vector<uint64_t> lines;
+  FunctionProfile functions;  // read only when asked for
 };
+
+// Adds one callgrind output file's function costs and call counts to *profile. Reads the name
+// compression ("fn=(12) name" once, then "fn=(12)") and drops callgrind's context suffixes
+// ("'2"). False if the file cannot be read.
+bool AddCallgrindFunctions(const std::string& path, FunctionProfile* profile);
 
 // Runs `command` (a program and its arguments, already quoted for the shell) under callgrind
 // with `geometry`, its output in `out_prefix`.* (removed afterwards unless keep), and returns
@@ -58,11 +72,12 @@ bool RunUnderCallgrind(const std::string& command, const Geometry& geometry,
                        std::map<std::string, Counters>* parts, std::string* error);
 
 // The same with more valgrind options (`extra_args`, e.g. "--dump-instr=yes"), returning every
-// dumped part in dump order, each with its footprint in lines of `line_bytes` (0: none read).
+// dumped part in dump order, each with its footprint in lines of `line_bytes` (0: none read)
+// and, if `functions`, its FunctionProfile.
 bool RunUnderCallgrindParts(const std::string& command, const Geometry& geometry,
                             const std::string& out_prefix, const std::string& extra_args,
-                            uint32_t line_bytes, bool keep, std::vector<Part>* parts,
-                            std::string* error);
+                            uint32_t line_bytes, bool functions, bool keep,
+                            std::vector<Part>* parts, std::string* error);
 
 // Parses one callgrind output file: its trigger label, its summary counters and (line_bytes
 // > 0) its footprint. Cost lines carry an instruction address first, absolute ("0x4a1f0") or

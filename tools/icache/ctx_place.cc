@@ -231,8 +231,8 @@ bool MeasureFragments(const PlaceOptions& o, const std::vector<std::string>& ena
   std::vector<Part> parts;
   std::string error;
   if (!RunUnderCallgrindParts(cmd, o.geometry, work + "/ctx_place.fragments.callgrind",
-                              "--dump-instr=yes", LineBytes(o.geometry.i1), false, &parts,
-                              &error)) {
+                              "--dump-instr=yes", LineBytes(o.geometry.i1), /*functions=*/false,
+                              /*keep=*/false, &parts, &error)) {
     std::fprintf(stderr, "ctx_place: %s\n", error.c_str());
     return false;
   }

@@ -99,7 +99,7 @@ bool EnsureTpccLoaded(const TpccRunOptions& o) {
 }
 
 bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, const Geometry& g,
-                 Counters* counters, std::string* teams) {
+                 Counters* counters, std::string* teams, FunctionProfile* profile) {
   const std::string tag = w.name + (steps ? "-steps" : "-serial") + g.Suffix();
   const std::string scratch = o.db + ".run-" + tag;  // runs of different tags may overlap
   if (!FreshCopy(o.db, scratch)) return false;
@@ -119,21 +119,29 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
                     " --miss-interleaving off --steps " + (steps ? "on" : "off");
   if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
   cmd += " > " + Quote(log) + " 2>&1";
-  std::map<std::string, Counters> parts;
+  std::vector<Part> parts;
   std::string error;
-  bool ok = RunUnderCallgrind(cmd, g, o.db + ".callgrind." + tag, o.keep, &parts, &error);
+  // A profile's names as the linker knows them: mangled.
+  bool ok = RunUnderCallgrindParts(cmd, g, o.db + ".callgrind." + tag,
+                                   profile != nullptr ? "--demangle=no" : "", 0,
+                                   profile != nullptr, o.keep, &parts, &error);
   std::error_code ec;
   fs::remove_all(scratch, ec);
   if (!ok) {
     std::fprintf(stderr, "%s (tpcc output: %s)\n", error.c_str(), log.c_str());
     return false;
   }
-  auto it = parts.find("tpcc window");
+  auto it = std::find_if(parts.begin(), parts.end(),
+                         [](const Part& p) { return p.label == "tpcc window"; });
   if (it == parts.end()) {
     std::fprintf(stderr, "the tpcc run dumped no measured window; see %s\n", log.c_str());
     return false;
   }
-  *counters = it->second;
+  *counters = it->counters;
+  if (profile != nullptr) {
+    for (const auto& [name, ir] : it->functions.self_ir) profile->self_ir[name] += ir;
+    for (const auto& [arc, calls] : it->functions.calls) profile->calls[arc] += calls;
+  }
   if (teams != nullptr) *teams = TeamTable(log);
   if (!o.keep) fs::remove(log, ec);
   return true;

@@ -57,10 +57,12 @@ std::string TpccWorkloadNames();
 bool EnsureTpccLoaded(const TpccRunOptions& options);
 
 // One run of `workload` under callgrind at `geometry`, STEPS on or off (on: with
-// options.ctx_placement): the measured window's counters, and the STEPS team table printed by
-// tpcc (if `teams`). False on failure (the reason is printed).
+// options.ctx_placement): the measured window's counters, the STEPS team table printed by
+// tpcc (if `teams`), and the window's functions added to *profile (if `profile`: mangled
+// names). False on failure (the reason is printed).
 bool RunTpccOnce(const TpccRunOptions& options, const TpccWorkload& workload, bool steps,
-                 const Geometry& geometry, Counters* counters, std::string* teams = nullptr);
+                 const Geometry& geometry, Counters* counters, std::string* teams = nullptr,
+                 FunctionProfile* profile = nullptr);
 
 // Runs every workload STEPS off and on at `geometry`, prints a table per workload (and the
 // STEPS team statistics of the steps run), and adds the figures to *json, each key ending in
