@@ -9,8 +9,10 @@
 #include "threads/fiber_switch.h"
 
 #ifdef SM_FIBER_SWITCH_ASM
+// In a section of its own, as g++ -ffunction-sections puts each function, so that the linker
+// can lay it out next to its callers (cmake/code_layout.cmake).
 asm(R"(
-  .text
+  .pushsection .text.sm_fiber_switch, "ax", @progbits
   .globl sm_fiber_switch
   .type sm_fiber_switch, @function
   .p2align 4
@@ -35,5 +37,18 @@ sm_fiber_switch:
   movq %rax, %rdi
   ret
   .size sm_fiber_switch, .-sm_fiber_switch
+  .popsection
+)");
+
+// Where the laid-out hot code starts: an empty section aligned to a page, which the layout file
+// lists first. Which set of the L1-I a line maps to depends on its address modulo the page
+// size, so the hot functions then map to the same sets whatever the binary holds ahead of them.
+// Here because every binary with fibers links this object.
+asm(R"(
+  .pushsection .text.sm_hot_code_start, "ax", @progbits
+  .p2align 12
+  .globl sm_hot_code_start
+sm_hot_code_start:
+  .popsection
 )");
 #endif
