@@ -47,6 +47,10 @@ struct Counters {
 struct FunctionProfile {
   std::map<std::string, uint64_t> self_ir;
   std::map<std::pair<std::string, std::string>, uint64_t> calls;  // (caller, callee) -> calls
+  void Add(const FunctionProfile& other) {  // sums another run's
+    for (const auto& [name, ir] : other.self_ir) self_ir[name] += ir;
+    for (const auto& [arc, count] : other.calls) calls[arc] += count;
+  }
 };
 
 // One dumped part read back: its trigger label, its summary counters and, when it was dumped

@@ -47,10 +47,7 @@ bool Profile(const LayoutOptions& o, FunctionProfile* profile) {
     });
     const bool steps_ok = RunTpccOnce(o.tpcc, w, true, Geometry{}, &counters[1], nullptr, &runs[1]);
     if (!serial.get() || !steps_ok) return false;
-    for (const FunctionProfile& run : runs) {
-      for (const auto& [name, ir] : run.self_ir) profile->self_ir[name] += ir;
-      for (const auto& [arc, calls] : run.calls) profile->calls[arc] += calls;
-    }
+    for (const FunctionProfile& run : runs) profile->Add(run);
   }
   return true;
 }

@@ -138,10 +138,7 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
     return false;
   }
   *counters = it->counters;
-  if (profile != nullptr) {
-    for (const auto& [name, ir] : it->functions.self_ir) profile->self_ir[name] += ir;
-    for (const auto& [arc, calls] : it->functions.calls) profile->calls[arc] += calls;
-  }
+  if (profile != nullptr) profile->Add(it->functions);
   if (teams != nullptr) *teams = TeamTable(log);
   if (!o.keep) fs::remove(log, ec);
   return true;
