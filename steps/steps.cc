@@ -784,7 +784,9 @@ AdaptiveStats GetAdaptiveStats() {
     out.chose_serial += wt->chose_serial.Get();
     out.epochs_teams += wt->epochs_teams.Get();
     out.epochs_serial += wt->epochs_serial.Get();
-    if (wt->probes.Get() > 0) out.last_ratio.push_back(wt->last_ratio.load(std::memory_order_relaxed));
+    if (wt->probes.Get() > 0) {
+      out.last_ratio.push_back(wt->last_ratio.load(std::memory_order_relaxed));
+    }
   }
   return out;
 }

@@ -1,10 +1,10 @@
 // The code-layout tool's parts: reading functions from a callgrind file, call-chain clustering,
 // and the layout file it writes.
-#include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "tests/io/io_test_util.h"
 #include "tools/icache/callgrind_parts.h"
@@ -72,16 +72,18 @@ TEST_CASE("a dump whose first event is not Ir is refused", "[unit]") {
 // `other`; `lonely` calls nothing and nothing calls it; `libc_fn` has no size (not in the binary).
 FunctionProfile SampleProfile() {
   FunctionProfile p;
-  p.self_ir = {{"hot", 1000}, {"callee_a", 500}, {"callee_b", 300}, {"other", 100},
+  p.self_ir = {{"hot", 1000},   {"callee_a", 500}, {"callee_b", 300}, {"other", 100},
                {"lonely", 900}, {"libc_fn", 5000}, {"never", 0}};
-  p.calls = {{{"hot", "callee_a"}, 50}, {{"hot", "callee_b"}, 10}, {{"other", "callee_b"}, 20},
+  p.calls = {{{"hot", "callee_a"}, 50},
+             {{"hot", "callee_b"}, 10},
+             {{"other", "callee_b"}, 20},
              {{"hot", "libc_fn"}, 99}};
   return p;
 }
 
-const std::map<std::string, uint64_t> kSizes = {{"hot", 400},   {"callee_a", 100},
+const std::map<std::string, uint64_t> kSizes = {{"hot", 400},      {"callee_a", 100},
                                                 {"callee_b", 100}, {"other", 100},
-                                                {"lonely", 100}, {"never", 50}};
+                                                {"lonely", 100},   {"never", 50}};
 
 TEST_CASE("call-chain clustering puts callees after their most frequent callers", "[unit]") {
   const std::vector<std::string> order = CallChainOrder(SampleProfile(), kSizes, 4096);

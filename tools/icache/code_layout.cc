@@ -9,17 +9,16 @@
 //
 // Usage: code_layout --tpcc build/tpcc/tpcc [--tpcc-db DIR] [--output FILE]
 // The last line of output is JSON.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "tools/icache/function_order.h"
 #include "tools/icache/tpcc_runs.h"
@@ -56,8 +55,7 @@ bool Profile(const LayoutOptions& o, FunctionProfile* profile) {
 // profiled instructions in the binary's own code.
 std::pair<size_t, uint64_t> Covering(const std::vector<std::string>& order,
                                      const FunctionProfile& profile,
-                                     const std::map<std::string, uint64_t>& sizes,
-                                     double share) {
+                                     const std::map<std::string, uint64_t>& sizes, double share) {
   uint64_t total = 0;
   for (const std::string& f : order) total += profile.self_ir.at(f);
   std::vector<std::string> by_heat = order;
@@ -100,7 +98,7 @@ int Run(const LayoutOptions& o) {
       "The link order of the engine's hot functions: gold's --section-ordering-file, one\n"
       "input section per line (g++ -ffunction-sections). Written by tools/icache/code_layout\n"
       "from callgrind profiles of TPC-C Payment and the standard mix, STEPS off and on (" +
-      std::to_string(o.tpcc.warehouses) + " warehouse,\n" + std::to_string(o.tpcc.users) +
+      std::to_string(o.tpcc.warehouses) + " warehouse(s),\n" + std::to_string(o.tpcc.users) +
       " users, " + std::to_string(o.tpcc.transactions) +
       " transactions each), by call-chain clustering in clusters of at most " +
       std::to_string(o.cluster_bytes) +
@@ -114,11 +112,12 @@ int Run(const LayoutOptions& o) {
     std::fprintf(stderr, "code_layout: cannot write %s\n", o.output.c_str());
     return 1;
   }
-  std::printf("\n%zu functions ran, %llu bytes in all; %zu of them (%llu bytes) ran 90 %% of "
-              "their instructions, %zu (%llu bytes) 99 %%\nwrote %s\n",
-              order.size(), static_cast<unsigned long long>(bytes), n90,
-              static_cast<unsigned long long>(bytes90), n99,
-              static_cast<unsigned long long>(bytes99), o.output.c_str());
+  std::printf(
+      "\n%zu functions ran, %llu bytes in all; %zu of them (%llu bytes) ran 90 %% of "
+      "their instructions, %zu (%llu bytes) 99 %%\nwrote %s\n",
+      order.size(), static_cast<unsigned long long>(bytes), n90,
+      static_cast<unsigned long long>(bytes90), n99, static_cast<unsigned long long>(bytes99),
+      o.output.c_str());
   nlohmann::json j = {{"functions", order.size()}, {"bytes", bytes},
                       {"functions_90pct", n90},    {"bytes_90pct", bytes90},
                       {"functions_99pct", n99},    {"bytes_99pct", bytes99}};
@@ -142,7 +141,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1000000}));
   app.add_option("--warmup", o.tpcc.warmup, "transactions run before measuring")
       ->capture_default_str();
-  app.add_option("--cluster-bytes", o.cluster_bytes, "largest cluster of functions laid out together")
+  app.add_option("--cluster-bytes", o.cluster_bytes,
+                 "largest cluster of functions laid out together")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <sstream>
 
@@ -82,8 +83,7 @@ std::vector<std::string> CallChainOrder(const FunctionProfile& profile,
   return order;
 }
 
-bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols,
-                         std::string* error) {
+bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error) {
   const std::string cmd = "nm -S --defined-only '" + binary + "' 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) {

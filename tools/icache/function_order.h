@@ -39,8 +39,7 @@ struct FunctionSymbols {
 };
 
 // Reads `binary`'s functions. False (with *error) if nm fails or finds none.
-bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols,
-                         std::string* error);
+bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error);
 
 // The empty, page-aligned section that threads/fiber_switch.cc defines for the layout file to
 // list first: the hot functions then start on a page boundary (see there).
