@@ -261,6 +261,13 @@ void Unlink(WorkerTeams& wt, Team* team) {
   (team->list_next ? team->list_next->list_prev : list->last) = team->list_prev;
 }
 
+// A team formed in `list` (new, or relabelled): last in the list, counted, waiting.
+void FormIn(WorkerTeams& wt, Team* team, TeamList* list) {
+  LinkLast(team, list);
+  team->stats->teams.Add();
+  PushWaiting(wt, team, /*front=*/false);
+}
+
 // A new team, last in `list`, waiting.
 Team* NewTeam(WorkerTeams& wt, TeamList* list) {
   Team* team;
@@ -271,9 +278,7 @@ Team* NewTeam(WorkerTeams& wt, TeamList* list) {
     wt.free_teams.pop_back();
     *team = Team();
   }
-  LinkLast(team, list);
-  team->stats->teams.Add();
-  PushWaiting(wt, team, /*front=*/false);
+  FormIn(wt, team, list);
   return team;
 }
 
@@ -295,9 +300,7 @@ void RelabelLoneTeam(WorkerTeams& wt, Team* team, TeamList* list) {
   team->passed_over = 0;
   team->waiting_since = 0;
   team->measured = false;
-  LinkLast(team, list);
-  team->stats->teams.Add();
-  PushWaiting(wt, team, /*front=*/false);
+  FormIn(wt, team, list);
 }
 
 void Activate(WorkerTeams& wt, Team* team) {
