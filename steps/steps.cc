@@ -136,7 +136,9 @@ struct WorkerTeams {
   std::unique_ptr<TeamList> direct[kOpCount][kDirectIndexes];
   std::unordered_map<uint64_t, std::unique_ptr<TeamList>> other_lists;
   std::vector<std::unique_ptr<Team>> teams;  // every team ever made (owner)
-  std::vector<Team*> free_teams;
+  // Retired teams, linked through list_next: an intrusive stack, so that retiring a team
+  // (once per team, on the wrapper's general path) is two stores and no vector growth.
+  Team* free_teams = nullptr;
   std::map<uint64_t, std::unique_ptr<ListStats>> stats;  // per list; never shrinks
 };
 
@@ -271,11 +273,11 @@ void FormIn(WorkerTeams& wt, Team* team, TeamList* list) {
 // A new team, last in `list`, waiting.
 Team* NewTeam(WorkerTeams& wt, TeamList* list) {
   Team* team;
-  if (wt.free_teams.empty()) [[unlikely]] {
+  if (wt.free_teams == nullptr) [[unlikely]] {
     team = AllocateTeam(wt);
   } else {
-    team = wt.free_teams.back();
-    wt.free_teams.pop_back();
+    team = wt.free_teams;
+    wt.free_teams = team->list_next;
     *team = Team();
   }
   FormIn(wt, team, list);
@@ -286,7 +288,8 @@ Team* NewTeam(WorkerTeams& wt, TeamList* list) {
 void DestroyTeam(WorkerTeams& wt, Team* team) {
   SM_DASSERT(team->size == 0);
   Unlink(wt, team);
-  wt.free_teams.push_back(team);
+  team->list_next = wt.free_teams;
+  wt.free_teams = team;
 }
 
 // A member alone in `team` wants an operation of `list` whose last team is full or absent:
@@ -632,6 +635,13 @@ namespace detail {
 std::atomic<bool> g_installed{false};
 constinit thread_local bool tls_without_teams = false;
 
+// A fiber's first team operation; out of line, like MakeList.
+[[gnu::noinline, gnu::cold]] Member* MakeMember(Fiber* self) {
+  auto* m = new Member(self);
+  self->team_slot = m;
+  return m;
+}
+
 // The wrapper's general path: a fiber's first operation, a member without teammates or a
 // stray, a new list or team, and begin in adaptive mode or without teams.
 [[gnu::noinline]] void BeginOpInTeamsSlow(TeamKey key, Worker* worker) {
@@ -648,10 +658,7 @@ constinit thread_local bool tls_without_teams = false;
     return;
   }
   auto* m = static_cast<Member*>(self->team_slot);
-  if (m == nullptr) {
-    m = new Member(self);
-    self->team_slot = m;
-  }
+  if (m == nullptr) [[unlikely]] m = MakeMember(self);
   Team* team = m->team;
   if (team != nullptr) team->stats->completed.Add();
   TeamList* list = ListFor(wt, key);
