@@ -184,6 +184,16 @@ TEST_CASE("a waiting team is passed over for the last member's team at most so m
   const std::vector<int> trace = PassOverTrace(steps::StepsOptions().max_pass_overs, kChainOps);
   CHECK(trace.back() == -1);
   CHECK(TeamRow("scan").forced_turns == 0);
+  // Fiber 1's team went on alone from one operation to the next: each counts as a team of
+  // one that formed, was entered once and ran.
+  for (const char* row : {"insert (1)", "update"}) {
+    INFO(row);
+    const steps::TeamStats stats = TeamRow(row);
+    CHECK(stats.teams == kChainOps / 2);
+    CHECK(stats.entered == kChainOps / 2);
+    CHECK(stats.activations == kChainOps / 2);
+    CHECK(stats.AverageTeamSize() == 1.0);
+  }
 }
 
 // Options whose picks pass over a waiting team at most twice: the admission tests below
