@@ -329,10 +329,10 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
       << Sum(cost.none) << ", with the synthetic stage's sites " << Sum(cost.synthetic)
       << ", with the sites below " << Sum(cost.placed) << ".\n";
   if (tpcc.contains("tpcc_l1i_per_txn_placed")) {
-    auto figures = [](const nlohmann::json& m) {
+    auto figures = [](const nlohmann::json& m, int decimals = 1) {
       char buf[96];
-      std::snprintf(buf, sizeof buf, "Payment %.1f, mix %.1f", m["payment"].get<double>(),
-                    m["mix"].get<double>());
+      std::snprintf(buf, sizeof buf, "Payment %.*f, mix %.*f", decimals,
+                    m["payment"].get<double>(), decimals, m["mix"].get<double>());
       return std::string(buf);
     };
     out << "# TPC-C (1 warehouse, " << o.tpcc.users << " users), L1-I misses per transaction: "
@@ -345,6 +345,14 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
           << figures(tpcc["tpcc_l1i_per_txn_compared"]);
     }
     out << ";\n#   with the sites below " << figures(tpcc["tpcc_l1i_per_txn_placed"]) << ".\n";
+    out << "# Instructions per transaction: serial "
+        << figures(tpcc["tpcc_instructions_per_txn_serial"], 0) << "; with the sites below "
+        << figures(tpcc["tpcc_instructions_per_txn_placed"], 0);
+    if (tpcc.contains("tpcc_instructions_per_txn_compared")) {
+      out << "; with the compared file's "
+          << figures(tpcc["tpcc_instructions_per_txn_compared"], 0);
+    }
+    out << ".\n";
   }
   out << FragmentTable(o, fragments, "# ");
   out << "# Regenerate with `tools/run ctx-place` (README). Each site: the fragments that end at\n"
@@ -369,9 +377,17 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
 // ---- The TPC-C stage ------------------------------------------------------------------------
 
 // L1-I misses per transaction, by workload, with STEPS on and the sites `enabled` (or, with
-// `steps` false, serially).
+// `steps` false, serially). The instructions are reported, not weighed: a site adds a switch
+// wherever it is reached, so the report shows what each toggle costs.
 struct TpccCost {
   std::map<std::string, double> misses;
+  std::map<std::string, double> instructions;
+  // The instructions relative to `base`, averaged over the workloads (1: the same).
+  double RelativeInstructions(const TpccCost& base) const {
+    double sum = 0;
+    for (const auto& [name, v] : instructions) sum += v / base.instructions.at(name);
+    return instructions.empty() ? 1 : sum / double(instructions.size());
+  }
   // Relative to `base`, averaged over the workloads (1: the same).
   double Relative(const TpccCost& base) const {
     double sum = 0;
@@ -384,11 +400,14 @@ struct TpccCost {
     }
     return true;
   }
-  std::string ToString() const {
+  std::string ToString() const { return Figures(misses, 1); }
+  std::string InstructionsString() const { return Figures(instructions, 0); }
+  static std::string Figures(const std::map<std::string, double>& by_workload, int decimals) {
     std::string out;
     char buf[64];
-    for (const auto& [name, v] : misses) {
-      std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : ", ", name.c_str(), v);
+    for (const auto& [name, v] : by_workload) {
+      std::snprintf(buf, sizeof buf, "%s%s %.*f", out.empty() ? "" : ", ", name.c_str(),
+                    decimals, v);
       out += buf;
     }
     return out;
@@ -416,6 +435,7 @@ bool MeasureTpcc(const PlaceOptions& o, bool steps, const std::string& placement
   if (!ok) return false;
   for (size_t i = 0; i < workloads.size(); ++i) {
     cost->misses[workloads[i].name] = counters[i].L1iMisses() / double(t.transactions);
+    cost->instructions[workloads[i].name] = counters[i].Instructions() / double(t.transactions);
   }
   return true;
 }
@@ -487,8 +507,9 @@ bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
       const double relative = measured.Relative(current);
       const bool keep =
           relative < 1 - o.tpcc_min_gain_pct / 100 && measured.NoWorseThan(current, 0.01);
-      std::printf("  %s %-24s %s  (%+.1f %%)  %s\n", adding ? "+" : "-", site.c_str(),
-                  measured.ToString().c_str(), 100 * (relative - 1), keep ? "kept" : "not kept");
+      std::printf("  %s %-24s %s  (%+.1f %%; instructions %+.1f %%)  %s\n", adding ? "+" : "-",
+                  site.c_str(), measured.ToString().c_str(), 100 * (relative - 1),
+                  100 * (measured.RelativeInstructions(current) - 1), keep ? "kept" : "not kept");
       std::fflush(stdout);
       if (keep) {
         *enabled = trial;
@@ -505,10 +526,20 @@ bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
   (*j)["tpcc_l1i_per_txn_serial"] = serial.misses;
   (*j)["tpcc_l1i_per_txn_synthetic_placement"] = synthetic.misses;
   (*j)["tpcc_l1i_per_txn_placed"] = current.misses;
+  (*j)["tpcc_instructions_per_txn_serial"] = serial.instructions;
+  (*j)["tpcc_instructions_per_txn_synthetic_placement"] = synthetic.instructions;
+  (*j)["tpcc_instructions_per_txn_placed"] = current.instructions;
+  std::printf("TPC-C instructions per transaction: serial %s; chosen placement %s",
+              serial.InstructionsString().c_str(), current.InstructionsString().c_str());
+  if (!o.compare.empty()) {
+    std::printf("; %s %s", o.compare.c_str(), compared.InstructionsString().c_str());
+  }
+  std::printf("\n");
   if (!o.compare.empty()) {
     std::printf("TPC-C L1-I misses per transaction: chosen placement %s; %s %s\n",
                 current.ToString().c_str(), o.compare.c_str(), compared.ToString().c_str());
     (*j)["tpcc_l1i_per_txn_compared"] = compared.misses;
+    (*j)["tpcc_instructions_per_txn_compared"] = compared.instructions;
     (*j)["compared_placement"] = o.compare;
   }
   return true;
