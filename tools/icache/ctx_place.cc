@@ -382,17 +382,16 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
 struct TpccCost {
   std::map<std::string, double> misses;
   std::map<std::string, double> instructions;
-  // The instructions relative to `base`, averaged over the workloads (1: the same).
+  // The misses (or instructions) relative to `base`, averaged over the workloads (1: the same).
+  double Relative(const TpccCost& base) const { return MeanRatio(misses, base.misses); }
   double RelativeInstructions(const TpccCost& base) const {
-    double sum = 0;
-    for (const auto& [name, v] : instructions) sum += v / base.instructions.at(name);
-    return instructions.empty() ? 1 : sum / double(instructions.size());
+    return MeanRatio(instructions, base.instructions);
   }
-  // Relative to `base`, averaged over the workloads (1: the same).
-  double Relative(const TpccCost& base) const {
+  static double MeanRatio(const std::map<std::string, double>& by_workload,
+                          const std::map<std::string, double>& base) {
     double sum = 0;
-    for (const auto& [name, v] : misses) sum += v / base.misses.at(name);
-    return sum / double(misses.size());
+    for (const auto& [name, v] : by_workload) sum += v / base.at(name);
+    return by_workload.empty() ? 1 : sum / double(by_workload.size());
   }
   bool NoWorseThan(const TpccCost& base, double slack) const {
     for (const auto& [name, v] : misses) {
