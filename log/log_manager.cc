@@ -10,8 +10,15 @@
 
 #include "sm/common/assert.h"
 #include "sm/common/crc32c.h"
+#include "threads/ctx_point.h"
 
 namespace sm::log {
+
+// A CTX point (threads/ctx_point.h), a candidate for the STEPS placement: a log insert, before
+// its reservation (an insert may wait for room in the ring). Most inserts log a page change
+// under the page's exclusive latch, where the handler does not switch.
+SM_DEFINE_CTX_SITE(kCtxLogInsert, "log.insert");
+
 namespace {
 
 constexpr char kZeroPadding[kRecordAlignment] = {};
@@ -72,6 +79,7 @@ Status LogManager::Refuse() const {
 }
 
 Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
+  SM_CTX(kCtxLogInsert);
   if (fatal_.load(std::memory_order_acquire) || closed_.load(std::memory_order_acquire))
       [[unlikely]]
     return Refuse();

@@ -1,8 +1,16 @@
 // CTX points: named sites in the engine's code where a fiber may hand the CPU to the next
 // member of its execution team (STEPS). This file only provides the hook; steps/ installs the
 // handler that decides and switches. The handler is called only at enabled sites (the CTX
-// placement enables them); elsewhere a site costs two loads and predictable branches, and no
-// call.
+// placement enables them, and only while STEPS runs); a disabled site costs the load of its
+// flag and a predictable branch, and no call. So a site may sit on a hot path (every latch, every
+// page fix) as a candidate that the placement tool weighs, at two instructions per pass while
+// it is not chosen, with STEPS off or on.
+//
+// A site must mark a point where its callers tolerate a switch: one where the fiber may wait
+// anyway (a latch, a lock, a page fix, a log insert), or one that ends a step (a page unfixed),
+// never inside a SpinLock's section or between steps that must not interleave with the
+// worker's other fibers. The handler itself skips the switch while the fiber holds an exclusive
+// latch or mutex. A test runs the API's concurrent workload with every site enabled.
 //
 // A site is defined once, at namespace scope, in the .cc file that uses it:
 //     SM_DEFINE_CTX_SITE(kCtxBtreeDescend, "btree.descend");
@@ -17,8 +25,8 @@
 //   2. The handler is installed before workers start running operations and removed after
 //      they stop; the hook reads it with a relaxed load (a plain move on x86-64).
 //   3. A thread may mute its own sites (SetCtxMutedOnThisThread): a STEPS worker that runs
-//      without teams (adaptive mode) then pays at each enabled site what a disabled one costs,
-//      a load and a branch more, instead of a call to a handler that would do nothing.
+//      without teams (adaptive mode) then pays at each enabled site two loads and branches more
+//      than at a disabled one, instead of a call to a handler that would do nothing.
 //
 // Thread/fiber safety: registration runs at static-init time; the hook is safe everywhere.
 #pragma once
@@ -84,11 +92,13 @@ constexpr uint32_t CtxSiteId(std::string_view name) {
 
 #define SM_DEFINE_CTX_SITE(ident, site_name) ::sm::threads::CtxSite ident{site_name}
 
-#define SM_CTX(site)                                                                    \
-  do {                                                                                  \
-    ::sm::threads::CtxHandler sm_ctx_handler_ =                                         \
-        ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);           \
-    if (sm_ctx_handler_ != nullptr && (site).enabled.load(std::memory_order_relaxed) && \
-        !::sm::threads::detail::tls_ctx_muted) [[unlikely]]                             \
-      sm_ctx_handler_(site);                                                            \
+#define SM_CTX(site)                                                                  \
+  do {                                                                                \
+    if ((site).enabled.load(std::memory_order_relaxed)) [[unlikely]] {                \
+      ::sm::threads::CtxHandler sm_ctx_handler_ =                                     \
+          ::sm::threads::detail::g_ctx_handler.load(std::memory_order_relaxed);       \
+      if (sm_ctx_handler_ != nullptr && !::sm::threads::detail::tls_ctx_muted) {      \
+        sm_ctx_handler_(site);                                                        \
+      }                                                                               \
+    }                                                                                 \
   } while (0)

@@ -4,10 +4,16 @@
 #include <mutex>
 
 #include "sm/common/assert.h"
+#include "threads/ctx_point.h"
 #include "threads/fiber.h"
 #include "threads/worker.h"
 
 namespace sm::threads {
+
+// A CTX point (ctx_point.h), a candidate for the STEPS placement: a blocking latch or mutex
+// acquisition, before it (it may wait). The try-acquires have none: the buffer pool tries
+// latches under its partition spin lock.
+SM_DEFINE_CTX_SITE(kCtxLatchAcquire, "latch.acquire");
 
 struct Latch::Waiter {
   LatchMode mode = LatchMode::kShared;
@@ -48,10 +54,12 @@ bool Latch::TryAcquireExclusive() {
 }
 
 void Latch::AcquireShared() {
+  SM_CTX(kCtxLatchAcquire);
   if (!TryAcquireShared()) AcquireSlow(LatchMode::kShared);
 }
 
 void Latch::AcquireExclusive() {
+  SM_CTX(kCtxLatchAcquire);
   uint64_t expected = 0;
   if (!word_.compare_exchange_strong(expected, kExclusive, std::memory_order_acquire,
                                      std::memory_order_relaxed)) {
@@ -68,8 +76,8 @@ void Latch::AcquireSlow(LatchMode mode) {
     uint64_t w = word_.load(std::memory_order_relaxed);
     for (;;) {
       if (head_ == nullptr) {
-        bool grantable = mode == LatchMode::kShared ? !(w & kExclusive)
-                                                    : (w & (kExclusive | kSharedMask)) == 0;
+        bool grantable =
+            mode == LatchMode::kShared ? !(w & kExclusive) : (w & (kExclusive | kSharedMask)) == 0;
         uint64_t desired = mode == LatchMode::kShared ? w + 1 : (w | kExclusive);
         if (grantable) {
           if (word_.compare_exchange_weak(w, desired, std::memory_order_acquire,

@@ -18,6 +18,9 @@ namespace sm::buffer {
 
 using threads::LatchMode;
 
+SM_DEFINE_CTX_SITE(kCtxBufferFix, "buffer.fix");
+SM_DEFINE_CTX_SITE(kCtxBufferUnfix, "buffer.unfix");
+
 // A slice of the page table. hits is counted on the line the hit reads anyway (the table's
 // array pointer), without a read-modify-write: two fixes of one partition at the same moment
 // on two workers may count one hit.

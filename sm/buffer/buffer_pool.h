@@ -87,6 +87,7 @@
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
 #include "sm/page/page.h"
+#include "threads/ctx_point.h"
 #include "threads/sync.h"
 #include "threads/worker.h"
 
@@ -130,6 +131,12 @@ struct BufferPoolStats {
 };
 
 class BufferPool;
+
+// CTX points (threads/ctx_point.h), candidates for the STEPS placement: a page fix, before its
+// latch (a fix may wait: for the latch or the read), and a page unfix, after its latch is
+// released.
+extern threads::CtxSite kCtxBufferFix;
+extern threads::CtxSite kCtxBufferUnfix;
 
 enum class FrameState : uint8_t { kFree, kLoading, kResident, kFailed };
 
@@ -297,8 +304,10 @@ class BufferPool {
   Status Fix(PageId id, threads::LatchMode mode, PageHandle* handle);
   // Fix, trying the frame `hint` first (PageHandle::frame_hint, ChildHint): if its latch is
   // free and it holds the page, resident, that is the hit, found without the page table's
-  // partition and slot (two cache misses of a random fix). Anything else: Fix.
-  Status FixHinted(PageId id, FrameHint hint, threads::LatchMode mode, PageHandle* handle);
+  // partition and slot (two cache misses of a random fix). Anything else: Fix. Always inline:
+  // it is every descent's step, and out of line its call costs more than its hit path.
+  [[gnu::always_inline]] Status FixHinted(PageId id, FrameHint hint, threads::LatchMode mode,
+                                          PageHandle* handle);
   // Starts loading a hinted frame's first cache line and the first `page_lines` lines of its
   // page into the CPU cache, ahead of a FixHinted of it, so that the caller can do other work
   // (the B-tree: another fiber's) while they arrive. Any hint is safe: nothing is read.
@@ -469,6 +478,7 @@ class BufferPool {
 // Inline: every step of a B-tree descent fixes a page, and moves and releases handles.
 
 inline Status BufferPool::Fix(PageId id, threads::LatchMode mode, PageHandle* handle) {
+  SM_CTX(kCtxBufferFix);
   return FixImpl(id, mode, LoadKind{}, handle);
 }
 
@@ -491,6 +501,7 @@ inline void BufferPool::CountHintedHit() {
 
 inline Status BufferPool::FixHinted(PageId id, FrameHint hint, threads::LatchMode mode,
                                     PageHandle* handle) {
+  SM_CTX(kCtxBufferFix);
   if (hint != nullptr) {
     handle->Release();
     // Frames are never freed while the pool lives, so the hint is a frame.
@@ -532,6 +543,7 @@ inline void PageHandle::Release() {
   frame_->latch.Release(mode_);
   if (fix_flags_ & kPinned) pool_->Unpin(frame_);
   frame_ = nullptr;
+  SM_CTX(kCtxBufferUnfix);
 }
 
 inline void BufferPool::Unpin(Frame* frame) {

@@ -8,10 +8,15 @@
 //     both); deadlock victims abort and retry. The sum over all accounts never changes;
 //   - audits: scan every account and check the sum (serializable: no transfer is seen half done).
 // At the end every fiber's range equals its model, the sum is intact, and the tree verifies;
-// then the database is reopened and checked again.
-#include <catch2/catch.hpp>
+// then the database is reopened and checked again. It runs with STEPS off, on (the checked-in
+// CTX placement), and on with every CTX site compiled into the engine enabled: each site must
+// be a point where a switch to a teammate is harmless (threads/ctx_point.h).
+#include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -20,8 +25,9 @@
 
 #include "sm/io/fault_file.h"
 #include "sm/sm.h"
-#include "tests/test_util.h"
 #include "steps/steps.h"
+#include "tests/test_util.h"
+#include "threads/ctx_point.h"
 #include "threads/sync.h"
 
 namespace sm {
@@ -62,8 +68,10 @@ bool Transfer(Database* db, Shared* shared, std::mt19937_64& rng) {
   Status s = shared->table->Get(txn.get(), AccountKey(from), &a);
   if (s.ok()) s = shared->table->Get(txn.get(), AccountKey(to), &b);
   int64_t amount = static_cast<int64_t>(rng() % 50);
-  if (s.ok()) s = shared->table->Update(txn.get(), AccountKey(from), std::to_string(Balance(a) - amount));
-  if (s.ok()) s = shared->table->Update(txn.get(), AccountKey(to), std::to_string(Balance(b) + amount));
+  if (s.ok())
+    s = shared->table->Update(txn.get(), AccountKey(from), std::to_string(Balance(a) - amount));
+  if (s.ok())
+    s = shared->table->Update(txn.get(), AccountKey(to), std::to_string(Balance(b) + amount));
   if (s.ok()) s = txn->Commit();
   if (s.ok()) return true;
   if (txn->active() && !txn->Abort().ok()) shared->Fail("abort after " + s.ToString());
@@ -165,8 +173,45 @@ void CheckModels(Database* db, Table* table, int fibers,
   REQUIRE(txn->Commit().ok());
 }
 
-void RunConcurrentRandom(bool use_steps, int rounds, uint64_t seed) {
-  INFO("STEPS " << (use_steps ? "on" : "off") << ", seed " << seed);
+enum class StepsMode { kOff, kOn, kEverySite };
+
+const char* ModeName(StepsMode mode) {
+  switch (mode) {
+    case StepsMode::kOff:
+      return "off";
+    case StepsMode::kOn:
+      return "on";
+    case StepsMode::kEverySite:
+      return "on, every CTX site enabled";
+  }
+  return "?";
+}
+
+// A placement file that enables every CTX site of this binary, removed at scope exit.
+class EverySitePlacement {
+ public:
+  explicit EverySitePlacement(uint64_t seed)
+      : path_((std::filesystem::temp_directory_path() /
+               ("sm-every-site-" + std::to_string(seed) + "-" + std::to_string(getpid())))
+                  .string()) {
+    std::FILE* f = std::fopen(path_.c_str(), "w");
+    REQUIRE(f != nullptr);
+    for (const threads::CtxSite* site : threads::ListCtxSites())
+      std::fprintf(f, "%s\n", site->name);
+    REQUIRE(std::fclose(f) == 0);
+  }
+  ~EverySitePlacement() { std::remove(path_.c_str()); }
+  EverySitePlacement(const EverySitePlacement&) = delete;
+  EverySitePlacement& operator=(const EverySitePlacement&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void RunConcurrentRandom(StepsMode mode, int rounds, uint64_t seed) {
+  INFO("STEPS " << ModeName(mode) << ", seed " << seed);
+  const bool use_steps = mode != StepsMode::kOff;
   io::FaultInjectionFileSystem fs(seed);
   Options options;
   options.path = "/db";
@@ -177,6 +222,11 @@ void RunConcurrentRandom(bool use_steps, int rounds, uint64_t seed) {
   options.workers = 2;
   options.lock_wait_timeout = std::chrono::milliseconds(5000);
   options.steps = use_steps;
+  std::unique_ptr<EverySitePlacement> every_site;
+  if (mode == StepsMode::kEverySite) {
+    every_site = std::make_unique<EverySitePlacement>(seed);
+    options.ctx_placement = every_site->path();
+  }
   std::unique_ptr<Database> db;
   REQUIRE(Database::Open(options, &db).ok());
   Shared shared;
@@ -225,6 +275,7 @@ void RunConcurrentRandom(bool use_steps, int rounds, uint64_t seed) {
       switches += st.ctx_switches;
     }
     CHECK(entered > 0);  // operations really ran in teams
+    if (mode == StepsMode::kEverySite) CHECK(switches > 0);
     std::printf("api random with STEPS: %llu team entries, %llu CTX switches\n",
                 static_cast<unsigned long long>(entered),
                 static_cast<unsigned long long>(switches));
@@ -252,14 +303,14 @@ void RunConcurrentRandom(bool use_steps, int rounds, uint64_t seed) {
 
 // About 15,000 operations per configuration.
 TEST_CASE("concurrent random transactions on 2 workers match the model", "[random][api]") {
-  const bool use_steps = GENERATE(false, true);
-  RunConcurrentRandom(use_steps, 300, test::TestSeed("api concurrent random"));
+  const StepsMode mode = GENERATE(StepsMode::kOff, StepsMode::kOn, StepsMode::kEverySite);
+  RunConcurrentRandom(mode, 300, test::TestSeed("api concurrent random"));
 }
 
 // The slow tier (tools/run test --slow): about 2.5 million operations.
 TEST_CASE("concurrent random transactions, millions of operations", "[random][api][.slow]") {
-  const bool use_steps = GENERATE(false, true);
-  RunConcurrentRandom(use_steps, 50000, test::TestSeed("api concurrent random slow"));
+  const StepsMode mode = GENERATE(StepsMode::kOff, StepsMode::kOn, StepsMode::kEverySite);
+  RunConcurrentRandom(mode, 50000, test::TestSeed("api concurrent random slow"));
 }
 
 }  // namespace
