@@ -227,6 +227,7 @@ void RunConcurrentRandom(StepsMode mode, int rounds, uint64_t seed) {
     every_site = std::make_unique<EverySitePlacement>(seed);
     options.ctx_placement = every_site->path();
   }
+  steps::ResetStats();  // the statistics below are this run's
   std::unique_ptr<Database> db;
   REQUIRE(Database::Open(options, &db).ok());
   Shared shared;
@@ -275,7 +276,7 @@ void RunConcurrentRandom(StepsMode mode, int rounds, uint64_t seed) {
       switches += st.ctx_switches;
     }
     CHECK(entered > 0);  // operations really ran in teams
-    if (mode == StepsMode::kEverySite) CHECK(switches > 0);
+    if (mode == StepsMode::kEverySite) CHECK(switches > entered);  // several per operation
     std::printf("api random with STEPS: %llu team entries, %llu CTX switches\n",
                 static_cast<unsigned long long>(entered),
                 static_cast<unsigned long long>(switches));
