@@ -29,7 +29,7 @@ namespace {
 struct LayoutOptions {
   TpccRunOptions tpcc;
   std::string output = "code_layout.txt";
-  uint64_t cluster_bytes = 32768;
+  uint64_t cluster_bytes = 16384;
 };
 
 // The four profiled runs (Payment and the mix, STEPS off and on), two at a time, summed.
