@@ -31,8 +31,9 @@
 // without raising either by more than 1 %. The cost is the L1-I misses plus the instructions at
 // --instructions-per-miss (30) to a miss: a site saves misses where teammates reuse the code of
 // the fragment it ends, but costs a switch wherever it is reached, and a site on a path as hot
-// as a page fix can save a few misses for thousands of instructions. While a pass keeps a toggle, another pass tries again
-// the sites whose toggle measured better but not by enough, at most --tpcc-passes (4) in all.
+// as a page fix can save a few misses for thousands of instructions. While a pass keeps a
+// toggle, another pass tries again the sites whose toggle measured better but not by enough, at
+// most --tpcc-passes (4) in all.
 // --compare FILE (the placement in use) is measured the same way and is the starting point instead
 // where it measures better, so a new build's placement refines the last one.
 //
