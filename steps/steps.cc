@@ -328,6 +328,13 @@ uint64_t PassedOver(const WorkerTeams& wt, const Team* t) {
   return t->list->admission ? wt.picks - t->waiting_since : t->passed_over;
 }
 
+// How often `oldest` may be passed over before it must run: the admission bound for a begin
+// team, the configured one for any other.
+uint64_t PassOverLimit(const Team* oldest) {
+  return oldest->list->admission ? kMaxAdmissionPassOvers
+                                 : g_max_pass_overs.load(std::memory_order_relaxed);
+}
+
 // The oldest waiting team that is not an admission team, or an admission team that has
 // waited kMaxAdmissionPassOvers picks; null if there is none.
 Team* OldestInFlight(WorkerTeams& wt) {
@@ -362,9 +369,7 @@ Team* PickTeam(WorkerTeams& wt, Team* preferred) {
   Team* pick = oldest;
   bool preferred_waits = preferred != nullptr && preferred != wt.active && preferred->waiting;
   // A begin team that is the oldest here has waited its kMaxAdmissionPassOvers already.
-  const uint64_t limit = oldest->list->admission
-                             ? kMaxAdmissionPassOvers
-                             : g_max_pass_overs.load(std::memory_order_relaxed);
+  const uint64_t limit = PassOverLimit(oldest);
   if (preferred_waits) {
     if (PassedOver(wt, oldest) < limit) {
       pick = preferred;
@@ -392,11 +397,7 @@ bool GoOnAlone(WorkerTeams& wt, Team* team, TeamList* list) {
   // The pick's bookkeeping (PickTeam): with the team itself waiting, the oldest team in
   // flight would be the one found here, or the team itself if none is found.
   if (Team* oldest = OldestInFlight(wt)) {
-    if (PassedOver(wt, oldest) >= (oldest->list->admission
-                                       ? kMaxAdmissionPassOvers
-                                       : g_max_pass_overs.load(std::memory_order_relaxed))) {
-      return false;
-    }
+    if (PassedOver(wt, oldest) >= PassOverLimit(oldest)) return false;
     if (!oldest->list->admission) ++oldest->passed_over;
   }
   UnlinkFromList(team);

@@ -402,12 +402,11 @@ struct TpccCost {
     }
     return cost;
   }
-  // The weighted cost (or the misses, or the instructions) relative to `base`, averaged over
-  // the workloads (1: the same).
+  // The weighted cost (with 0, the misses alone; or the instructions) relative to `base`,
+  // averaged over the workloads (1: the same).
   double Relative(const TpccCost& base, double instructions_per_miss) const {
     return MeanRatio(Weighted(instructions_per_miss), base.Weighted(instructions_per_miss));
   }
-  double RelativeMisses(const TpccCost& base) const { return MeanRatio(misses, base.misses); }
   double RelativeInstructions(const TpccCost& base) const {
     return MeanRatio(instructions, base.instructions);
   }
@@ -535,7 +534,7 @@ bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
                         measured.NoWorseThan(current, 0.01, o.instructions_per_miss);
       std::printf("  %s %-24s %s  (cost %+.1f %%: misses %+.1f %%, instructions %+.1f %%)  %s\n",
                   adding ? "+" : "-", site.c_str(), measured.ToString().c_str(),
-                  100 * (relative - 1), 100 * (measured.RelativeMisses(current) - 1),
+                  100 * (relative - 1), 100 * (measured.Relative(current, 0) - 1),
                   100 * (measured.RelativeInstructions(current) - 1), keep ? "kept" : "not kept");
       std::fflush(stdout);
       if (keep) {
