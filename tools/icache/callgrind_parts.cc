@@ -273,6 +273,12 @@ bool FreshCopy(const std::string& from, const std::string& to) {
   return !ec;
 }
 
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 double ReductionPct(double baseline, double measured) {
   return baseline == 0 ? 0 : 100.0 * (1.0 - measured / baseline);
 }

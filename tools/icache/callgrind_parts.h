@@ -95,6 +95,9 @@ bool ParseCallgrindFile(const std::string& path, uint32_t line_bytes, Part* part
 // starts from the same state); false, with a message on stderr, on failure.
 bool FreshCopy(const std::string& from, const std::string& to);
 
+// `s` as one shell word: single-quoted, its own single quotes escaped.
+std::string ShellQuote(const std::string& s);
+
 double ReductionPct(double baseline, double measured);  // 100 * (1 - measured / baseline)
 
 // The line size of a valgrind geometry "size,associativity,line" (64 if it does not parse).

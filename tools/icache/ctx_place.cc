@@ -101,8 +101,6 @@ struct PlaceOptions {
   std::string compare;  // a placement to measure next to the chosen one (the hand-made one)
 };
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
 std::string Join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
@@ -160,8 +158,9 @@ bool ListCandidates(const PlaceOptions& o, std::vector<std::string>* order,
   bool ok = false;
   const std::string work = FreshWorkCopy(o);
   if (work.empty()) return false;
-  std::string out = Capture(Quote(o.steps_bench) + " --list-sites --dir " + Quote(work) +
-                                " --ops " + Join(o.ops, ","), &ok);
+  std::string out = Capture(ShellQuote(o.steps_bench) + " --list-sites --dir " + ShellQuote(work) +
+                                " --ops " + Join(o.ops, ","),
+                            &ok);
   if (!ok) return false;
   std::istringstream in(out);
   std::string op, site;
@@ -181,10 +180,11 @@ bool Measure(const PlaceOptions& o, const std::string& mode, const std::vector<s
   if (work.empty()) return false;
   const std::string placement = work + "/ctx_place.candidate.txt";
   if (!WritePlacementFile(placement, enabled)) return false;
-  std::string cmd = Quote(o.steps_bench) + " --inner --dir " + Quote(work) + " --modes " + mode +
-                    " --ops " + Join(o.ops, ",") + " --fibers 1," + std::to_string(o.fibers) +
-                    " --fetches " + std::to_string(o.operations_per_fiber) + " --ctx-placement " +
-                    Quote(placement) + " > " + Quote(work + "/ctx_place.inner.log") + " 2>&1";
+  std::string cmd =
+      ShellQuote(o.steps_bench) + " --inner --dir " + ShellQuote(work) + " --modes " + mode +
+      " --ops " + Join(o.ops, ",") + " --fibers 1," + std::to_string(o.fibers) + " --fetches " +
+      std::to_string(o.operations_per_fiber) + " --ctx-placement " + ShellQuote(placement) + " > " +
+      ShellQuote(work + "/ctx_place.inner.log") + " 2>&1";
   std::map<std::string, Counters> parts;
   std::string error;
   if (!RunUnderCallgrind(cmd, o.geometry, work + "/ctx_place.callgrind", false, &parts, &error)) {
@@ -234,11 +234,11 @@ bool MeasureFragments(const PlaceOptions& o, const std::vector<std::string>& ena
   if (work.empty()) return false;
   const std::string placement = work + "/ctx_place.fragments.txt";
   if (!WritePlacementFile(placement, enabled)) return false;
-  const std::string cmd = Quote(o.steps_bench) + " --fragments --dir " + Quote(work) +
+  const std::string cmd = ShellQuote(o.steps_bench) + " --fragments --dir " + ShellQuote(work) +
                           " --ops " + Join(o.ops, ",") + " --fetches " +
                           std::to_string(o.operations_per_fiber) + " --ctx-placement " +
-                          Quote(placement) + " > " + Quote(work + "/ctx_place.fragments.log") +
-                          " 2>&1";
+                          ShellQuote(placement) + " > " +
+                          ShellQuote(work + "/ctx_place.fragments.log") + " 2>&1";
   std::vector<Part> parts;
   std::string error;
   if (!RunUnderCallgrindParts(cmd, o.geometry, work + "/ctx_place.fragments.callgrind",
@@ -579,7 +579,9 @@ int Run(PlaceOptions o) {
     o.fibers = 2;
   }
   fs::create_directories(fs::path(o.dir).parent_path().empty() ? "." : fs::path(o.dir).parent_path());
-  if (std::system((Quote(o.steps_bench) + " --prepare --dir " + Quote(o.dir) + " > /dev/null").c_str()) != 0) {
+  if (std::system(
+          (ShellQuote(o.steps_bench) + " --prepare --dir " + ShellQuote(o.dir) + " > /dev/null")
+              .c_str()) != 0) {
     std::fprintf(stderr, "ctx_place: %s --prepare failed\n", o.steps_bench.c_str());
     return 1;
   }
@@ -620,7 +622,7 @@ int Run(PlaceOptions o) {
     // in code-path order, every other site compiled in.
     std::vector<std::string> tpcc_order = order;
     bool ok = false;
-    std::istringstream all(Capture(Quote(o.steps_bench) + " --list-ctx-points", &ok));
+    std::istringstream all(Capture(ShellQuote(o.steps_bench) + " --list-ctx-points", &ok));
     if (!ok) {
       std::fprintf(stderr, "ctx_place: %s --list-ctx-points failed\n", o.steps_bench.c_str());
       return 1;

@@ -84,7 +84,7 @@ std::vector<std::string> CallChainOrder(const FunctionProfile& profile,
 }
 
 bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error) {
-  const std::string cmd = "nm -S --defined-only '" + binary + "' 2>/dev/null";
+  const std::string cmd = "nm -S --defined-only " + ShellQuote(binary) + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
     *error = "cannot run nm (Debian package binutils)";

@@ -524,8 +524,6 @@ nlohmann::json Figures(const std::vector<GeometryResult>& results, const BenchOp
   return j;
 }
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
 // The TPC-C targets of the STEPS issue, met or not, with the figures.
 // JSON key suffix of a TPC-C configuration: none for 1 warehouse and 10 users, _<W>wh for the
 // standard 10 users per warehouse, else _<W>wh_<U>u.
@@ -565,10 +563,10 @@ bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   Prepare(bo);
   std::string fibers;
   for (unsigned n : bo.fibers) fibers += (fibers.empty() ? "" : ",") + std::to_string(n);
-  std::string command = Quote(self) + " --inner --dir " + Quote(bo.dir) + " --rows " +
+  std::string command = ShellQuote(self) + " --inner --dir " + ShellQuote(bo.dir) + " --rows " +
                         std::to_string(bo.rows) + " --fetches " + std::to_string(bo.fetches) +
                         " --fibers " + fibers + " --team-size " + std::to_string(bo.team_size);
-  if (!bo.ctx_placement.empty()) command += " --ctx-placement " + Quote(bo.ctx_placement);
+  if (!bo.ctx_placement.empty()) command += " --ctx-placement " + ShellQuote(bo.ctx_placement);
   std::vector<GeometryResult> results;
   for (const std::string& i1 : bo.geometries) {
     GeometryResult r;

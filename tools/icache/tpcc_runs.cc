@@ -16,9 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-
 // The STEPS team table from a tpcc run's output (the lines after "STEPS teams").
 std::string TeamTable(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -87,9 +84,9 @@ std::string TpccWorkloadNames() {
 bool EnsureTpccLoaded(const TpccRunOptions& o) {
   // One loading fiber: the units load in order, so every load lays out the same pages and the
   // counts of a run do not depend on which machine loaded its database.
-  std::string cmd = Quote(o.tpcc) + " load --db " + Quote(o.db) + " -w " +
+  std::string cmd = ShellQuote(o.tpcc) + " load --db " + ShellQuote(o.db) + " -w " +
                     std::to_string(o.warehouses) + " --workers 1 --load-fibers 1 --interval 0 > " +
-                    Quote(o.db + ".load.log") + " 2>&1";
+                    ShellQuote(o.db + ".load.log") + " 2>&1";
   fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "tpcc load failed; see %s.load.log\n", o.db.c_str());
@@ -109,16 +106,17 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
   // timeouts, a log buffer that never fills to the quarter that wakes the flusher, and free
   // space for every page the run allocates; and no miss interleaving, whose adaptive mode
   // decides by the clock.
-  std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) + " --workers 1 --users " +
-                    std::to_string(o.users) + " --mix " + w.mix + " --transactions " +
-                    std::to_string(o.transactions) + " --warmup-transactions " +
-                    std::to_string(o.warmup) +
+  std::string cmd = ShellQuote(o.tpcc) + " run --db " + ShellQuote(scratch) +
+                    " --workers 1 --users " + std::to_string(o.users) + " --mix " + w.mix +
+                    " --transactions " + std::to_string(o.transactions) +
+                    " --warmup-transactions " + std::to_string(o.warmup) +
                     " --commit none --checks off --interval 0 --seed 1 --callgrind-window"
-                    " --prewarm --buffer-pool " + o.buffer_pool + " --writer-interval-ms 0" +
+                    " --prewarm --buffer-pool " +
+                    o.buffer_pool + " --writer-interval-ms 0" +
                     " --lock-timeout-ms 3600000 --log-buffer 256M --reserve-free 64M" +
                     " --miss-interleaving off --steps " + (steps ? "on" : "off");
-  if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + Quote(o.ctx_placement);
-  cmd += " > " + Quote(log) + " 2>&1";
+  if (steps && !o.ctx_placement.empty()) cmd += " --ctx-placement " + ShellQuote(o.ctx_placement);
+  cmd += " > " + ShellQuote(log) + " 2>&1";
   std::vector<Part> parts;
   std::string error;
   // A profile's names as the linker knows them: mangled.
@@ -201,11 +199,11 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
         char duration[32];
         std::snprintf(duration, sizeof duration, "%g", seconds);
         const std::string out = o.db + ".wall.json";
-        std::string cmd = Quote(o.tpcc) + " run --db " + Quote(scratch) +
+        std::string cmd = ShellQuote(o.tpcc) + " run --db " + ShellQuote(scratch) +
                           " --workers 1 --users " + std::to_string(o.users) + " --mix " + w.mix +
                           " --duration " + duration + " --commit none --checks off --interval 0" +
                           " --prewarm --buffer-pool " + o.buffer_pool + " --output json --steps " +
-                          kModes[steps] + " > " + Quote(out) + " 2>&1";
+                          kModes[steps] + " > " + ShellQuote(out) + " 2>&1";
         double rate = -1;
         if (std::system(cmd.c_str()) == 0) {
           std::ifstream in(out);
