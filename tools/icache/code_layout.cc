@@ -42,6 +42,7 @@ struct LayoutOptions {
   std::string current;  // the order --tpcc was linked with: a candidate too (search)
   std::string relink;   // links tpcc with {order} into {binary} (search)
   std::string work_dir = "./data/layout-candidates";
+  double margin_pct = 0.5;  // another order must measure this much below the first (search)
 };
 
 namespace fs = std::filesystem;
@@ -153,11 +154,14 @@ int SearchLayouts(const LayoutOptions& o, std::vector<LayoutCandidate>* candidat
     if (c.binary != o.tpcc.tpcc) fs::remove(c.binary, ec);
     if (!ok) return -1;
   }
-  return BestLayout(*candidates);
+  return BestLayout(*candidates, o.margin_pct / 100.0);
 }
 
-void PrintSearch(const std::vector<LayoutCandidate>& candidates, int best) {
-  std::printf("\nL1-I misses per transaction (32 KiB 8-way), serial and with STEPS:\n");
+void PrintSearch(const LayoutOptions& o, const std::vector<LayoutCandidate>& candidates, int best) {
+  std::printf(
+      "\nL1-I misses per transaction (32 KiB 8-way), serial and with STEPS; another "
+      "order replaces the first if its sum is %.1f %% lower:\n",
+      o.margin_pct);
   std::printf("%-22s %10s %10s %10s %10s %10s\n", "order", "Payment", "with STEPS", "mix",
               "with STEPS", "sum");
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -210,7 +214,7 @@ int Run(const LayoutOptions& o) {
   if (search) {
     best = SearchLayouts(o, &candidates);
     if (best < 0) return 1;
-    PrintSearch(candidates, best);
+    PrintSearch(o, candidates, best);
   }
   if (!WriteText(o.output, candidates[best].text)) return 1;
   uint64_t bytes = 0;
@@ -228,6 +232,7 @@ int Run(const LayoutOptions& o) {
                       {"functions_99pct", n99},         {"bytes_99pct", bytes99},
                       {"chosen", candidates[best].name}};
   if (search) {
+    j["margin_pct"] = o.margin_pct;
     for (const LayoutCandidate& c : candidates) {
       j["candidates"].push_back({{"name", c.name},
                                  {"payment_l1i_serial", c.misses[0]},
@@ -269,6 +274,10 @@ int main(int argc, char** argv) {
   app.add_option("--relink", o.relink,
                  "shell command that links tpcc with the layout file {order} into {binary}; "
                  "with it the candidate orders are measured and the best is written");
+  app.add_option("--margin", o.margin_pct,
+                 "percent fewer misses a candidate needs to replace the current order")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 50.0));
   app.add_option("--work-dir", o.work_dir, "where the candidates' files and binaries go")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

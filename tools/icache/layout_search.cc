@@ -29,10 +29,15 @@ std::string RelinkCommand(std::string_view relink, const std::string& order,
   return command;
 }
 
-int BestLayout(const std::vector<LayoutCandidate>& candidates) {
-  int best = -1;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (best < 0 || candidates[i].Score() < candidates[best].Score()) best = static_cast<int>(i);
+int BestLayout(const std::vector<LayoutCandidate>& candidates, double margin) {
+  if (candidates.empty()) return -1;
+  const double bar = candidates[0].Score() * (1.0 - margin);
+  int best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const double score = candidates[i].Score();
+    if (score < bar && (best == 0 || score < candidates[best].Score())) {
+      best = static_cast<int>(i);
+    }
   }
   return best;
 }

@@ -9,8 +9,8 @@
 // rewards fewer misses, not a larger reduction by STEPS.
 //
 // Invariants: the candidate measured first is the order the given binary was linked with, if
-// any, and a tie keeps the earlier candidate, so a search never replaces the checked-in order
-// with one that measures no better.
+// any, and another replaces it only if it measures clearly fewer misses (BestLayout's margin),
+// so a search never replaces the checked-in order with one that measures no better.
 #pragma once
 
 #include <string>
@@ -37,8 +37,13 @@ struct LayoutCandidate {
 std::string RelinkCommand(std::string_view relink, const std::string& order,
                           const std::string& binary);
 
-// The index of the candidate with the lowest score, the earliest of equals; -1 if none.
-int BestLayout(const std::vector<LayoutCandidate>& candidates);
+// The index of the chosen candidate, -1 if none: the first one (the current order, when there
+// is one) unless another scores more than `margin` (a fraction) below it, and then the lowest
+// of those, the earliest of equals. The margin keeps the current order against a candidate that
+// only draws level: the same order linked into another file, at another path, measures a few
+// hundredths of a percent apart (a run's addresses on the stack differ, and with them a few
+// branches in the C library), and the order checked in should not churn on that.
+int BestLayout(const std::vector<LayoutCandidate>& candidates, double margin);
 
 // Runs Payment and the mix with `candidate->binary`, STEPS off and on, two at a time, and
 // fills candidate->misses. False if a run failed (the reason is printed).
