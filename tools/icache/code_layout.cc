@@ -127,34 +127,43 @@ bool ReadText(const std::string& path, std::string* text) {
   return true;
 }
 
-// Links and measures every candidate (layout_search.h), the current order first, and returns
-// the best one's index, or -1 on failure. Each candidate's order stays in the work directory;
-// its binary is removed once measured.
-int SearchLayouts(const LayoutOptions& o, std::vector<LayoutCandidate>* candidates) {
+// Links every candidate but the current order (whose binary is the build's) into the work
+// directory, where its order file stays. False if a link failed.
+bool LinkCandidates(const LayoutOptions& o, std::vector<LayoutCandidate>* candidates) {
   std::error_code ec;
   fs::create_directories(o.work_dir, ec);
   for (size_t i = 0; i < candidates->size(); ++i) {
     LayoutCandidate& c = (*candidates)[i];
-    if (!c.binary.empty()) continue;  // the current order: the binary as built
+    if (!c.binary.empty()) continue;
     const std::string order = o.work_dir + "/order-" + std::to_string(i) + ".txt";
+    if (!WriteText(order, c.text)) return false;
     c.binary = o.work_dir + "/tpcc-" + std::to_string(i);
-    if (!WriteText(order, c.text)) return -1;
     std::printf("linking tpcc with the order of %s ...\n", c.name.c_str());
     std::fflush(stdout);
     const std::string command = RelinkCommand(o.relink, order, c.binary);
     if (std::system(command.c_str()) != 0) {
       std::fprintf(stderr, "code_layout: the relink command failed: %s\n", command.c_str());
-      return -1;
+      return false;
     }
   }
-  for (LayoutCandidate& c : *candidates) {
+  return true;
+}
+
+// Links and measures every candidate (layout_search.h), the current order first, and returns
+// the chosen one's index, or -1 on failure. The linked binaries (38 MB each) are removed.
+int SearchLayouts(const LayoutOptions& o, std::vector<LayoutCandidate>* candidates) {
+  bool ok = LinkCandidates(o, candidates);
+  for (size_t i = 0; ok && i < candidates->size(); ++i) {
+    LayoutCandidate& c = (*candidates)[i];
     std::printf("measuring %s (Payment and the mix, STEPS off and on) ...\n", c.name.c_str());
     std::fflush(stdout);
-    const bool ok = MeasureLayout(o.tpcc, &c);
-    if (c.binary != o.tpcc.tpcc) fs::remove(c.binary, ec);
-    if (!ok) return -1;
+    ok = MeasureLayout(o.tpcc, &c);
   }
-  return BestLayout(*candidates, o.margin_pct / 100.0);
+  std::error_code ec;
+  for (const LayoutCandidate& c : *candidates) {
+    if (!c.binary.empty() && c.binary != o.tpcc.tpcc) fs::remove(c.binary, ec);
+  }
+  return ok ? BestLayout(*candidates, o.margin_pct / 100.0) : -1;
 }
 
 void PrintSearch(const LayoutOptions& o, const std::vector<LayoutCandidate>& candidates, int best) {
