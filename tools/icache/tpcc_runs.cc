@@ -1,13 +1,21 @@
 // TPC-C under callgrind, STEPS off and on.
 #include "tools/icache/tpcc_runs.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 namespace sm::icache {
@@ -22,8 +30,10 @@ std::string TeamTable(const std::string& log_path) {
   std::string line, out;
   bool in_table = false;
   while (std::getline(in, line)) {
-    if (line.rfind("STEPS teams", 0) == 0) in_table = true;
-    else if (in_table && line.rfind("consistency", 0) == 0) break;
+    if (line.rfind("STEPS teams", 0) == 0)
+      in_table = true;
+    else if (in_table && line.rfind("consistency", 0) == 0)
+      break;
     if (in_table) out += "  " + line + "\n";
   }
   return out;
@@ -37,11 +47,12 @@ struct RunFigures {
 void PrintWorkload(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
                    const RunFigures& serial, const RunFigures& steps) {
   const double t = double(o.transactions);
-  std::printf("\nTPC-C %s (--mix %s), %u warehouse(s), %u users, 1 worker, %llu transactions "
-              "after %llu, L1-I %s; per transaction:\n",
-              w.name.c_str(), w.mix.c_str(), o.warehouses, o.users,
-              static_cast<unsigned long long>(o.transactions),
-              static_cast<unsigned long long>(o.warmup), g.Name().c_str());
+  std::printf(
+      "\nTPC-C %s (--mix %s), %u warehouse(s), %u users, 1 worker, %llu transactions "
+      "after %llu, L1-I %s; per transaction:\n",
+      w.name.c_str(), w.mix.c_str(), o.warehouses, o.users,
+      static_cast<unsigned long long>(o.transactions), static_cast<unsigned long long>(o.warmup),
+      g.Name().c_str());
   std::printf("  %-26s %12s %12s %9s\n", "", "serial", "steps", "change %");
   auto row = [&](const char* name, double a, double b) {
     std::printf("  %-26s %12.1f %12.1f %+9.1f\n", name, a / t, b / t,
@@ -80,14 +91,43 @@ std::string TpccWorkloadNames() {
   return out;
 }
 
+// Takes `db`'s lock file (<db>.lock) for the rest of the process, unless this process holds it
+// already. The runs copy the database to scratch directories named after it and their
+// workload, and write their logs and callgrind files next to it, so two harnesses on one
+// database (a placement search and an icache run, say) would remove each other's files
+// mid-run; the second is refused at once instead.
+bool LockTpccDb(const std::string& db) {
+  static std::mutex mu;
+  static std::set<std::string> held;
+  std::lock_guard<std::mutex> guard(mu);
+  if (held.count(db) != 0) return true;
+  const std::string path = db + ".lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "cannot open %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::fprintf(stderr,
+                 "another harness run is using %s (it holds %s): wait for it, or give this "
+                 "one another --tpcc-db\n",
+                 db.c_str(), path.c_str());
+    close(fd);
+    return false;
+  }
+  held.insert(db);  // the descriptor stays open: the lock lasts until the process exits
+  return true;
+}
+
 // Loads the database unless it is there (tpcc load reuses a loaded one).
 bool EnsureTpccLoaded(const TpccRunOptions& o) {
+  fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
+  if (!LockTpccDb(o.db)) return false;
   // One loading fiber: the units load in order, so every load lays out the same pages and the
   // counts of a run do not depend on which machine loaded its database.
   std::string cmd = ShellQuote(o.tpcc) + " load --db " + ShellQuote(o.db) + " -w " +
                     std::to_string(o.warehouses) + " --workers 1 --load-fibers 1 --interval 0 > " +
                     ShellQuote(o.db + ".load.log") + " 2>&1";
-  fs::create_directories(fs::path(o.db).parent_path().empty() ? "." : fs::path(o.db).parent_path());
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "tpcc load failed; see %s.load.log\n", o.db.c_str());
     return false;
@@ -121,8 +161,8 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
   std::string error;
   // A profile's names as the linker knows them: mangled.
   bool ok = RunUnderCallgrindParts(cmd, g, o.db + ".callgrind." + tag,
-                                   profile != nullptr ? "--demangle=no" : "", 0,
-                                   profile != nullptr, o.keep, &parts, &error);
+                                   profile != nullptr ? "--demangle=no" : "", 0, profile != nullptr,
+                                   o.keep, &parts, &error);
   std::error_code ec;
   fs::remove_all(scratch, ec);
   if (!ok) {
@@ -152,9 +192,8 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
     std::fflush(stdout);
     // The two runs at once: each counts only its own process, whatever else the machine runs
     // (the counts of a run alone and of one beside another agree within 0.001 %).
-    auto steps_run = std::async(std::launch::async, [&] {
-      return RunTpccOnce(o, w, true, g, &steps.c, &steps.teams);
-    });
+    auto steps_run = std::async(std::launch::async,
+                                [&] { return RunTpccOnce(o, w, true, g, &steps.c, &steps.teams); });
     const bool serial_ok = RunTpccOnce(o, w, false, g, &serial.c, &serial.teams);
     if (!steps_run.get() || !serial_ok) return false;
     PrintWorkload(o, w, g, serial, steps);
@@ -167,7 +206,8 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
         ReductionPct(serial.c.Mispredicts(), steps.c.Mispredicts());
     (*json)[k + "instructions_increase_pct" + sfx] =
         -ReductionPct(serial.c.Instructions(), steps.c.Instructions());
-    (*json)[k + "l1d_increase_pct" + sfx] = -ReductionPct(serial.c.L1dMisses(), steps.c.L1dMisses());
+    (*json)[k + "l1d_increase_pct" + sfx] =
+        -ReductionPct(serial.c.L1dMisses(), steps.c.L1dMisses());
     (*json)[k + "l1i_misses_per_txn_serial" + sfx] = serial.c.L1iMisses() / t;
     (*json)[k + "l1i_misses_per_txn_steps" + sfx] = steps.c.L1iMisses() / t;
     (*json)[k + "instructions_per_txn_serial" + sfx] = serial.c.Instructions() / t;
@@ -179,8 +219,7 @@ bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& wor
 }
 
 bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
-                      int repeat, double seconds, const std::string& suffix,
-                      nlohmann::json* json) {
+                      int repeat, double seconds, const std::string& suffix, nlohmann::json* json) {
   if (!EnsureTpccLoaded(o)) return false;
   const std::string scratch = o.db + ".wall";
   bool ok = true;
@@ -210,7 +249,8 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
           std::string line, last;
           while (std::getline(in, line)) last = line;
           nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
-          if (!j.is_discarded() && j.contains("throughput_tx_per_s")) rate = j["throughput_tx_per_s"];
+          if (!j.is_discarded() && j.contains("throughput_tx_per_s"))
+            rate = j["throughput_tx_per_s"];
         }
         if (rate < 0) {
           std::fprintf(stderr, "tpcc run failed; see %s\n", out.c_str());
@@ -225,11 +265,12 @@ bool RunTpccWallClock(const TpccRunOptions& o, const std::vector<TpccWorkload>& 
       return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     };
     double off = median(rates[0]), on = median(rates[1]), adaptive = median(rates[2]);
-    std::printf("wall clock, TPC-C %s, %u warehouse(s), %u users, 1 worker: STEPS off %.0f tx/s, "
-                "on %.0f tx/s (%.3fx), auto %.0f tx/s (%.3fx) (medians of %d alternating %g s "
-                "runs)\n",
-                w.name.c_str(), o.warehouses, o.users, off, on, off > 0 ? on / off : 0.0,
-                adaptive, off > 0 ? adaptive / off : 0.0, repeat, seconds);
+    std::printf(
+        "wall clock, TPC-C %s, %u warehouse(s), %u users, 1 worker: STEPS off %.0f tx/s, "
+        "on %.0f tx/s (%.3fx), auto %.0f tx/s (%.3fx) (medians of %d alternating %g s "
+        "runs)\n",
+        w.name.c_str(), o.warehouses, o.users, off, on, off > 0 ? on / off : 0.0, adaptive,
+        off > 0 ? adaptive / off : 0.0, repeat, seconds);
     std::fflush(stdout);
     (*json)[w.name + "_wall_speedup" + suffix] = off > 0 ? on / off : 0.0;
     (*json)[w.name + "_wall_auto_ratio" + suffix] = off > 0 ? adaptive / off : 0.0;

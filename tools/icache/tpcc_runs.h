@@ -53,7 +53,9 @@ std::optional<TpccWorkload> FindTpccWorkload(std::string_view name);
 // Their names, comma-separated, for messages.
 std::string TpccWorkloadNames();
 
-// Loads the database (options.db, options.warehouses) unless it is loaded already.
+// Loads the database (options.db, options.warehouses) unless it is loaded already. First takes
+// the database's lock file for the rest of the process: false, with a message, if another
+// harness process holds it (its runs would remove this one's scratch copies and files).
 bool EnsureTpccLoaded(const TpccRunOptions& options);
 
 // One run of `workload` under callgrind at `geometry`, STEPS on or off (on: with
