@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -56,11 +55,7 @@ bool Profile(const LayoutOptions& o, FunctionProfile* profile) {
     std::fflush(stdout);
     FunctionProfile runs[2];
     Counters counters[2];
-    std::future<bool> serial = std::async(std::launch::async, [&] {
-      return RunTpccOnce(o.tpcc, w, false, Geometry{}, &counters[0], nullptr, &runs[0]);
-    });
-    const bool steps_ok = RunTpccOnce(o.tpcc, w, true, Geometry{}, &counters[1], nullptr, &runs[1]);
-    if (!serial.get() || !steps_ok) return false;
+    if (!RunTpccPair(o.tpcc, w, Geometry{}, counters, nullptr, runs)) return false;
     for (const FunctionProfile& run : runs) profile->Add(run);
   }
   return true;

@@ -2,7 +2,6 @@
 #include "tools/icache/layout_search.h"
 
 #include <cstdio>
-#include <future>
 
 namespace sm::icache {
 
@@ -48,11 +47,7 @@ bool MeasureLayout(const TpccRunOptions& options, LayoutCandidate* candidate) {
   const TpccWorkload workloads[2] = {*FindTpccWorkload("payment"), *FindTpccWorkload("mix")};
   for (int w = 0; w < 2; ++w) {
     Counters counters[2];
-    std::future<bool> serial = std::async(std::launch::async, [&] {
-      return RunTpccOnce(o, workloads[w], false, Geometry{}, &counters[0]);
-    });
-    const bool steps_ok = RunTpccOnce(o, workloads[w], true, Geometry{}, &counters[1]);
-    if (!serial.get() || !steps_ok) return false;
+    if (!RunTpccPair(o, workloads[w], Geometry{}, counters)) return false;
     for (int steps = 0; steps < 2; ++steps) {
       candidate->misses[2 * w + steps] =
           static_cast<double>(counters[steps].L1iMisses()) / static_cast<double>(o.transactions);

@@ -21,7 +21,7 @@
 
 namespace sm::icache {
 
-// One candidate: its name ("checked in", "16 KiB clusters"), its layout file's text and the
+// One candidate: its name ("current", "16 KiB clusters"), its layout file's text and the
 // `tpcc` binary linked with it.
 struct LayoutCandidate {
   std::string name;

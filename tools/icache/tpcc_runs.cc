@@ -182,20 +182,31 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
   return true;
 }
 
+bool RunTpccPair(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
+                 Counters counters[2], std::string teams[2], FunctionProfile profiles[2]) {
+  // Each run counts only its own process, whatever else the machine runs (the counts of a run
+  // alone and of one beside another agree within 0.001 %).
+  auto run = [&](bool steps) {
+    const int i = steps ? 1 : 0;
+    return RunTpccOnce(o, w, steps, g, &counters[i], teams != nullptr ? &teams[i] : nullptr,
+                       profiles != nullptr ? &profiles[i] : nullptr);
+  };
+  std::future<bool> steps_run = std::async(std::launch::async, run, true);
+  const bool serial_ok = run(false);
+  return steps_run.get() && serial_ok;
+}
+
 bool RunTpccIcache(const TpccRunOptions& o, const std::vector<TpccWorkload>& workloads,
                    const Geometry& g, const std::string& suffix, nlohmann::json* json) {
   if (!EnsureTpccLoaded(o)) return false;
   for (const TpccWorkload& w : workloads) {
-    RunFigures serial, steps;
     std::printf("running TPC-C %s under callgrind (STEPS off and on, side by side) ...\n",
                 w.name.c_str());
     std::fflush(stdout);
-    // The two runs at once: each counts only its own process, whatever else the machine runs
-    // (the counts of a run alone and of one beside another agree within 0.001 %).
-    auto steps_run = std::async(std::launch::async,
-                                [&] { return RunTpccOnce(o, w, true, g, &steps.c, &steps.teams); });
-    const bool serial_ok = RunTpccOnce(o, w, false, g, &serial.c, &serial.teams);
-    if (!steps_run.get() || !serial_ok) return false;
+    Counters counters[2];
+    std::string teams[2];
+    if (!RunTpccPair(o, w, g, counters, teams)) return false;
+    const RunFigures serial{counters[0], teams[0]}, steps{counters[1], teams[1]};
     PrintWorkload(o, w, g, serial, steps);
     const double t = double(o.transactions);
     const std::string k = w.name + "_";

@@ -3,23 +3,22 @@
 // (Payment alone, the full mix, the paper's mix without Delivery).
 //
 // Each run starts from a fresh copy of a loaded database (so every run does the same work from
-// the same state), reads it into the buffer pool (--prewarm), and uses `tpcc run --transactions T --warmup-transactions W --callgrind-window`:
-// only the T measured transactions are collected (all threads' events while the window is
-// open). The buffer pool's background writer runs only for eviction (--writer-interval-ms 0):
-// on a timer it would run about fifty times as often per transaction under valgrind as
-// natively, and more often in the slower mode, which would bias and blur the comparison. The
-// lock wait timeout is an hour (--lock-timeout-ms): under valgrind on a busy machine a
-// New-Order can wait more than the default 10 s of wall clock, and its retry made the mix's
-// counts vary by 7 % between runs of one configuration.
-// The figures are per measured transaction.
+// the same state), reads it into the buffer pool (--prewarm), and uses `tpcc run --transactions T
+// --warmup-transactions W --callgrind-window`: only the T measured transactions are collected (all
+// threads' events while the window is open). The buffer pool's background writer runs only for
+// eviction (--writer-interval-ms 0): on a timer it would run about fifty times as often per
+// transaction under valgrind as natively, and more often in the slower mode, which would bias and
+// blur the comparison. The lock wait timeout is an hour (--lock-timeout-ms): under valgrind on a
+// busy machine a New-Order can wait more than the default 10 s of wall clock, and its retry made
+// the mix's counts vary by 7 % between runs of one configuration. The figures are per measured
+// transaction.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/icache/callgrind_parts.h"
 
@@ -65,6 +64,12 @@ bool EnsureTpccLoaded(const TpccRunOptions& options);
 bool RunTpccOnce(const TpccRunOptions& options, const TpccWorkload& workload, bool steps,
                  const Geometry& geometry, Counters* counters, std::string* teams = nullptr,
                  FunctionProfile* profile = nullptr);
+
+// The two runs of `workload` at once, STEPS off and on: [0] serial, [1] with STEPS. The team
+// tables and the profiles are filled if given. False if either run failed.
+bool RunTpccPair(const TpccRunOptions& options, const TpccWorkload& workload,
+                 const Geometry& geometry, Counters counters[2], std::string teams[2] = nullptr,
+                 FunctionProfile profiles[2] = nullptr);
 
 // Runs every workload STEPS off and on at `geometry`, prints a table per workload (and the
 // STEPS team statistics of the steps run), and adds the figures to *json, each key ending in
