@@ -496,13 +496,14 @@ TEST_CASE("the adaptive mode alternates teams and no teams and picks one per pro
   CHECK(stats.last_ratio[0] > 0);
 }
 
-TEST_CASE("an adaptive probe ends after one pair once its rates are clearly apart",
+TEST_CASE("an adaptive probe ends after one pair once teams are clearly slower",
           "[unit][steps]") {
   steps::StepsOptions options = FastAdaptive(3);
   options.teams_margin = 100;  // teams are never chosen: only probes run with teams
   for (bool decisive : {true, false}) {
-    // A margin of 0 makes every first pair decisive; one of 100 makes none.
-    options.decisive_margin = decisive ? 0.0 : 100.0;
+    // A margin of -100 makes every first pair decisive (teams below 101 times the rate
+    // without); one of 100 makes none (teams below -99 times).
+    options.decisive_margin = decisive ? -100.0 : 100.0;
     steps::AdaptiveStats stats = RunAdaptive(options, 3);
     const uint64_t teams_per_probe = decisive ? 1 : 3;
     INFO("decisive " << decisive << ": probes " << stats.probes << ", epochs with teams "
@@ -542,15 +543,18 @@ TEST_CASE("the adaptive policy wants a margin for teams and probes less once set
   CHECK(policy.run_epochs() == 20);
 }
 
-TEST_CASE("the adaptive policy ends a probe early only when its rates are clearly apart",
+TEST_CASE("the adaptive policy ends a probe early only when teams are clearly slower",
           "[unit][steps]") {
   steps::StepsOptions options;
   options.probe_pairs = 3;
   options.decisive_margin = 0.10;
   steps::AdaptivePolicy policy(options);
-  CHECK(policy.ProbeDone(1, 0.80));   // teams clearly slower
-  CHECK(policy.ProbeDone(1, 1.15));   // teams clearly faster
+  CHECK(policy.ProbeDone(1, 0.80));        // teams clearly slower
+  CHECK(policy.ProbeDone(2, 0.90));
+  CHECK_FALSE(policy.ProbeDone(1, 1.20));  // teams faster: every pair must say so
+  CHECK_FALSE(policy.ProbeDone(2, 1.50));
   CHECK_FALSE(policy.ProbeDone(1, 0.95));
   CHECK_FALSE(policy.ProbeDone(2, 1.05));
-  CHECK(policy.ProbeDone(3, 1.00));   // all pairs run
+  CHECK(policy.ProbeDone(3, 1.00));  // all pairs run
+  CHECK(policy.ProbeDone(3, 1.20));
 }
