@@ -162,6 +162,8 @@ BtreeCounters BTree::counters() const {
 
 void BTree::Stamp(PageHandle& page, Lsn lsn) {
   SM_DASSERT(page.mode() == LatchMode::kExclusive);
+  // Every logged change of a node ends here, the node whole again (btree_node.h).
+  SM_PARANOID(Node(page.data()).CheckInvariants());
   if (!lsn.valid()) return;
   // The logger hands out increasing LSNs (log/ asserts that on append); a page never goes back.
   SM_DASSERT(PageLsn(page.data()) <= lsn);
@@ -651,6 +653,7 @@ Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key
   leaf.set_owner_hint(static_cast<uint16_t>(index + 1));  // the split planner's (btree_split.cc)
   node.BumpVersion();
   leaf.MarkDirty();
+  SM_PARANOID(logs_ || node.CheckInvariants());  // else Stamp checks it
   if (!logs_) return Status::OK();
   Lsn lsn;
   Status s = logger_->LogInsert(ctx.txn, *this, leaf, index, key, value, &lsn);
@@ -670,6 +673,7 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
     SM_TRY(node.UpdateLeafValue(index, value));
     node.BumpVersion();
     leaf.MarkDirty();
+    SM_PARANOID(node.CheckInvariants());
     return Status::OK();
   }
   // The before-image, for undo and for the logger's diff: on the stack, since every logged
@@ -716,6 +720,7 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
   node.EraseRecord(index);
   node.BumpVersion();
   leaf.MarkDirty();
+  SM_PARANOID(logs_ || node.CheckInvariants());  // else Stamp checks it
   if (!logs_) return Status::OK();
   Lsn lsn;
   Status s = logger_->LogDelete(ctx.txn, *this, leaf, index, key, old_value, &lsn);

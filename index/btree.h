@@ -126,9 +126,10 @@
 // it. It yields only on a worker's fiber that holds no exclusive
 // latch (the parent is latched shared: a writer of it waits as for any reader) and is in no
 // STEPS team (its CTX points switch instead, and a yield would make it a stray). A yield costs a
-// scheduler round trip (about 16 ns here): in a tree whose leaves are in the CPU cache anyway it
-// only gives the core to another transaction, which is why it is off by default (TPC-C with one
-// warehouse ran 9 % slower with it; README, B-tree figures).
+// scheduler round trip (bench_switch's scheduler_roundtrip_ns): in a tree whose leaves are in
+// the CPU cache anyway it only gives the core to another transaction, which is why it is off by
+// default (tpcc run's throughput_tx_per_s at one warehouse with --miss-interleaving on against
+// off).
 //
 // Contention split (LeanStore's; Alhomssi and Leis, CIDR 2021). Writers of DIFFERENT records that
 // share a leaf wait for one another at its exclusive latch, though no key lock makes them:
@@ -611,7 +612,7 @@ class BTree {
   mutable std::atomic<uint64_t> pages_reused_{0};
   // Pages this tree retired since it was opened, for its splits to reuse (btree_merge.cc).
   threads::SpinLock retired_lock_;
-  std::vector<PageId> retired_pages_;  // guarded by retired_lock_
+  std::vector<PageId> retired_pages_;  // GUARDED_BY(retired_lock_)
 };
 
 // A bound of a scan range: none, or a key with inclusive/exclusive.
@@ -672,6 +673,15 @@ class Cursor {
   [[nodiscard]] Status SeekForPrev(std::string_view key);  // last key <= key in the range
   [[nodiscard]] Status Next();
   [[nodiscard]] Status Prev();
+  // Moves forward over up to `max_rows` rows, calling row(key, value) for each while its leaf
+  // is latched (the views live only during the call, which must not use the tree), and stops
+  // after a row for which `row` returns false; *visited: the rows passed to `row`. The rows
+  // and locks are those of as many Next calls, but the rows after the current one in its leaf
+  // are read under one latch, without a fix or a copy each, and without their kRead locks when
+  // the hook says the leaf's rows are committed (KeyLockHook::ReadsCommittedWithoutLocks).
+  // Afterwards the cursor is on the last row visited, or !Valid() at the end of the range.
+  using RowFn = std::function<bool(std::string_view key, std::string_view value)>;
+  [[nodiscard]] Status NextBatch(size_t max_rows, const RowFn& row, size_t* visited);
 
   bool Valid() const { return valid_; }
   std::string_view key() const { return key_; }
@@ -700,6 +710,10 @@ class Cursor {
                      btree_internal::LockWait* wait);
   // Copies the record at (leaf, index) into the cursor.
   void Take(const buffer::PageHandle& leaf, uint16_t index);
+  // NextBatch's reading of the current leaf from `index`, under the latch `leaf` holds; *more:
+  // the batch may go on (through Next: the leaf's end, the range's end or a lock wait).
+  Status VisitLeaf(const buffer::PageHandle& leaf, int index, size_t max_rows, const RowFn& row,
+                   size_t* visited, bool* more);
   bool AboveUpper(std::string_view key) const;
   bool BelowLower(std::string_view key) const;
 

@@ -104,6 +104,7 @@ Status BTree::AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta,
   WriteCounter(counter, sum);  // the wrapped sum if it overflowed (kWrap)
   node.BumpVersion();
   leaf.MarkDirty();
+  SM_PARANOID(logs_ || node.CheckInvariants());  // else Stamp checks it
   if (logs_) {
     std::string_view old_value(old_bytes, current.size());
     Lsn lsn;

@@ -1,8 +1,8 @@
 // Cursor: bidirectional range scans over a BTree (contract in btree.h).
 //
-// Owns: positioning (Forward, Backward), the revalidation of a remembered position, and the key
-// locks a scan takes (btree_hooks.h: kRead for every key returned, kReadNext for the first key
-// after the range).
+// Owns: positioning (Forward, Backward), batched forward reading (NextBatch), the revalidation
+// of a remembered position, and the key locks a scan takes (btree_hooks.h: kRead for every key
+// returned, kReadNext for the first key after the range).
 //
 // Moving forward steps right along leaves with latch coupling, and keeps the leaves it passes
 // latched until it has asked for the lock on the key found beyond them (the gap they held).
@@ -117,6 +117,56 @@ Status Cursor::Prev() {
   if (!valid_) return Status::InvalidArgument("Cursor::Prev on a cursor that is not positioned");
   target_.assign(key_);
   return Backward(target_, false, false, true);
+}
+
+Status Cursor::NextBatch(size_t max_rows, const RowFn& row, size_t* visited) {
+  *visited = 0;
+  if (!valid_)
+    return Status::InvalidArgument("Cursor::NextBatch on a cursor that is not positioned");
+  SM_CTX(kCtxCursorNext);
+  while (*visited < max_rows) {
+    bool more = true;
+    {
+      PageHandle leaf;
+      int index = 0;
+      bool positioned = false;
+      SM_TRY(FromHint(key_, true, &leaf, &index, &positioned));
+      if (positioned) SM_TRY(VisitLeaf(leaf, index, max_rows, row, visited, &more));
+    }
+    if (!more || *visited == max_rows) return Status::OK();
+    // One row the slow way: the next leaf, the end of the range, or a lock to wait for.
+    SM_TRY(Next());
+    if (!valid_) return Status::OK();
+    ++*visited;
+    if (!row(key_, value_)) return Status::OK();
+  }
+  return Status::OK();
+}
+
+Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, const RowFn& row,
+                         size_t* visited, bool* more) {
+  Node n(leaf.data());
+  bool unlocked = ctx_.locks == nullptr || ctx_.locks->ReadsCommittedWithoutLocks();
+  int last = -1;
+  *more = true;
+  for (; index < n.count() && *visited < max_rows; ++index) {
+    auto at = static_cast<uint16_t>(index);
+    std::string_view key = n.KeyAt(at);
+    if (AboveUpper(key)) break;  // Next locks the key after the range
+    if (!unlocked) {
+      LockWait wait;
+      SM_TRY(tree_->TryLock(ctx_, KeyLockRequest{key, false, KeyLockPurpose::kRead}, &wait));
+      if (wait.pending) break;  // Next waits for it
+    }
+    ++*visited;
+    last = index;
+    if (!row(key, n.ValueAt(at))) {
+      *more = false;
+      break;
+    }
+  }
+  if (last >= 0) Take(leaf, static_cast<uint16_t>(last));
+  return Status::OK();
 }
 
 Status Cursor::FromHint(std::string_view target, bool forward, PageHandle* leaf, int* index,

@@ -196,6 +196,11 @@ class KeyLockHook {
   // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail. The
   // result goes back in KeyLockRequest::prefetched of a later request on the same key.
   virtual uint64_t PrefetchKey(std::string_view key) { return 0; }
+  // With a leaf latched; must not wait. True if every row of that leaf may be read without its
+  // kRead lock until the latch is released, because each one is committed (a read-committed
+  // reader, and no writer of the table: sm/lock/lock_manager.h, NoOtherWriter). False makes
+  // the tree lock each row it reads as usual.
+  virtual bool ReadsCommittedWithoutLocks() { return false; }
 };
 
 // What one operation runs on behalf of. The default (no transaction, no locks) is what tests

@@ -154,8 +154,8 @@ inline bool BTree::FixHintedLeaf(std::string_view key, threads::LatchMode mode,
   return FixHintedPage(key, inside, mode, leaf_site, hint, leaf, fences_known);
 }
 
-// Inline too: the optimistic stage of every Write and Add (out of line, the calls cost an
-// insert about 40 instructions under callgrind).
+// Inline too: the optimistic stage of every Write and Add (out of line, its calls would add
+// instructions to every insert: bench_btree's inserts_per_s_raw_1w).
 inline Status BTree::FixLeafForWrite(std::string_view key, threads::CtxSite* site,
                                      LeafHint* hint, buffer::PageHandle* leaf,
                                      bool* fences_known) const {

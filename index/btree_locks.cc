@@ -128,6 +128,15 @@ uint64_t TxnKeyLocks::PrefetchKey(std::string_view key) {
   return hash;
 }
 
+bool TxnKeyLocks::ReadsCommittedWithoutLocks() {
+  if (isolation_ != txn::Isolation::kReadCommitted) return false;
+  if (!Covers(table_mode_, LockMode::kIS) &&
+      !LockTableMode(LockMode::kIS, LockWait::kNoWait).ok()) {
+    return false;  // the intention would wait: lock row by row, which waits as it must
+  }
+  return manager_->NoOtherWriter(owner_, table_);
+}
+
 Status TxnKeyLocks::LockKey(const KeyLockRequest& request) {
   DropPin();
   const KeyLock lock = Map(request);

@@ -94,6 +94,9 @@ class TxnKeyLocks final : public KeyLockHook {
   // The lock table's bucket of the key's lock (the lock that a found key takes). Returns the
   // key's hash, which a request on the key then need not compute again.
   uint64_t PrefetchKey(std::string_view key) override;
+  // Read committed, the table's IS held (taken here if it is granted at once), and no other
+  // transaction able to write the table.
+  bool ReadsCommittedWithoutLocks() override;
 
   // Takes the table's intention lock for readers (IS) or writers (IX), and the database's,
   // unless this hook already holds it. Key requests do it themselves when needed; calling it

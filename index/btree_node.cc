@@ -437,6 +437,35 @@ bool Node::RecordIntact(uint16_t i) const {
   return size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size();
 }
 
+bool Node::CheckInvariants() const {
+  const BtreeNodeHeader& h = header();
+  if (PageTypeOf(page_) != (h.level == 0 ? PageType::kBtreeLeaf : PageType::kBtreeInner) ||
+      h.format_version != kBtreeNodeFormatVersion || (h.flags & ~kNodeKnownFlags) != 0) {
+    return false;
+  }
+  // The area's bounds only: the slotted area's own mutators check the rest of its invariants
+  // (a sort of the slots, which would double the cost of every check here).
+  if (!slots_.CheckBounds() || slots_.slot_count() < kFirstRecordSlot) return false;
+  if (is_leaf() == leftmost_child().valid()) return false;
+  if (high_infinite() && !high_fence().empty()) return false;
+  if (h.prefix_bytes != FencePrefixBytes(low_fence(), high_fence(), high_infinite())) return false;
+  if (slots_.Tag(kLowFenceSlot) != 0 || slots_.Tag(kHighFenceSlot) != 0) return false;
+  std::string_view previous;
+  for (uint16_t i = 0; i < count(); ++i) {
+    if (!RecordIntact(i)) return false;
+    const std::string_view key = KeyAt(i);
+    if (key.size() > kMaxKeyBytes) return false;
+    if (i > 0 && !(previous < key)) return false;  // strictly increasing
+    // Inside the fences; a separator equal to the low fence would leave a child no keys.
+    if (is_leaf() ? key < low_fence() : key <= low_fence()) return false;
+    if (!high_infinite() && key >= high_fence()) return false;
+    if (HeadAt(i) != KeyHead(key, size_t{prefix_bytes()} + head_skip())) return false;
+    if (!is_leaf() && !ChildAt(static_cast<uint16_t>(i + 1)).valid()) return false;
+    previous = key;
+  }
+  return head_skip() == ExpectedHeadSkip();
+}
+
 std::string ShortestSeparator(std::string_view left, std::string_view right) {
   SM_DASSERT(left < right);
   size_t common = CommonPrefixBytes(left, right);

@@ -360,6 +360,11 @@ class Node {
   bool AreaBoundsIntact() const;
   bool SlotIntact(uint16_t slot) const;
   bool RecordIntact(uint16_t i) const;
+  // The invariants of the file comment that one node holds on its own - 1 (but tree_root), 2,
+  // 6 and 7 - walking every record, with the slotted area's bounds (its mutators check the
+  // rest of slotted_page.h): for SM_PARANOID checks after a change, under the latch
+  // (BTree::Verify checks them with the ones that relate nodes, 3-5, and says what failed).
+  bool CheckInvariants() const;
 
  private:
   static std::string_view View(std::span<const char> bytes) { return {bytes.data(), bytes.size()}; }

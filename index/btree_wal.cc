@@ -373,6 +373,7 @@ Status RedoOp(const log::LogRecordView& record, char* page) {
   }
   node.BumpVersion();
   SM_DASSERT(node.slots().CheckInvariants());
+  SM_PARANOID(node.CheckInvariants());  // redo leaves the node as whole as the change did
   return Status::OK();
 }
 
@@ -400,6 +401,7 @@ Status RedoUpdateDiff(const log::LogRecordView& record, char* page) {
   WriteRanges(op, node.MutableValueAt(i), &DiffOp::Range::new_bytes);
   node.BumpVersion();
   SM_DASSERT(node.slots().CheckInvariants());
+  SM_PARANOID(node.CheckInvariants());  // redo leaves the node as whole as the change did
   return Status::OK();
 }
 

@@ -9,9 +9,10 @@
 // epochs of kEpochNs, reading the clock once every kClockEvery descents. A probe is
 // kProbeEpochs epochs alternating without and with interleaving; interleaving is then chosen if
 // the median rate of its epochs beats the others' by kMargin. Medians, because one epoch that
-// a checkpoint or the background writer slowed would move a mean by several percent, and a
-// margin, because a tie does not repay the yields (TPC-C with one warehouse: 9 % slower with
-// them; 10 M random keys: 20 % faster). The run after a probe lasts kMinRunEpochs when the probe
+// a checkpoint or the background writer slowed would move a mean, and a margin, because a tie
+// does not repay the yields (they cost TPC-C at one warehouse and pay in random lookups of a
+// large table: tpcc run's throughput_tx_per_s and bench_btree's lookups_per_s_1w, each with
+// --miss-interleaving on against off). The run after a probe lasts kMinRunEpochs when the probe
 // changed the choice, twice the previous run when it confirmed it, up to kMaxRunEpochs, so a
 // settled workload probes ever less; then the next probe begins.
 //

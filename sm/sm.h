@@ -69,7 +69,7 @@ struct Options {
   size_t buffer_pool_bytes = 256u << 20;
   // A background thread has the kernel back the pool's memory a window (64 MiB) ahead of the
   // pages in use, so that no operation waits while the kernel zeroes memory it touches first
-  // (a few milliseconds per 2 MiB huge page here). The memory still grows with use.
+  // (a whole huge page at a time: sm/buffer/pool_memory.h). The memory still grows with use.
   bool prefault_pool = true;
   // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
   // pages) to write the dirty pages whose oldest unwritten change lies at least
@@ -88,8 +88,9 @@ struct Options {
   uint64_t log_segment_bytes = 64ull << 20;  // for a new database
   // Log segments a checkpoint retires are kept for reuse, up to this many bytes (the rest are
   // deleted), so the log's files stay at about the size one checkpoint interval needs. A
-  // sync after a write into a reused segment commits no file-system metadata (measured on
-  // ext4: 130 against 200 us per small write and fdatasync), which durable commits wait for.
+  // sync after a write into a reused segment commits no file-system metadata, so it is shorter
+  // than one into a new segment, and durable commits wait for it (log/log_manager.h,
+  // "Segments"; bench_log's durable_commits_per_s_1fiber times that wait).
   uint64_t log_spare_bytes = 1ull << 30;
   size_t log_buffer_bytes = 8u << 20;
   CommitMode commit_mode = CommitMode::kDurable;
@@ -121,9 +122,10 @@ struct Options {
   // Miss interleaving: a B-tree descent about to read a leaf asks for its first cache lines and
   // lets the worker's other ready fibers run while they arrive (index/btree.h). It pays where
   // the leaves are not in the CPU cache (tables far larger than it, random point operations,
-  // several fibers per worker: 10 M keys, about +20 % lookups/s) and costs where they are
-  // (TPC-C with one warehouse: -9 %). kAdaptive: each worker measures which is faster for it,
-  // in short alternating epochs, and runs that.
+  // several fibers per worker: bench_btree's lookups_per_s_1w with --miss-interleaving on
+  // against off) and costs where they are (TPC-C at one warehouse: tpcc run's
+  // throughput_tx_per_s with --miss-interleaving on against off). kAdaptive: each worker
+  // measures which is faster for it, in short alternating epochs, and runs that.
   MissInterleaving miss_interleaving = MissInterleaving::kAdaptive;
   std::chrono::milliseconds lock_wait_timeout{10000};
   // Every file goes through this (tests inject faults); null: the POSIX file system.
@@ -258,6 +260,16 @@ class Cursor {
   virtual std::string_view value() const = 0;
   // Moves in the scan's direction; an exhausted cursor becomes !Valid() with OK.
   [[nodiscard]] virtual Status Next() = 0;
+  // Moves forward over up to `max_rows` rows, calling row(key, value) for each, and stops
+  // after a row for which `row` returns false; *visited: the rows passed to `row`. The same
+  // rows, with the same locks, as calling Next and reading key() and value() for each, but
+  // cheaper for a scan: the rows of one page are read under one latch, without a copy each (the
+  // views are valid only during the call, which must not use the database), and a read-
+  // committed transaction reads without per-row read locks the pages of a table that no other
+  // transaction is writing (their rows are committed). Afterwards the cursor is on the last
+  // row visited, or !Valid() at the end. Forward cursors only (InvalidArgument if reverse).
+  using RowVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+  [[nodiscard]] virtual Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited);
 };
 
 class Transaction {

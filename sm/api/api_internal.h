@@ -47,8 +47,8 @@ namespace sm::api {
 inline constexpr uint32_t kCatalogTableId = 1;
 inline constexpr uint32_t kFirstUserTableId = 2;
 
-// kDropped: a pending-drop entry (drop.cc), never a table. Builds before it refuse a catalog
-// that holds one (a damaged entry) rather than misread it.
+// kDropped: a pending-drop entry (drop.cc), never a table. Versions without it refuse a
+// catalog that holds one (a damaged entry) rather than misread it.
 enum class TableKind : uint8_t { kTable = 1, kIndex = 2, kDropped = 3 };
 
 struct CatalogEntry {
@@ -306,13 +306,14 @@ class DatabaseImpl final : public Database {
   std::atomic<bool> closed_{false};
   bool installed_steps_ = false;
 
-  mutable threads::Mutex tables_mu_;  // guards tables_, next_table_id_
-  std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;
-  std::vector<std::unique_ptr<TableImpl>> dropped_;  // handles stay valid until Close
-  uint32_t next_table_id_ = kFirstUserTableId;
+  mutable threads::Mutex tables_mu_;
+  std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;  // GUARDED_BY(tables_mu_)
+  // Handles stay valid until Close. GUARDED_BY(tables_mu_)
+  std::vector<std::unique_ptr<TableImpl>> dropped_;
+  uint32_t next_table_id_ = kFirstUserTableId;  // GUARDED_BY(tables_mu_)
 
-  threads::Mutex reclaim_mu_;  // one reclamation at a time; guards pending_drops_
-  std::vector<PendingDrop> pending_drops_;
+  threads::Mutex reclaim_mu_;  // one reclamation at a time
+  std::vector<PendingDrop> pending_drops_;  // GUARDED_BY(reclaim_mu_)
   // Test hooks (relaxed: a test sets them before the drops they affect, on the same thread).
   std::atomic<bool> keep_dropped_pages_{false};
   std::atomic<uint32_t> reclaim_chunk_pages_{txn::kMaxPageFreesPerRecord};

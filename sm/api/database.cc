@@ -245,6 +245,8 @@ Status DatabaseImpl::CreateNew(OpenReport* report) {
   // Everything durable and checkpointed before the meta file makes the directory a database.
   SM_TRY(pool_->FlushAll());
   SM_TRY(txns_->Checkpoint());
+  SM_ASSERT(pool_->DirtyPages().empty());
+  SM_ASSERT(log_->durable_lsn() == log_->end_lsn());
   SM_TRY(WriteMeta(fs_, options_.path, MetaData{root}));
   report->created = true;
   txns_->StartCheckpointer();
@@ -615,9 +617,19 @@ Status DatabaseImpl::Close() {
   // the next Open has nothing to redo.
   if (s.ok()) s = pool_->FlushAll();
   if (s.ok()) s = txns_->Checkpoint();
+  if (s.ok()) {
+    // Nothing runs any more (the runtime, the checkpointer and the writer are stopped): no
+    // page is dirty or being written, and the pool and the lock table are at rest, so their
+    // whole-structure checks apply.
+    SM_ASSERT(pool_->DirtyPages().empty());
+    SM_PARANOID(pool_->CheckInvariants());
+    SM_PARANOID(locks_->CheckInvariants());
+  }
   Status log_closed = log_->Close();
   if (s.ok()) s = log_closed;
   log_closed.PermitUnchecked();
+  // Everything logged is durable (LogManager::Close checks the same on its side).
+  SM_ASSERT(!s.ok() || log_->durable_lsn() == log_->end_lsn());
   Status volume_closed = volume_->Close();
   if (s.ok()) s = volume_closed;
   volume_closed.PermitUnchecked();

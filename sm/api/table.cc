@@ -123,6 +123,15 @@ class CursorImpl final : public Cursor {
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
     return reverse_ ? cursor_.Prev() : cursor_.Next();
   }
+  Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) override {
+    *visited = 0;
+    if (!txn_->active() || txn_->id() != txn_id_) {
+      return Status::InvalidArgument("the cursor's transaction has finished");
+    }
+    if (reverse_) return Status::InvalidArgument("NextBatch on a reverse cursor");
+    if (!cursor_.Valid()) return Status::InvalidArgument("NextBatch on an exhausted cursor");
+    return cursor_.NextBatch(max_rows, row, visited);
+  }
 
  private:
   TransactionImpl* txn_ = nullptr;
@@ -295,6 +304,18 @@ Status TableImpl::StartCursor(TransactionImpl* t, const ScanOptions& options,
 }  // namespace sm::api
 
 namespace sm {
+
+// The generic batch: Next, then the row, one at a time (a cursor of another implementation).
+Status Cursor::NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) {
+  *visited = 0;
+  while (*visited < max_rows) {
+    SM_TRY(Next());
+    if (!Valid()) break;
+    ++*visited;
+    if (!row(key(), value())) break;
+  }
+  return Status::OK();
+}
 
 ScanOptions ScanOptions::Prefix(std::string_view prefix) {
   ScanOptions o;

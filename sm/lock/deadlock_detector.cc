@@ -39,6 +39,7 @@ void LockManager::Unregister(LockOwner* owner) {
 // member (largest TxnId; ties go to `self`, which needs no cross-owner wake-up) of the first
 // cycle through `self`, or nullptr.
 LockOwner* LockManager::FindCycleVictim(LockOwner* self) {
+  detector_mutex_.AssertHeld();
   ++dd_epoch_;
   dd_edges_.clear();
   dd_stack_.clear();
@@ -69,6 +70,7 @@ LockOwner* LockManager::FindCycleVictim(LockOwner* self) {
 }
 
 void LockManager::PushFrame(LockOwner* owner) {
+  detector_mutex_.AssertHeld();
   size_t begin = dd_edges_.size();
   CollectBlockers(owner);
   dd_stack_.push_back(DetectorFrame{owner, begin, dd_edges_.size()});
@@ -76,6 +78,7 @@ void LockManager::PushFrame(LockOwner* owner) {
 
 // Appends the out-edges of a registered owner: whom its waiting request waits for.
 void LockManager::CollectBlockers(LockOwner* owner) {
+  detector_mutex_.AssertHeld();
   LockRequest* req = owner->waiting_;
   SM_ASSERT(req != nullptr);
   Bucket& bucket = BucketFor(req->mix);
@@ -104,6 +107,7 @@ void LockManager::CollectBlockers(LockOwner* owner) {
 }
 
 void LockManager::Victimize(LockOwner* victim, LockOwner* self) {
+  detector_mutex_.AssertHeld();
   LockRequest* req = victim->waiting_;
   Bucket& bucket = BucketFor(req->mix);
   WakeList wakes;
@@ -113,6 +117,7 @@ void LockManager::Victimize(LockOwner* victim, LockOwner* self) {
     RemoveWaiter(bucket, req, self, &wakes);  // runs on self's fiber: its head pool
     wakes.Add(victim);  // also when victim == self: its Wait then returns at once
   }
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
   wakes.PostAll();
 }

@@ -64,10 +64,12 @@ LockManager::~LockManager() {
 
 // --- Acquisition ------------------------------------------------------------------------------
 
-Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
-                         LockDuration duration, LockWait wait) {
+Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode, LockDuration duration,
+                         LockWait wait) {
   LockMode held;
-  return LockExact(owner, id, mode, duration, wait, &held);
+  Status s = LockExact(owner, id, mode, duration, wait, &held);
+  SM_PARANOID(CheckOwnerLock(*owner, id));
+  return s;
 }
 
 // Lock's body, inlined into LockHierarchical too; *held: the mode the owner holds on `id` once
@@ -100,8 +102,7 @@ Status LockManager::Lock(LockOwner* owner, const LockId& id, LockMode mode,
 }
 
 Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMode mode,
-                                     LockDuration duration, LockWait wait,
-                                     LockMode* effective) {
+                                     LockDuration duration, LockWait wait, LockMode* effective) {
   // Top-down (the hierarchy is database > table > key, lock_id.h): an ancestor held in a mode
   // that covers `mode` on its children grants the request with nothing below it locked.
   LockMode implied = LockMode::kNone;
@@ -116,6 +117,7 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
   LockMode held = implied;
   if (implied == LockMode::kNone) SM_TRY(LockExact(owner, id, mode, duration, wait, &held));
   if (effective != nullptr) *effective = held;
+  SM_PARANOID(CheckOwnerLock(*owner, id));
   return Status::OK();
 }
 
@@ -124,9 +126,9 @@ Status LockManager::LockHierarchical(LockOwner* owner, const LockId& id, LockMod
 // locked then; see ParentCoversChild), else kNone. Nearly always the owner holds the intention
 // already (claimed from its previous transaction): one probe of its hash, no call.
 [[gnu::always_inline]] inline Status LockManager::LockAncestor(LockOwner* owner,
-                                                               const LockId& ancestor,
-                                                               uint64_t mix, LockMode mode,
-                                                               LockWait wait, LockMode* implied) {
+                                                               const LockId& ancestor, uint64_t mix,
+                                                               LockMode mode, LockWait wait,
+                                                               LockMode* implied) {
   ++owner->stats_.requests;
   LockRequest* req = FindOwn(owner, ancestor, mix);
   const LockMode held = req != nullptr ? req->mode : LockMode::kNone;
@@ -164,14 +166,15 @@ Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, Range
 }
 
 // Inlined into LockExact and StrengthenAncestor (the queueing path is Enqueue, out of line):
-// the call and the frame of a function that could wait cost TPC-C about 27 instructions per
-// lock.
+// the call and the frame of a function that could wait would cost every lock request
+// instructions (steps_bench's payment_instructions_per_txn_serial and
+// mix_instructions_per_txn_serial count them).
 [[gnu::always_inline]] inline Status LockManager::Acquire(LockOwner* owner, const LockId& id,
                                                           uint64_t mix, LockMode mode,
                                                           LockDuration duration, LockWait wait) {
   Bucket& bucket = BucketFor(mix);
   // A request is only built once it must be queued or kept (an instant lock granted at once,
-  // a third of all requests in TPC-C, needs none); the pool is filled before the latch so
+  // common in TPC-C, needs none); the pool is filled before the latch so
   // that taking one under it never allocates.
   owner->ReserveRequest();
   owner->ReserveHead();
@@ -184,6 +187,7 @@ Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, Range
     ++owner->stats_.immediate_grants;
     if (duration == LockDuration::kInstant) {  // grantable now, so nothing to hold
       if (head != nullptr) FreeHeadIfEmpty(bucket, head, owner);  // holders may be revoked
+      SM_PARANOID(CheckBucketLocked(bucket));
       bucket.latch.unlock();
       return Status::OK();
     }
@@ -194,6 +198,7 @@ Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, Range
     req->state = RequestState::kGranted;
     head->granted.push_back(*req);
     head->AddGranted(mode);
+    SM_PARANOID(CheckBucketLocked(bucket));
     bucket.latch.unlock();
     owner->AddHeld(req);
     return Status::OK();
@@ -203,7 +208,10 @@ Status LockManager::LockKeyRange(LockOwner* owner, const LockId& next_key, Range
 
 Status LockManager::Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head, const LockId& id,
                             uint64_t mix, LockMode mode, LockDuration duration, LockWait wait) {
+  bucket.latch.AssertHeld();
+  SM_DASSERT(head != nullptr && !head->CanGrantNew(mode));
   if (wait == LockWait::kNoWait) {
+    SM_PARANOID(CheckBucketLocked(bucket));  // revocations may have changed the head
     bucket.latch.unlock();
     ++owner->stats_.refusals;
     return Status::Busy("lock would wait");
@@ -216,6 +224,7 @@ Status LockManager::Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head, co
   owner->baton_.Reset();  // nobody posts it before waiting_ is visible under the latch
   owner->waiting_ = req;
   owner->wait_outcome_ = LockOwner::WaitOutcome::kPending;
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
   owner->AddHeld(req);
   Status status = WaitForGrant(owner, req, mode);
@@ -227,8 +236,7 @@ Status LockManager::Enqueue(LockOwner* owner, Bucket& bucket, LockHead* head, co
   return status;
 }
 
-Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
-                            LockWait wait) {
+Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target, LockWait wait) {
   ++owner->stats_.conversions;
   Bucket& bucket = BucketFor(req->mix);
   bucket.latch.lock();
@@ -242,11 +250,13 @@ Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
     head->RemoveGranted(req->mode);
     head->AddGranted(target);
     req->mode = target;
+    SM_PARANOID(CheckBucketLocked(bucket));
     bucket.latch.unlock();
     ++owner->stats_.immediate_grants;
     return Status::OK();
   }
   if (wait == LockWait::kNoWait) {
+    SM_PARANOID(CheckBucketLocked(bucket));
     bucket.latch.unlock();
     ++owner->stats_.refusals;
     return Status::Busy("lock conversion would wait");
@@ -260,6 +270,7 @@ Status LockManager::Convert(LockOwner* owner, LockRequest* req, LockMode target,
   owner->baton_.Reset();
   owner->waiting_ = req;
   owner->wait_outcome_ = LockOwner::WaitOutcome::kPending;
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
   return WaitForGrant(owner, req, target);
 }
@@ -305,6 +316,7 @@ void LockManager::HandleTimeout(LockOwner* owner, LockRequest* req) {
     owner->wait_outcome_ = LockOwner::WaitOutcome::kTimedOut;
     RemoveWaiter(bucket, req, owner, &wakes);
   }
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
   wakes.PostAll();
   // Granted or victimized just as the timer fired: the decider's post is on its way (or has
@@ -313,6 +325,8 @@ void LockManager::HandleTimeout(LockOwner* owner, LockRequest* req) {
 }
 
 Status LockManager::FinishWait(LockOwner* owner, LockRequest* req, LockMode wanted) {
+  SM_DASSERT(owner->waiting_ == nullptr);  // the wait is over, whatever its outcome
+  SM_PARANOID(CheckBucket(BucketFor(req->mix)));
   switch (owner->wait_outcome_) {
     case LockOwner::WaitOutcome::kGranted:
       SM_DASSERT(req->state == RequestState::kGranted);
@@ -320,8 +334,8 @@ Status LockManager::FinishWait(LockOwner* owner, LockRequest* req, LockMode want
     case LockOwner::WaitOutcome::kVictim:
     case LockOwner::WaitOutcome::kTimedOut: {
       const bool victim = owner->wait_outcome_ == LockOwner::WaitOutcome::kVictim;
-      std::string message = WaitMessage(victim ? "deadlock victim" : "lock wait timeout",
-                                        owner, req->id, wanted);
+      std::string message =
+          WaitMessage(victim ? "deadlock victim" : "lock wait timeout", owner, req->id, wanted);
       if (req->state == RequestState::kDetached) {  // a new request: drop it
         owner->RemoveHeld(req);
         owner->FreeRequest(req);
@@ -363,6 +377,7 @@ bool LockManager::Release(LockOwner* owner, const LockId& id) {
   owner->RemoveHeld(req);
   ReleaseRequest(req);
   owner->FreeRequest(req);
+  SM_PARANOID(CheckOwnerLock(*owner, id));  // read-committed: once per read, so not the list
   return true;
 }
 
@@ -370,7 +385,11 @@ void LockManager::ReleaseAll(LockOwner* owner, Inherit inherit) {
   SM_ASSERT(owner->manager_ == this);
   SM_ASSERT(owner->waiting_ == nullptr);
   SM_CTX(kCtxLockReleaseAll);
+  SM_PARANOID(CheckOwnerNow(*owner));  // what the transaction leaves, once per transaction
   ReleaseHeld(owner, inherit);
+  // Only what inheritance keeps is left (lock_owner.h, invariant 4).
+  SM_DASSERT(owner->held_count_ == 0);
+  SM_PARANOID(CheckOwnerNow(*owner));
 }
 
 void LockManager::Retire(LockOwner* owner) {
@@ -418,12 +437,14 @@ void LockManager::ReleaseHeld(LockOwner* owner, Inherit inherit) {
     // Nobody queued, so nobody to grant: no wake list to fill and post (nearly every release).
     Unlink(bucket, req, nullptr);
   }
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
 }
 
 void LockManager::ReleaseQueued(Bucket& bucket, LockRequest* req) {
   WakeList wakes;
   Unlink(bucket, req, &wakes);
+  SM_PARANOID(CheckBucketLocked(bucket));
   bucket.latch.unlock();
   wakes.PostAll();
 }
@@ -452,7 +473,9 @@ LockRequest* LockManager::Claim(LockOwner* owner, LockRequest* req) {
   Bucket& bucket = BucketFor(req->mix);
   bucket.latch.lock();
   const bool granted = req->state == RequestState::kInherited;
+  SM_DASSERT(granted || req->state == RequestState::kRevoked);
   if (granted) req->state = RequestState::kGranted;
+  SM_PARANOID(CheckBucketLocked(bucket));
   // Also orders the revoker's unlinking (under this latch) before the request's reuse.
   bucket.latch.unlock();
   owner->EndInheritance(req, granted);
@@ -470,12 +493,43 @@ LockRequest* LockManager::Claim(LockOwner* owner, LockRequest* req) {
   SM_DASSERT(req->state == RequestState::kGranted);
   if (!req->head->waiting.empty() || !req->head->converting.empty()) return false;
   req->state = RequestState::kInherited;
+  SM_PARANOID(CheckBucketLocked(bucket));
   return true;
 }
 
 // --- Under the bucket latch -----------------------------------------------------------------
 
+namespace {
+
+// A request by another owner that lets it write below the locked object.
+bool IsOtherWriter(const LockRequest& r, const LockOwner* owner) {
+  constexpr uint8_t kWriting = detail::ModeBit(LockMode::kIX) | detail::ModeBit(LockMode::kSIX) |
+                               detail::ModeBit(LockMode::kX);
+  uint8_t modes = detail::ModeBit(r.mode) | detail::ModeBit(r.wait_mode);
+  return r.owner != owner && (modes & kWriting) != 0;
+}
+
+}  // namespace
+
+bool LockManager::NoOtherWriter(const LockOwner* owner, TableId table) const {
+  for (const LockId& id : {LockId::Database(), LockId::Table(table)}) {
+    Bucket& bucket = BucketFor(id.Mix());
+    bucket.latch.lock();
+    const LockHead* head = FindHead(bucket, id);
+    bool writer = false;
+    if (head != nullptr) {
+      for (const RequestList* list : {&head->granted, &head->converting, &head->waiting}) {
+        for (const LockRequest& r : *list) writer |= IsOtherWriter(r, owner);
+      }
+    }
+    bucket.latch.unlock();
+    if (writer) return false;
+  }
+  return true;
+}
+
 LockHead* LockManager::FindHead(const Bucket& bucket, const LockId& id) {
+  bucket.latch.AssertHeld();
   for (LockHead* h = bucket.chain; h != nullptr; h = h->next) {
     if (h->id == id) return h;
   }
@@ -483,6 +537,7 @@ LockHead* LockManager::FindHead(const Bucket& bucket, const LockId& id) {
 }
 
 LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id, LockOwner* caller) {
+  bucket.latch.AssertHeld();
   LockHead* head = caller->TakeHead();
   SM_DASSERT(head->empty() && head->granted_mask == 0);
   head->id = id;
@@ -496,6 +551,7 @@ LockHead* LockManager::CreateHead(Bucket& bucket, const LockId& id, LockOwner* c
 // release path, which runs once per lock a transaction held.
 [[gnu::always_inline]] inline void LockManager::Unlink(Bucket& bucket, LockRequest* req,
                                                        WakeList* wakes) {
+  bucket.latch.AssertHeld();
   LockHead* head = req->head;
   head->granted.erase(head->granted.iterator_to(*req));
   head->RemoveGranted(req->mode);
@@ -575,6 +631,7 @@ void LockManager::GrantQueued(LockHead* head, LockRequest& r, WakeList* wakes) {
 // behind it may now be grantable.
 void LockManager::RemoveWaiter(Bucket& bucket, LockRequest* req, LockOwner* caller,
                                WakeList* wakes) {
+  bucket.latch.AssertHeld();
   LockHead* head = req->head;
   if (req->state == RequestState::kWaiting) {
     head->waiting.erase(head->waiting.iterator_to(*req));
@@ -604,6 +661,5 @@ void LockManager::RegisterOwner(LockOwner* owner) {
   std::lock_guard<threads::SpinLock> guard(owners_latch_);
   owners_.push_back(*owner);
 }
-
 
 }  // namespace sm::lock

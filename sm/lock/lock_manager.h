@@ -212,6 +212,15 @@ class LockManager {
   [[nodiscard]] Status LockKeyRange(LockOwner* owner, const LockId& next_key, RangeOp op,
                                     LockWait wait = LockWait::kBlock);
 
+  // True if no owner other than `owner` holds, converts to or waits for a lock on the table
+  // `table` or on the database in a mode that lets it change rows below (IX, SIX, X). Every
+  // writer of a row holds such a lock until it ends (its row lock needs the intention, or the
+  // ancestor's X covers the row), so while this holds, and a leaf is latched so that nobody
+  // can start changing its rows, each row of the leaf is committed: a read-committed scan may
+  // read the leaf without its per-row read locks (index/btree_hooks.h,
+  // KeyLockHook::ReadsCommittedWithoutLocks). Takes two bucket latches; never waits.
+  bool NoOtherWriter(const LockOwner* owner, TableId table) const;
+
   // Releases the owner's lock on `id` whatever its mode (read-committed short read locks).
   // Returns false if the owner did not hold it. The owner must not be waiting.
   bool Release(LockOwner* owner, const LockId& id);
@@ -234,7 +243,11 @@ class LockManager {
   // Walks the whole table (each bucket under its latch) and every registered owner:
   // head invariants of lock_table.h, and each owner's lock list matches the table. Requires
   // that no lock call is in flight except calls blocked in a wait. Prints the first violation
-  // to stderr and returns false.
+  // to stderr and returns false. In paranoid builds (SM_PARANOID) every state transition -
+  // grant, queueing, conversion, release, claim, bequest, revocation, victim or timeout, the
+  // end of a wait - checks the heads of its bucket under the latch, and every Lock, Release
+  // and ReleaseAll ends with a check of its owner's request (Lock) or requests against the
+  // table.
   bool CheckInvariants() const;
 
   // Test hooks (each takes the relevant latches).
@@ -281,7 +294,7 @@ class LockManager {
   void ReleaseRequest(LockRequest* req);
   // ReleaseRequest's path when requests are queued on the head: grants and wakes them. Called
   // with the bucket latched; releases it.
-  static void ReleaseQueued(Bucket& bucket, LockRequest* req);
+  void ReleaseQueued(Bucket& bucket, LockRequest* req);
   // Gives up whatever a dying owner keeps, adds its statistics to retired_stats_, and
   // unregisters it.
   void Retire(LockOwner* owner);
@@ -315,6 +328,17 @@ class LockManager {
   // Invariant checks (lock_manager_check.cc).
   bool CheckHead(const LockHead& head, size_t* request_count) const;
   bool CheckOwner(const LockOwner& owner, size_t* request_count) const;
+  bool CheckOwnerRequest(const LockOwner& owner, const LockRequest& r,
+                         size_t* request_count) const;
+  // The SM_PARANOID checks at the state transitions, which hold while other calls run: every
+  // head of the bucket (its latch held: ...Locked); the calling owner at the end of its call,
+  // waiting for nothing, with its whole lock list (Now: ReleaseAll, Release) or its request on
+  // `id` (Lock: a walk of the whole list at every lock would be quadratic in the locks a
+  // transaction takes) matching the table.
+  bool CheckBucketLocked(const Bucket& bucket) const;
+  bool CheckBucket(Bucket& bucket) const;
+  bool CheckOwnerNow(const LockOwner& owner) const;
+  bool CheckOwnerLock(const LockOwner& owner, const LockId& id) const;
   // Granted (incl. converting) and waiting (incl. converting) request counts of `id`.
   void QueueLengths(const LockId& id, size_t* granted, size_t* waiting) const;
 
@@ -325,18 +349,18 @@ class LockManager {
   std::unique_ptr<Bucket[]> buckets_;
 
   threads::Mutex detector_mutex_;  // the waits-for graph: see "Deadlocks" above
-  uint64_t dd_epoch_ = 0;                    // guarded by detector_mutex_
-  std::vector<DetectorEdge> dd_edges_;       // guarded by detector_mutex_ (reused)
-  std::vector<DetectorFrame> dd_stack_;      // guarded by detector_mutex_ (reused)
+  uint64_t dd_epoch_ = 0;               // GUARDED_BY(detector_mutex_)
+  std::vector<DetectorEdge> dd_edges_;  // reused; GUARDED_BY(detector_mutex_)
+  std::vector<DetectorFrame> dd_stack_;  // reused; GUARDED_BY(detector_mutex_)
 
-  mutable threads::SpinLock owners_latch_;  // guards owners_ and retired_stats_
-  LockStats retired_stats_;                  // of the owners destroyed so far
+  mutable threads::SpinLock owners_latch_;
+  LockStats retired_stats_;  // of the owners destroyed so far; GUARDED_BY(owners_latch_)
   using OwnerList = boost::intrusive::list<
       LockOwner,
       boost::intrusive::member_hook<LockOwner, boost::intrusive::list_member_hook<>,
                                     &LockOwner::registry_hook_>,
       boost::intrusive::constant_time_size<false>>;
-  OwnerList owners_;
+  OwnerList owners_;  // GUARDED_BY(owners_latch_)
 };
 
 }  // namespace sm::lock

@@ -85,44 +85,49 @@ bool LockManager::CheckHead(const LockHead& head, size_t* request_count) const {
   return true;
 }
 
+bool LockManager::CheckOwnerRequest(const LockOwner& owner, const LockRequest& r,
+                                     size_t* request_count) const {
+  if (r.owner != &owner || owner.Find(r.id, r.mix) != &r) {
+    std::fprintf(stderr, "lock owner %llu: lock list and hash disagree on %s\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()),
+                 r.id.ToString().c_str());
+    return false;
+  }
+  if (r.state == RequestState::kDetached && owner.waiting_ == &r) return true;  // being freed
+  Bucket& bucket = BucketFor(r.mix);
+  std::lock_guard<threads::SpinLock> guard(bucket.latch);
+  const bool inherited = r.state == RequestState::kInherited || r.state == RequestState::kRevoked;
+  if (r.inherited != inherited) {
+    std::fprintf(stderr, "lock owner %llu: %s is inherited in one place only\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()),
+                 r.id.ToString().c_str());
+    return false;
+  }
+  if (r.state == RequestState::kRevoked) return true;  // out of the table, freed when next seen
+  const LockHead* head = FindHead(bucket, r.id);
+  const RequestList* list = nullptr;
+  if (head == r.head && head != nullptr) {
+    list = r.state == RequestState::kGranted || r.state == RequestState::kInherited
+               ? &head->granted
+           : r.state == RequestState::kConverting ? &head->converting
+           : r.state == RequestState::kWaiting    ? &head->waiting
+                                                  : nullptr;
+  }
+  if (list == nullptr || !Contains(*list, &r)) {
+    std::fprintf(stderr, "lock owner %llu holds %s, which the table does not list\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()),
+                 r.id.ToString().c_str());
+    return false;
+  }
+  ++*request_count;
+  return true;
+}
+
 bool LockManager::CheckOwner(const LockOwner& owner, size_t* request_count) const {
   size_t listed = 0;
   for (const LockRequest& r : owner.held_) {
     ++listed;
-    if (r.owner != &owner || owner.Find(r.id, r.mix) != &r) {
-      std::fprintf(stderr, "lock owner %llu: lock list and hash disagree on %s\n",
-                   static_cast<unsigned long long>(owner.txn_id().value()),
-                   r.id.ToString().c_str());
-      return false;
-    }
-    if (r.state == RequestState::kDetached && owner.waiting_ == &r) continue;  // being freed
-    Bucket& bucket = BucketFor(r.mix);
-    std::lock_guard<threads::SpinLock> guard(bucket.latch);
-    const bool inherited =
-        r.state == RequestState::kInherited || r.state == RequestState::kRevoked;
-    if (r.inherited != inherited) {
-      std::fprintf(stderr, "lock owner %llu: %s is inherited in one place only\n",
-                   static_cast<unsigned long long>(owner.txn_id().value()),
-                   r.id.ToString().c_str());
-      return false;
-    }
-    if (r.state == RequestState::kRevoked) continue;  // out of the table, freed when next seen
-    const LockHead* head = FindHead(bucket, r.id);
-    const RequestList* list = nullptr;
-    if (head == r.head && head != nullptr) {
-      list = r.state == RequestState::kGranted || r.state == RequestState::kInherited
-                 ? &head->granted
-             : r.state == RequestState::kConverting ? &head->converting
-             : r.state == RequestState::kWaiting    ? &head->waiting
-                                                    : nullptr;
-    }
-    if (list == nullptr || !Contains(*list, &r)) {
-      std::fprintf(stderr, "lock owner %llu holds %s, which the table does not list\n",
-                   static_cast<unsigned long long>(owner.txn_id().value()),
-                   r.id.ToString().c_str());
-      return false;
-    }
-    ++*request_count;
+    if (!CheckOwnerRequest(owner, r, request_count)) return false;
   }
   if (listed != owner.held_count_ + owner.inherited_count_) {
     std::fprintf(stderr, "lock owner %llu: lock count %zu + %zu inherited, list length %zu\n",
@@ -163,6 +168,42 @@ bool LockManager::CheckInvariants() const {
     return false;
   }
   return true;
+}
+
+bool LockManager::CheckBucketLocked(const Bucket& bucket) const {
+  const size_t index = static_cast<size_t>(&bucket - buckets_.get());
+  size_t requests = 0;
+  for (const LockHead* head = bucket.chain; head != nullptr; head = head->next) {
+    if ((head->id.Mix() & bucket_mask_) != index) return Fail(*head, "head in the wrong bucket");
+    if (!CheckHead(*head, &requests)) return false;
+  }
+  return true;
+}
+
+bool LockManager::CheckBucket(Bucket& bucket) const {
+  std::lock_guard<threads::SpinLock> guard(bucket.latch);
+  return CheckBucketLocked(bucket);
+}
+
+bool LockManager::CheckOwnerNow(const LockOwner& owner) const {
+  if (owner.waiting_ != nullptr) {  // owner invariant 3: only inside a lock call
+    std::fprintf(stderr, "lock owner %llu: waiting outside a lock call\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()));
+    return false;
+  }
+  size_t requests = 0;
+  return CheckOwner(owner, &requests);
+}
+
+bool LockManager::CheckOwnerLock(const LockOwner& owner, const LockId& id) const {
+  if (owner.waiting_ != nullptr) {
+    std::fprintf(stderr, "lock owner %llu: waiting outside a lock call\n",
+                 static_cast<unsigned long long>(owner.txn_id().value()));
+    return false;
+  }
+  const LockRequest* r = owner.Find(id, id.Mix());
+  size_t requests = 0;
+  return r == nullptr || CheckOwnerRequest(owner, *r, &requests);
 }
 
 size_t LockManager::TEST_LockHeadCount() const {

@@ -48,8 +48,8 @@
 //      (nothing grantable is left waiting: FIFO grants stop only at a conflict).
 //   5. An owner has at most one request per head.
 //
-// Thread/fiber safety: every field of a head and of a linked request is guarded by its
-// bucket's latch, except LockRequest::id/owner (immutable while linked).
+// Thread/fiber safety: every field of a head and of a linked request is GUARDED_BY(its
+// bucket's latch), except LockRequest::id/owner (immutable while linked).
 #pragma once
 
 #include <boost/intrusive/list.hpp>
@@ -144,7 +144,7 @@ struct LockHead {
 // buckets do not share a line.
 struct alignas(64) Bucket {
   threads::SpinLock latch;
-  LockHead* chain = nullptr;  // heads in use (latch)
+  LockHead* chain = nullptr;  // heads in use; GUARDED_BY(latch)
 };
 static_assert(sizeof(Bucket) == 64);
 

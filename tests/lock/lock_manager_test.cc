@@ -414,3 +414,23 @@ TEST_CASE("statistics count requests, grants, waits and wait time", "[unit][lock
   CHECK(s.timeouts == 0);
   CHECK(s.average_wait_us() >= 5000.0);
 }
+
+TEST_CASE("NoOtherWriter sees other owners' write intentions on the table or database",
+          "[unit][lock]") {
+  LockManager lm;
+  LockOwner reader(&lm, TxnId(1));
+  LockOwner writer(&lm, TxnId(2));
+  CHECK(lm.NoOtherWriter(&reader, 1));
+  REQUIRE(lm.Lock(&writer, LockId::Table(1), LockMode::kIS).ok());
+  CHECK(lm.NoOtherWriter(&reader, 1));  // a reader's intention writes nothing
+  REQUIRE(lm.Lock(&writer, LockId::Table(2), LockMode::kIX).ok());
+  CHECK(lm.NoOtherWriter(&reader, 1));  // another table
+  CHECK_FALSE(lm.NoOtherWriter(&reader, 2));
+  CHECK(lm.NoOtherWriter(&writer, 2));  // its own intention
+  EndAll(lm, {&writer});
+  CHECK(lm.NoOtherWriter(&reader, 2));
+  REQUIRE(lm.Lock(&writer, LockId::Database(), LockMode::kX).ok());  // writes any table
+  CHECK_FALSE(lm.NoOtherWriter(&reader, 1));
+  EndAll(lm, {&writer});
+  CHECK(lm.NoOtherWriter(&reader, 1));
+}
