@@ -9,6 +9,12 @@ foreach(lib IN LISTS SM_INSTALLED_LIBS)
   endif()
 endforeach()
 target_include_directories(sm INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+# The installed status.h lays Status out differently with SM_DEBUG (its checked flag): an
+# application must see the definition the libraries were built with, or the two disagree on
+# the class and the first Status that crosses between them corrupts memory.
+if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+  target_compile_definitions(sm INTERFACE $<INSTALL_INTERFACE:SM_DEBUG=1>)
+endif()
 install(TARGETS ${SM_INSTALLED_LIBS} EXPORT smTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES sm/sm.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sm)

@@ -65,6 +65,7 @@ Status LogDirectory::Load() {
 }
 
 Status LogDirectory::ReadControlLocked(bool* found) {
+  mu_.AssertHeld();
   *found = false;
   std::unique_ptr<io::File> file;
   io::OpenOptions o = FileOptions(false);
@@ -94,6 +95,7 @@ Status LogDirectory::WriteControl(const ControlBlock& control) {
 }
 
 Status LogDirectory::WriteControlLocked(const ControlBlock& control) {
+  mu_.AssertHeld();
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": log opened read-only");
   io::AlignedBuffer block(kLogBlockBytes);
   EncodeControl(control, block.data());
@@ -134,6 +136,7 @@ Status LogDirectory::GetSegment(uint64_t start, std::shared_ptr<io::File>* file)
 }
 
 Status LogDirectory::OpenSegmentLocked(uint64_t start, std::shared_ptr<io::File>* file) {
+  mu_.AssertHeld();
   std::string path = PathOf(SegmentFileName(start));
   std::unique_ptr<io::File> f;
   SM_TRY(fs_->Open(path, FileOptions(false), &f));
@@ -187,8 +190,9 @@ Status LogDirectory::CreateSegment(uint64_t start, std::shared_ptr<io::File>* fi
 Status LogDirectory::RemoveSegmentsBefore(uint64_t lsn, uint32_t keep_spares, uint32_t* removed) {
   *removed = 0;
   // The registry changes under the mutex; the files are renamed and deleted outside it. The
-  // flusher takes the mutex to create its next segment, and deleting a few GiB of segments
-  // took a second here, during which the log buffer filled and every inserter waited.
+  // flusher takes the mutex to create its next segment, and deleting many segments takes long
+  // enough for the log buffer to fill and every inserter to wait (bench_log's
+  // insert_mb_per_s_1w runs beside a truncator that retires segments).
   std::vector<uint64_t> to_spare, to_delete;
   {
     std::lock_guard<threads::Mutex> guard(mu_);

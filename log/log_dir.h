@@ -100,9 +100,9 @@ class LogDirectory {
   bool created_ = false;
 
   threads::Mutex mu_;
-  ControlBlock control_;                                    // guarded by mu_
-  std::map<uint64_t, std::shared_ptr<io::File>> segments_;  // guarded by mu_; null: not open
-  std::vector<std::string> spares_;                         // guarded by mu_
+  ControlBlock control_;                                    // GUARDED_BY(mu_)
+  std::map<uint64_t, std::shared_ptr<io::File>> segments_;  // null: not open; GUARDED_BY(mu_)
+  std::vector<std::string> spares_;                         // GUARDED_BY(mu_)
 };
 
 }  // namespace sm::log

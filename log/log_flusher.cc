@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "log/log_manager.h"
 #include "sm/common/assert.h"
@@ -85,6 +86,7 @@ bool LogManager::FlushRound(bool stopping) {
     written = filled;
   }
   if (sync_due && written > durable) {
+    SM_DASSERT(DirtySegmentsCover(durable, written));  // invariant 4, before it is relied on
     Status s = SyncDirty();
     if (!s.ok()) {
       SetFatal(s);
@@ -93,20 +95,33 @@ bool LogManager::FlushRound(bool stopping) {
     ReleaseDurable(written);
   }
   PrepareAhead();
+  SM_DASSERT(CheckInvariants());
   return true;
 }
 
 uint64_t LogManager::AdvanceFilled() {
   uint64_t pos = filled_walk_;
   uint64_t records = 0;
+  const uint64_t walk_start = pos;
   for (;;) {
     // seq_cst: pairs with Publish (see durable_request_).
     uint64_t value = slots_[(pos / kRecordAlignment) % slot_count_].load(std::memory_order_seq_cst);
     uint64_t end = value & ~uint64_t{1};
     if (end <= pos) break;  // not yet published (a value from an older lap is <= pos)
-    if ((value & 1) == 0) ++records;
+    if ((value & 1) == 0) {
+      ++records;
+      // A record begun in an earlier walk may be longer than the ring: its first bytes can be
+      // overwritten by now, so only records begun in this walk are read back.
+      if (walk_record_start_ >= walk_start) {
+        SM_PARANOID(CheckPublishedRecord(walk_record_start_, end));
+      }
+      walk_record_start_ = end;
+    }
     pos = end;
   }
+  // Published bytes were reserved first (invariant 1: filled <= insert).
+  SM_ASSERT(pos <= insert_.load(std::memory_order_relaxed));
+  SM_DASSERT(pos % kRecordAlignment == 0);
   filled_walk_ = pos;
   filled_.store(pos, std::memory_order_release);
   counters_.records.fetch_add(records, std::memory_order_relaxed);
@@ -116,6 +131,10 @@ uint64_t LogManager::AdvanceFilled() {
 // Writes [BlockFloor(written), to) and publishes written = to.
 Status LogManager::WriteOut(uint64_t to) {
   const SegmentGeometry& g = dir_->geometry();
+  // Only what the walk found published is written (invariant 1: written <= filled), and
+  // written only moves forward.
+  SM_ASSERT(to <= filled_walk_);
+  SM_ASSERT(to > written_.load(std::memory_order_relaxed));
   uint64_t from = BlockFloor(written_.load(std::memory_order_relaxed));
   while (from < to) {
     uint64_t segment_end = g.SegmentEnd(g.SegmentStart(from));
@@ -133,8 +152,11 @@ Status LogManager::WriteOut(uint64_t to) {
 // Writes [from, to), which lies in one segment and one lap of the ring; from is block-aligned.
 Status LogManager::WriteChunk(uint64_t from, uint64_t to) {
   SM_DASSERT(from % kLogBlockBytes == 0);
+  SM_DASSERT(from < to);
   const SegmentGeometry& g = dir_->geometry();
   uint64_t segment = g.SegmentStart(from);
+  SM_DASSERT(to <= g.SegmentEnd(segment));
+  SM_DASSERT(from / ring_bytes_ == (to - 1) / ring_bytes_);
   std::shared_ptr<io::File> file;
   SM_TRY(SegmentForWrite(segment, &file));
   uint64_t full_end = BlockFloor(to);
@@ -168,6 +190,11 @@ Status LogManager::SyncDirty() {
 }
 
 void LogManager::ReleaseDurable(uint64_t lsn) {
+  // Invariant 1: durable moves forward, and never past what was written; and everything
+  // written was synced just now (invariant 4 leaves nothing dirty).
+  SM_ASSERT(lsn > durable_.load(std::memory_order_relaxed));
+  SM_ASSERT(lsn <= written_.load(std::memory_order_relaxed));
+  SM_ASSERT(dirty_segments_.empty());
   // release: what the waiters read after waking (the durable bytes) is in place.
   durable_.store(lsn, std::memory_order_release);
   size_t released = durable_waiters_.WakeUpTo(lsn);
@@ -219,6 +246,27 @@ void LogManager::PrepareAhead() {
     return;
   }
   next_segment_start_ = next;
+}
+
+bool LogManager::CheckPublishedRecord(uint64_t start, uint64_t end) const {
+  if (end - start > ring_bytes_ || start < BlockFloor(written_.load(std::memory_order_relaxed))) {
+    return true;  // no longer whole in the ring (a record streamed in pieces): nothing to read
+  }
+  RecordHeader header;
+  CopyFromRing(start, reinterpret_cast<char*>(&header), sizeof header);
+  if (CheckHeader(header, start) != RecordCheck::kValid || header.length != end - start) {
+    return false;
+  }
+  std::string image(header.length, '\0');
+  CopyFromRing(start, image.data(), image.size());
+  return CheckRecord(image.data()) == RecordCheck::kValid;
+}
+
+bool LogManager::DirtySegmentsCover(uint64_t durable, uint64_t written) const {
+  const SegmentGeometry& g = dir_->geometry();
+  size_t spanned = 0;
+  for (uint64_t s = g.SegmentStart(durable); s < written; s = g.SegmentEnd(s)) ++spanned;
+  return spanned <= dirty_segments_.size();
 }
 
 void LogManager::SetFatal(const Status& cause) {

@@ -94,10 +94,12 @@ Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
         " bytes exceeds the format's limit of " + std::to_string(kMaxPayloadBytes));
   }
   const uint64_t length = RecordBytes(payload_bytes);
+  SM_DASSERT(length % kRecordAlignment == 0 && length <= kMaxRecordBytes);
   // acquire: the copy into the ring stays below the reservation (ReadFromRing relies on it).
   // release: what the caller stored before stays above it, for whoever reserves later
   // (TxnManager's chain count, Txn::chain_seq_). Both are the one locked add on x86.
   const uint64_t start = insert_.fetch_add(length, std::memory_order_acq_rel);
+  SM_DASSERT(start % kRecordAlignment == 0);  // invariant 1: positions stay 8-aligned
   PrefetchNextRecord(start + length);
   // A link that does not point backwards would make the record read back as corrupt.
   SM_ASSERT(record.prev_lsn.value() < start);
@@ -299,10 +301,16 @@ Status LogManager::Commit(TxnId txn, Lsn prev_lsn, CommitMode mode, Lsn* lsn) {
 }
 
 Status LogManager::AwaitCommit(Lsn commit_end, CommitMode mode) {
+  SM_DASSERT(commit_end.value() <= insert_.load(std::memory_order_relaxed));
   counters_.commits[static_cast<int>(mode)].fetch_add(1, std::memory_order_relaxed);
   switch (mode) {
-    case CommitMode::kDurable:
-      return Flush(commit_end);
+    case CommitMode::kDurable: {
+      Status s = Flush(commit_end);
+      // A durable commit is acknowledged only once its record is (paired with the flusher's
+      // ReleaseDurable; TxnManager::Commit checks it again at the acknowledgement).
+      SM_ASSERT(!s.ok() || durable_.load(std::memory_order_acquire) >= commit_end.value());
+      return s;
+    }
     case CommitMode::kAsync:
       ArmAsyncDeadline();
       return Status::OK();
@@ -390,7 +398,10 @@ Status LogManager::ReadRecord(Lsn lsn, LogRecordBuf* record) {
   if (at < kFirstLsn || at + kRecordHeaderBytes > insert_.load(std::memory_order_relaxed)) {
     return Status::InvalidArgument("ReadRecord: no record can start at LSN " + std::to_string(at));
   }
-  if (at % kRecordAlignment == 0 && ReadFromRing(at, record)) return Status::OK();
+  if (at % kRecordAlignment == 0 && ReadFromRing(at, record)) {
+    SM_DASSERT(record->view().lsn == lsn);  // the header names its own position (checked)
+    return Status::OK();
+  }
   SM_TRY(Flush(Lsn(at + kRecordHeaderBytes)));
   // A small window: a random read should not pull in a megabyte.
   LogReader reader(dir_, 8 * kLogBlockBytes);
@@ -404,6 +415,7 @@ Status LogManager::ReadRecord(Lsn lsn, LogRecordBuf* record) {
   reader.SetEnd(durable_lsn());
   LogRecordView view;
   SM_TRY(reader.ReadAt(lsn, &view));
+  SM_DASSERT(view.lsn == lsn && view.end_lsn().value() <= durable_lsn().value());
   record->Assign(view);
   return Status::OK();
 }
@@ -426,6 +438,7 @@ Status LogManager::SetCheckpoint(Lsn checkpoint_begin) {
   if (checkpoint_begin.value() < control.start_lsn) {
     return Status::InvalidArgument("SetCheckpoint: LSN is below the log's start");
   }
+  SM_DASSERT(checkpoint_begin.value() % kRecordAlignment == 0);  // a record's LSN
   control.checkpoint_lsn = checkpoint_begin.value();
   control.durable_hint = std::max(control.durable_hint, durable);
   return dir_->WriteControl(control);
@@ -469,7 +482,9 @@ Status LogManager::Close() {
   dirty_segments_.clear();
   if (!started_) return Status::OK();  // Open failed: leave the files as they were
   if (fatal_.load(std::memory_order_acquire)) return Refuse();
+  // The flusher's last round (stopping) wrote and synced everything inserted.
   SM_ASSERT(durable_.load(std::memory_order_relaxed) == insert_.load(std::memory_order_relaxed));
+  SM_ASSERT(CheckInvariants());
   std::lock_guard<threads::Mutex> guard(control_mu_);
   ControlBlock control = dir_->control();
   control.durable_hint = durable_.load(std::memory_order_relaxed);

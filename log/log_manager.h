@@ -48,9 +48,9 @@
 // is half written, so a roll-over rarely waits for file creation. Truncate(oldest_needed)
 // retires whole segments below oldest_needed, keeping up to spare_bytes of them as spares for
 // reuse. A recycled segment's blocks have been written before, so a write into one changes no
-// file-system metadata and the sync after it commits none: on ext4 here a 16 KiB direct write
-// and fdatasync took about 130 us into written blocks and 200 us into fresh preallocated ones
-// (which the file system must mark written, through its journal).
+// file-system metadata and the sync after it commits none, whereas fresh preallocated blocks
+// must be marked written by the file system, through its journal, which lengthens every sync
+// a durable commit waits for (bench_log's durable_commits_per_s_1fiber times that wait).
 //
 // Open (log_open.cc) and how the end of the log is found:
 //   The scan starts at the control file's checkpoint hint, else at its start LSN, and reads
@@ -83,7 +83,9 @@
 //   fatal  --Close-->      closed (returns the fatal status; the files are released)
 //   open   --TEST_Kill-->  fatal, flusher gone, nothing more written (a simulated process death)
 //
-// Invariants (CheckInvariants checks 1):
+// Invariants (CheckInvariants checks 1; the flusher asserts 4 before each sync, and in paranoid
+// builds checks each record it walks: its header names its own position and its length reaches
+// the end of its last piece, so reservations are contiguous and LSNs increase on append):
 //   1. open end <= durable <= written <= filled <= insert, all multiples of 8.
 //   2. An inserter copies byte x into the ring only while x < BlockFloor(written) + buffer_bytes,
 //      so nothing the flusher has yet to write (or rewrite: the partial block) is overwritten.
@@ -297,6 +299,11 @@ class LogManager {
   void FlusherMain();
   bool FlushRound(bool stopping);
   uint64_t AdvanceFilled();
+  // SM_PARANOID: the record [start, end), just published whole, reads back from the ring as a
+  // valid record written at `start` (header and checksum). Flusher only; start >= written.
+  bool CheckPublishedRecord(uint64_t start, uint64_t end) const;
+  // Invariant 4: every segment that [durable, written) touches is in dirty_segments_.
+  bool DirtySegmentsCover(uint64_t durable, uint64_t written) const;
   Status WriteOut(uint64_t to);
   Status WriteChunk(uint64_t from, uint64_t to);
   Status SyncDirty();
@@ -354,6 +361,7 @@ class LogManager {
   // Flusher-private (and Open's before the flusher starts).
   std::thread flusher_;
   uint64_t filled_walk_ = kFirstLsn;
+  uint64_t walk_record_start_ = kFirstLsn;  // where the record being walked began
   std::vector<std::shared_ptr<io::File>> dirty_segments_;
   std::shared_ptr<io::File> current_segment_;
   uint64_t current_segment_start_ = 0;
@@ -362,7 +370,7 @@ class LogManager {
   io::AlignedBuffer staging_;  // one block: the partial tail of a write
 
   mutable threads::SpinLock fatal_lock_;
-  Status fatal_status_;   // guarded by fatal_lock_; set once
+  Status fatal_status_;   // set once; GUARDED_BY(fatal_lock_)
   bool started_ = false;  // the flusher runs (Open succeeded)
   // Set by Close and TEST_Kill; checked by every call. release/acquire: a caller that sees it
   // set sees the state Close left.

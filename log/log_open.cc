@@ -65,8 +65,11 @@ Status LogManager::FindEnd(LogOpenReport* report) {
   }
   if (!s.IsNotFound()) return s;  // a read error, or a checksummed record that is wrong
   uint64_t end = reader.position().value();
+  SM_ASSERT(end >= scan_start);  // the scan only moves forward, record by record
+  SM_ASSERT(end % kRecordAlignment == 0);
   uint64_t cut_until = end;
   SM_TRY(ClassifyStop(end, reader.last_stop(), &reader, &cut_until));
+  SM_ASSERT(cut_until >= end);  // only what lies past the end is cut
   SM_TRY(CutTail(end, cut_until, report));
   SM_TRY(SyncScanned(scan_start, end));
   {
@@ -179,9 +182,12 @@ Status LogManager::SyncScanned(uint64_t scan_start, uint64_t end) {
 // Positions every LSN at `end`, loads the partial block before it into the ring (the first write
 // rewrites that block), makes sure its segment exists, and starts the flusher.
 Status LogManager::Start(uint64_t end) {
+  SM_ASSERT(!started_);
+  SM_ASSERT(end >= kFirstLsn && end % kRecordAlignment == 0);  // invariant 1 from the start
   const SegmentGeometry& g = dir_->geometry();
   open_end_ = end;
   filled_walk_ = end;
+  walk_record_start_ = end;
   for (std::atomic<uint64_t>* position :
        {&insert_, &filled_, &written_, &durable_, &durable_request_, &write_request_}) {
     position->store(end, std::memory_order_relaxed);  // the flusher thread starts after this

@@ -51,7 +51,7 @@ class LsnWaitList {
   };
 
   threads::SpinLock lock_;
-  Waiter* head_ = nullptr;  // guarded by lock_
+  Waiter* head_ = nullptr;  // GUARDED_BY(lock_)
   std::atomic<size_t> size_{0};
 };
 

@@ -26,6 +26,12 @@
 //   RedoPass   uses only redo_lsn_ (history is repeated by the page LSN test, not by dirty_);
 //   UndoPass   writes kTxnEnd for the winners, kTxnAbort for the active losers, then rolls the
 //              losers back together (largest undo_next first) and ends each one.
+// Checked as the passes run: replay visits LSNs in increasing order (analysis and redo, paired
+// with the append-side checks of log_manager.h); every transaction in the table keeps
+// first_lsn <= last_lsn and undo_next <= last_lsn (the checkpoint invariants above); undo
+// writes exactly one compensation record per undone record, linked to the transaction's
+// previous record and pointing past the undone one; every loser ends with nothing left to
+// undo; and the log is durable to its end when Recover returns.
 // Any error of the target or the log ends Recover with that error. The records written until
 // then (durable or not) leave the log as a crash at that point would: the next recovery
 // continues from them (recovery.h, "Idempotence").
@@ -119,8 +125,12 @@ class Recovery {
   void Track(const LogRecordView& record);
   void TrackTxn(const LogRecordView& record);
   Status Append(RecordType type, RecoveredTxn* txn);
-  Status RollBackLosers(std::vector<RecoveredTxn*> losers);
+  Status RollBackLosers(const std::vector<RecoveredTxn*>& losers);
   Status UndoStep(RecoveredTxn* txn);
+  // SM_DASSERT: the record at txn->last_lsn is the compensation record of undoing `undone`,
+  // written right after `previous_last` in txn's chain.
+  bool CompensationWritten(const RecoveredTxn& txn, Lsn previous_last,
+                           const LogRecordView& undone);
 
   LogManager* const log_;
   RecoveryTarget* const target_;
@@ -152,11 +162,16 @@ Status Recovery::Analyze() {
   report_->checkpoint_lsn = checkpoint_lsn;
   report_->analysis_lsn = from;
 
+  // Redo starts at or before the checkpoint analysis starts at.
+  SM_ASSERT(redo_lsn_ <= from);
   std::unique_ptr<LogReader> reader = log_->NewReader();
   SM_TRY(reader->Seek(from));
   LogRecordView record;
+  Lsn last;
   Status s;
   while ((s = reader->Next(&record)).ok()) {
+    SM_ASSERT(record.lsn > last);  // replay order is log order (as in RedoPass)
+    last = record.lsn;
     Track(record);
     ++report_->analysis_records;
   }
@@ -238,6 +253,9 @@ void Recovery::TrackTxn(const LogRecordView& record) {
   } else if (record.type == RecordType::kTxnAbort && txn.status == TxnStatus::kActive) {
     txn.status = TxnStatus::kAborting;
   }
+  // The checkpoint payload's invariant 1, kept for every transaction analysis touches.
+  SM_DASSERT(txn.first_lsn.valid() && txn.first_lsn <= txn.last_lsn);
+  SM_DASSERT(txn.undo_next <= txn.last_lsn);
 }
 
 // Redo: repeats history from redo_lsn_ to the end of the log.
@@ -266,12 +284,17 @@ Status Recovery::RedoPass() {
 
 // Appends a kTxnAbort or kTxnEnd record as the next record of txn.
 Status Recovery::Append(RecordType type, RecoveredTxn* txn) {
+  SM_ASSERT(type == RecordType::kTxnAbort || type == RecordType::kTxnEnd);
+  // Ending a loser needs it rolled back (abort records start rollbacks, so need no such thing).
+  SM_ASSERT(type == RecordType::kTxnAbort || txn->status == TxnStatus::kCommitted ||
+            !txn->undo_next.valid());
   LogRecord record;
   record.type = type;
   record.txn = txn->id;
   record.prev_lsn = txn->last_lsn;
   Lsn lsn;
   SM_TRY(log_->Insert(record, &lsn));
+  SM_ASSERT(lsn > txn->last_lsn);  // a chain only grows forward
   txn->last_lsn = lsn;
   return Status::OK();
 }
@@ -296,14 +319,17 @@ Status Recovery::UndoPass(bool undo) {
     SM_TRY(Append(RecordType::kTxnAbort, txn));
     txn->status = TxnStatus::kAborting;
   }
-  SM_TRY(RollBackLosers(std::move(losers)));
+  SM_TRY(RollBackLosers(losers));
+  for (const RecoveredTxn* txn : losers) {
+    SM_ASSERT(!txn->undo_next.valid());  // rolled back to its first record, and ended
+  }
   SM_TRY(log_->FlushAll());
   report_->undo_seconds = SecondsSince(start);
   return Status::OK();
 }
 
 // All losers together, always the largest undo_next first, so the log is read backwards once.
-Status Recovery::RollBackLosers(std::vector<RecoveredTxn*> losers) {
+Status Recovery::RollBackLosers(const std::vector<RecoveredTxn*>& losers) {
   using Entry = std::pair<Lsn, RecoveredTxn*>;
   auto lower = [](const Entry& a, const Entry& b) { return a.first < b.first; };
   std::priority_queue<Entry, std::vector<Entry>, decltype(lower)> queue(lower);
@@ -314,8 +340,11 @@ Status Recovery::RollBackLosers(std::vector<RecoveredTxn*> losers) {
       SM_TRY(Append(RecordType::kTxnEnd, txn));
     }
   }
+  Lsn previous = Lsn(UINT64_MAX);
   while (!queue.empty()) {
     RecoveredTxn* txn = queue.top().second;
+    SM_ASSERT(queue.top().first < previous);  // one backward pass over the log
+    previous = queue.top().first;
     queue.pop();
     SM_TRY(UndoStep(txn));
     if (txn->undo_next.valid()) {
@@ -329,7 +358,9 @@ Status Recovery::RollBackLosers(std::vector<RecoveredTxn*> losers) {
 
 // Undoes (or skips) the record at txn->undo_next and moves undo_next down the chain.
 Status Recovery::UndoStep(RecoveredTxn* txn) {
+  SM_ASSERT(txn->status == TxnStatus::kAborting);  // its kTxnAbort record is in the log
   const Lsn lsn = txn->undo_next;
+  SM_ASSERT(lsn.valid() && lsn <= txn->last_lsn);
   LogRecordBuf buf;
   SM_TRY(log_->ReadRecord(lsn, &buf));
   const LogRecordView& record = buf.view();
@@ -342,6 +373,7 @@ Status Recovery::UndoStep(RecoveredTxn* txn) {
       const Lsn last = txn->last_lsn;
       SM_TRY(target_->Undo(txn, record));
       SM_ASSERT(txn->last_lsn > last);  // the target logged a compensation record
+      SM_DASSERT(CompensationWritten(*txn, last, record));  // exactly one, linked right
       ++report_->undo_records;
       txn->undo_next = record.prev_lsn;
       break;
@@ -355,6 +387,21 @@ Status Recovery::UndoStep(RecoveredTxn* txn) {
   }
   SM_ASSERT(txn->undo_next < lsn);  // record invariant: both links point backwards
   return Status::OK();
+}
+
+bool Recovery::CompensationWritten(const RecoveredTxn& txn, Lsn previous_last,
+                                   const LogRecordView& undone) {
+  LogRecordBuf buf;
+  Status s = log_->ReadRecord(txn.last_lsn, &buf);
+  if (!s.ok()) {
+    s.PermitUnchecked();
+    return false;
+  }
+  const LogRecordView& clr = buf.view();
+  // Its prev_lsn is the record before it: had the target written two records for this
+  // transaction, the second's prev_lsn would be the first's.
+  return clr.kind() == RecordKind::kCompensation && clr.txn == txn.id &&
+         clr.prev_lsn == previous_last && clr.undo_next == undone.prev_lsn;
 }
 
 }  // namespace
@@ -405,6 +452,10 @@ std::string EncodeCheckpoint(const CheckpointData& data) {
     PutFixed64(&out, page.page.value());
     PutFixed64(&out, page.rec_lsn.value());
   }
+  // The length DecodeCheckpoint demands (the counts fit their 32 bits, or this differs).
+  SM_ASSERT(out.size() == kCheckpointFixedBytes + data.txns.size() * kCheckpointTxnBytes +
+                              data.dirty_pages.size() * kCheckpointPageBytes);
+  SM_ASSERT(data.txns.size() <= UINT32_MAX && data.dirty_pages.size() <= UINT32_MAX);
   return out;
 }
 
@@ -477,6 +528,8 @@ Status Recover(LogManager* log, RecoveryTarget* target, const RecoveryOptions& o
   SM_TRY(target->EndRedo());
   SM_TRY(recovery.UndoPass(options.undo));
   report->end_lsn = log->end_lsn();
+  // Every record recovery wrote is durable (recovery.h, "Undo"); with undo off it wrote none.
+  SM_ASSERT(log->durable_lsn() == report->end_lsn);
   return Status::OK();
 }
 

@@ -144,9 +144,9 @@ struct WorkerTeams {
 
 struct Global {
   std::mutex mu;
-  StepsOptions options;                               // guarded by mu for writes
-  std::vector<std::unique_ptr<WorkerTeams>> workers;  // guarded by mu
-  std::map<uint32_t, std::string> index_names;        // guarded by mu
+  StepsOptions options;                               // writes GUARDED_BY(mu)
+  std::vector<std::unique_ptr<WorkerTeams>> workers;  // GUARDED_BY(mu)
+  std::map<uint32_t, std::string> index_names;        // GUARDED_BY(mu)
 };
 
 // Read at every join and pick; constant-initialized globals, so reading them needs no guard
@@ -448,7 +448,7 @@ inline Team* LastTeamWithRoom(WorkerTeams& wt, TeamKey key) {
 
 // Other work is waiting (strays, new fibers): the regular scheduler runs it first, and the
 // idle hook resumes the teams when the run queue drains. The interrupted team waits at the
-// front. Rare (a tenth of a call per transaction in the TPC-C mix): cold, so that it does not
+// front. Rare (most transactions of the TPC-C mix never come here): cold, so that it does not
 // sit among the wrapper's pieces.
 [[gnu::noinline, gnu::cold]] void RunReadyFibersFirst(WorkerTeams& wt, Worker* worker) {
   if (wt.active != nullptr) {

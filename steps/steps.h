@@ -41,9 +41,8 @@
 //     parked ones are made ready; turning them on lets fibers join at their next operation.
 //     Without teams BeginOp only takes turns at begin, as with STEPS off, and the worker's
 //     CTX sites are muted (threads/ctx_point.h), so that its operations cost what they cost
-//     with STEPS off but for a branch at each site and wrapper (TPC-C's mix at one warehouse:
-//     0.6 % more instructions than STEPS off; 2.5 % when every wrapper and enabled site
-//     called in).
+//     with STEPS off but for a branch at each site and wrapper, not a call (steps_bench
+//     --wall-clock's mix_wall_auto_ratio compares auto with off).
 //
 // Invariants (per worker):
 //   1. Every team member is kParked except the one running; no member is in a run queue, so
@@ -91,10 +90,10 @@ struct StepsOptions {
   // (the paper's policy). Following that policy keeps a team's members together from one
   // operation to the next through their transactions; each forced turn of an older team
   // interleaves another transaction type's code and splits teams. The bound only keeps a
-  // fiber that runs a very long transaction alone from starving the worker's other teams:
-  // TPC-C's mix (1 warehouse, 10 users, callgrind, 32 KiB L1-I) misses 1,114 times per
-  // transaction with a bound of 2, 903 with 64, 822 with 1,024 or more; Payment alone 184,
-  // 196 and 196.
+  // fiber that runs a very long transaction alone from starving the worker's other teams: a low
+  // bound splits the teams of TPC-C's mix and raises its L1-I misses, while Payment alone
+  // hardly changes (steps_bench's mix_l1i_misses_per_txn_steps and
+  // payment_l1i_misses_per_txn_steps; tpcc run --max-pass-overs sets the bound).
   uint32_t max_pass_overs = 4096;
   bool adaptive = false;        // probe teams on and off per worker and run the faster
   uint32_t epoch_ms = 100;      // adaptive: the length of one epoch
@@ -115,12 +114,13 @@ struct StepsOptions {
 // less time probing the mode it does not use (the probe's epochs in the losing mode are what
 // the adaptive mode costs). For the same reason a probe stops early once teams are clearly
 // slower: after any pair whose ratio so far is 1 - decisive_margin or less, else after
-// probe_pairs pairs (TPC-C's mix at one warehouse, teams at about 0.8 of the rate without,
-// then pays one epoch with teams per probe instead of three). Only that verdict comes early.
-// Choosing teams commits the worker to them for a run, and a single pair of epochs on a busy
-// machine can show teams a fifth faster by chance (seen: a ratio of 1.20 in the mix, whose
-// teams run at 0.87 of the rate without, chose teams for 16 of 39 epochs); the mode exists to
-// keep STEPS from being slower than off, so teams are chosen on every pair of a probe.
+// probe_pairs pairs (a workload where teams are clearly slower, such as TPC-C's mix at one
+// warehouse by steps_bench --wall-clock's mix_wall_speedup, then pays one epoch with teams
+// per probe instead of probe_pairs). Only that verdict comes early. Choosing teams commits the
+// worker to them for a run, and a single pair of epochs on a busy machine can show teams well
+// ahead by chance where they are slower; the mode exists to keep STEPS from being slower than
+// off (steps_bench --wall-clock's mix_wall_auto_ratio against mix_wall_speedup), so teams are
+// chosen on every pair of a probe.
 class AdaptivePolicy {
  public:
   explicit AdaptivePolicy(const StepsOptions& options)

@@ -57,7 +57,7 @@ class StackPool {
  private:
   static constexpr size_t kMaxCached = 4096;
   std::mutex mu_;
-  std::vector<std::pair<void*, size_t>> free_;
+  std::vector<std::pair<void*, size_t>> free_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace
@@ -81,11 +81,12 @@ boost::context::stack_context FiberStackAllocator::allocate() {
   header->valgrind_id = VALGRIND_STACK_REGISTER(low, high);
   // Colour the stack top: stacks are page-aligned, so without an offset every fiber's saved
   // registers would sit at the same page offset, competing for the same L1-D sets and
-  // creating 4K-aliasing stalls on every switch (measured: 20 ns -> 8 ns per direct switch).
+  // creating 4K-aliasing stalls on every switch (bench_switch's direct_switch_ns).
   // Successive stacks step 39 lines (about 64 / golden ratio) round the 64 line offsets of a
   // 4 KiB page, so that any number of them spreads evenly over the L1-D's sets: a STEPS team
-  // of ten fibers then keeps its stacks' hot lines apart (one line apart, the old colouring,
-  // put all ten within 640 bytes; TPC-C Payment with teams missed L1-D 777 -> 735 times).
+  // of ten fibers then keeps its stacks' hot lines apart, where stacks one line apart would
+  // put all ten within 640 bytes (steps_bench's payment_l1d_increase_pct, TPC-C Payment with
+  // teams against without).
   static std::atomic<uint32_t> next_colour{0};
   const size_t colour = (next_colour.fetch_add(1, std::memory_order_relaxed) * 39 % 64) * 64;
   boost::context::stack_context sctx;

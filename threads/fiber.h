@@ -6,8 +6,9 @@
 // Contexts are Boost.Context's fcontext, made by make_fcontext and switched by SwitchContext
 // (fiber_switch.h), which keeps jump_fcontext's frame but saves only the callee-saved
 // registers and the stack pointer and returns with a predicted `ret`. The callback form
-// (fiber::resume_with) measured ~9 ns per switch here, jump_fcontext 13 ns in the runtime
-// (return mispredictions), and CTX switches are on the hot path of every operation.
+// (fiber::resume_with) and jump_fcontext itself (return mispredictions) both cost more per
+// switch (bench_switch's direct_switch_ns), and CTX switches are on the hot path of every
+// operation.
 //
 // State machine (transitions are performed by Worker, see worker.h):
 //   kReady    --Worker::SwitchTo/DirectSwitch-->            kRunning

@@ -5,11 +5,11 @@
 //
 // Why not Boost's jump_fcontext directly: it returns into the resumed context with an
 // indirect `jmp`, so the `call` that entered it is never matched by a `ret`. The CPU's
-// return-stack predictor then mispredicts every return after a switch (measured: a direct
-// switch cost 13 ns here against 3.5 ns for a bare jump_fcontext ping-pong, which has no
-// return after the switch). On x86-64 SwitchContext ends with `ret` instead: the resumed
-// context was suspended by a `call SwitchContext` too, usually from the same call site (a
-// STEPS team parks all its members at the same CTX point), so the prediction is right. It
+// return-stack predictor then mispredicts every return after a switch (bench_switch's
+// direct_switch_ns measures the switch; a bare jump_fcontext ping-pong, which has no return
+// after the switch, does not show it). On x86-64 SwitchContext ends with `ret` instead: the
+// resumed context was suspended by a `call SwitchContext` too, usually from the same call site
+// (a STEPS team parks all its members at the same CTX point), so the prediction is right. It
 // also skips the FPU control words: no fiber changes the rounding mode or exception masks
 // (invariant 1), so there is nothing to restore. STEPS' CTX is meant to be exactly this
 // minimal (paper section 4.1).

@@ -77,9 +77,9 @@ class BlockingPool {
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  int idle_ = 0;
-  int threads_ = 0;
+  std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
+  int idle_ = 0;                            // GUARDED_BY(mu_)
+  int threads_ = 0;                         // GUARDED_BY(mu_)
 };
 
 Status TransferStatus(const char* what, long result, size_t len, uint64_t offset,

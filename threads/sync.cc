@@ -21,6 +21,14 @@ struct Latch::Waiter {
   Baton granted;
 };
 
+#ifdef SM_DEBUG
+const void* Mutex::Self() {
+  static thread_local const char thread_identity = 0;
+  if (const Fiber* fiber = Worker::CurrentFiber()) return fiber;
+  return &thread_identity;
+}
+#endif
+
 void Latch::NoteExclusive(bool acquired) {
   if (Fiber* fiber = Worker::CurrentFiber()) {
     if (acquired) {

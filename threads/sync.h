@@ -17,6 +17,10 @@
 //   4. Exclusive acquisitions by a fiber bump its exclusive_held() counter (the STEPS CTX gate);
 //      shared ones do not.
 //
+// Guarded members: a member that may be touched only with a lock held says so in one form,
+// `// GUARDED_BY(lock_)` (LevelDB's annotation, as a comment: g++ has no thread-safety
+// analysis), and the functions that rely on it check it with lock_.AssertHeld().
+//
 // Thread/fiber safety: all classes here are safe from any fiber and any thread.
 #pragma once
 
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "sm/common/assert.h"
 #include "threads/baton.h"
 
 namespace sm::threads {
@@ -40,6 +45,9 @@ class SpinLock {
   }
   bool try_lock() { return !flag_.exchange(true, std::memory_order_acquire); }
   void unlock() { flag_.store(false, std::memory_order_release); }
+  // Debug builds: aborts unless the lock is held. A spin lock records no holder (it lives in
+  // 64-byte lock-table buckets), so this checks that someone holds it, not who.
+  void AssertHeld() const { SM_DASSERT(flag_.load(std::memory_order_relaxed)); }
 
  private:
   std::atomic<bool> flag_{false};
@@ -94,25 +102,50 @@ class Latch {
 
   void AcquireSlow(LatchMode mode);
   void ReleaseSlow();
-  void HandOffLocked();
   static void NoteExclusive(bool acquired);
 
   std::atomic<uint64_t> word_{0};
   SpinLock queue_lock_;
-  Waiter* head_ = nullptr;  // FIFO of waiters, guarded by queue_lock_
-  Waiter* tail_ = nullptr;
+  Waiter* head_ = nullptr;  // FIFO of waiters; GUARDED_BY(queue_lock_)
+  Waiter* tail_ = nullptr;  // GUARDED_BY(queue_lock_)
 };
 
 // Exclusive-only latch; counts toward the fiber's exclusive_held() like an exclusive latch.
+// Debug builds record the holder (the fiber, or the OS thread off a fiber) for AssertHeld.
 class Mutex {
  public:
-  void lock() { latch_.AcquireExclusive(); }
-  bool try_lock() { return latch_.TryAcquireExclusive(); }
-  void unlock() { latch_.ReleaseExclusive(); }
+  void lock() {
+    latch_.AcquireExclusive();
+    SM_DEBUG_ONLY(holder_.store(Self(), std::memory_order_relaxed));
+  }
+  bool try_lock() {
+    if (!latch_.TryAcquireExclusive()) return false;
+    SM_DEBUG_ONLY(holder_.store(Self(), std::memory_order_relaxed));
+    return true;
+  }
+  void unlock() {
+    SM_DEBUG_ONLY(holder_.store(nullptr, std::memory_order_relaxed));
+    latch_.ReleaseExclusive();
+  }
   bool IsHeld() const { return latch_.HeldExclusive(); }
+  // Debug builds: aborts unless the calling fiber (off a fiber: thread) holds the mutex.
+  void AssertHeld() const {
+#ifdef SM_DEBUG
+    SM_ASSERT(latch_.HeldExclusive());
+    SM_ASSERT(holder_.load(std::memory_order_relaxed) == Self());
+#endif
+  }
 
  private:
   Latch latch_;
+#ifdef SM_DEBUG
+  // The caller's identity: its fiber, else a per-thread address.
+  static const void* Self();
+
+  // Stored by the holder under the latch (relaxed: only the holder's own later load must see
+  // its store, and program order gives that; any other thread's load fails AssertHeld).
+  std::atomic<const void*> holder_{nullptr};
+#endif
 };
 
 // Manual-reset event: Wait returns once Set has been called and until Reset. When Wait (or a
@@ -133,7 +166,7 @@ class Event {
   bool WaitImpl(Baton::Clock::time_point deadline, bool timed);
   std::atomic<bool> set_{false};
   SpinLock lock_;
-  Waiter* head_ = nullptr;  // guarded by lock_
+  Waiter* head_ = nullptr;  // GUARDED_BY(lock_)
 };
 
 // Counts outstanding work; Wait returns when the count reaches zero, and the group may be

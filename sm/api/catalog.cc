@@ -9,7 +9,7 @@
 // Meta file "sm.meta", one 4096-byte block, little-endian:
 //   +0  char[8] magic "SMDBMETA"
 //   +8  u32     format version (kMetaVersion)
-//   +12 u32     page size (kPageBytes): a database is refused by a build with another
+//   +12 u32     page size (kPageBytes): a database is refused by code compiled with another
 //   +16 u64     catalog root page id
 //   +24 ...     zeros
 //   +4092 u32   CRC32C of bytes [0, 4092)

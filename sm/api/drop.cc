@@ -160,6 +160,7 @@ Status DatabaseImpl::ResumeDrops() {
 
 // Invariant 3: the entry with the largest table id that names a root owns it.
 bool DatabaseImpl::RootOwnedElsewhere(const PendingDrop& drop) {
+  reclaim_mu_.AssertHeld();
   for (const PendingDrop& other : pending_drops_) {
     if (other.root == drop.root && other.table_id > drop.table_id) return true;
   }
@@ -323,6 +324,7 @@ bool DatabaseImpl::TakeReclaimChunk() {
 }
 
 Status DatabaseImpl::Reclaim(PendingDrop* drop, bool* finished) {
+  reclaim_mu_.AssertHeld();
   *finished = false;
   if (!drop->walked) SM_TRY(WalkDropped(drop));
   const size_t chunk_pages = reclaim_chunk_pages_.load(std::memory_order_relaxed);
@@ -376,6 +378,7 @@ Status DatabaseImpl::FinishDrop(PendingDrop* drop, bool* held) {
 // gets them leaves first (invariant 2). On a tree nothing has freed from (a drop in this run)
 // it accepts every page; see the file comment for a tree a crash left half freed.
 Status DatabaseImpl::WalkDropped(PendingDrop* drop) {
+  reclaim_mu_.AssertHeld();
   if (RootOwnedElsewhere(*drop)) {
     // Invariant 3: FinishDrop freed the root before a crash and a newer tree has it; only the
     // entry is left. (Never so for a drop of this run: its root is allocated until FinishDrop.)

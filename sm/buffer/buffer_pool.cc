@@ -26,7 +26,7 @@ SM_DEFINE_CTX_SITE(kCtxBufferUnfix, "buffer.unfix");
 // on two workers may count one hit.
 struct alignas(64) BufferPool::Partition {
   mutable threads::SpinLock lock;
-  FrameTable map;  // guarded by lock, except FindUnlocked
+  FrameTable map;  // GUARDED_BY(lock), except FindUnlocked
   std::atomic<uint64_t> hits{0};
 
   void CountHit() {
@@ -149,7 +149,11 @@ BufferPool::BufferPool(space::Volume* volume, const BufferPoolOptions& options, 
   }
 }
 
-BufferPool::~BufferPool() { StopWriter(); }
+BufferPool::~BufferPool() {
+  StopWriter();
+  // Every handle is gone by now (a handle outliving its pool would unlatch freed memory).
+  SM_PARANOID(CheckInvariants());
+}
 
 void BufferPool::FrameArrayDeleter::operator()(Frame* frames) const {
   if (frames == nullptr) return;
@@ -281,6 +285,8 @@ bool BufferPool::TryLatch(Frame* frame, LatchMode mode) {
 
 void BufferPool::HandOver(Frame* frame, LatchMode mode, bool pinned, PageHandle* handle,
                           bool waited) {
+  SM_PARANOID(CheckHandedOver(frame, mode));
+  SM_DASSERT(!pinned || frame->pin_count.load(std::memory_order_relaxed) > 0);
   frame->referenced.store(true, std::memory_order_relaxed);
   handle->frame_ = frame;
   handle->pool_ = this;
@@ -364,6 +370,9 @@ void PageHandle::MoveChildHints(size_t first, size_t count, const PageHandle& to
 }
 
 Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
+  // The loader holds the kLoading frame's pin (invariant 5: the other fixers wait on it).
+  SM_DASSERT(frame->state.load(std::memory_order_relaxed) == FrameState::kLoading);
+  SM_DASSERT(frame->pin_count.load(std::memory_order_relaxed) > 0);
   reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = volume_->ReadPage(id, frame->data);
   frame->fpi_epoch = 0;
@@ -383,9 +392,12 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
     s = Status::OK();
   }
   if (s.ok()) {
+    // A page whose bytes name another page never becomes resident (VerifyPage, InitPage).
+    SM_DASSERT(PageIdOf(frame->data) == id);
     frame->dirty.store(false, std::memory_order_relaxed);
     frame->state.store(FrameState::kResident, std::memory_order_release);
     frame->loaded.Set();
+    SM_PARANOID(CheckPartition(PartitionOf(id)));
     return s;
   }
   read_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -396,6 +408,7 @@ Status BufferPool::Load(Frame* frame, PageId id, LoadKind kind) {
     frame->load_status.PermitUnchecked();
     frame->load_status = s;
     frame->state.store(FrameState::kFailed, std::memory_order_release);
+    SM_PARANOID(CheckPartitionLocked(part));
   }
   frame->loaded.Set();
   return s;
@@ -408,6 +421,8 @@ void BufferPool::FreeFailedFrame(Frame* frame) {
 }
 
 void BufferPool::ReturnToFreeList(Frame* frame) {
+  SM_DASSERT(!frame->dirty.load(std::memory_order_relaxed));
+  SM_DASSERT(frame->pin_count.load(std::memory_order_relaxed) == 0);
   frame->state.store(FrameState::kFree, std::memory_order_relaxed);
   frame->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
   std::lock_guard<threads::SpinLock> guard(free_lock_);
@@ -470,6 +485,7 @@ Status BufferPool::Forget(PageId id) {
         return Status::Busy("page " + std::to_string(id.value()) + " is fixed and cannot be freed");
       }
       part.map.Erase(id.value());
+      SM_PARANOID(CheckPartitionLocked(part));
     }
   }
   if (frame != nullptr) {
@@ -541,10 +557,13 @@ bool BufferPool::TryEvict(Frame* f) {
   bool evict = !f->dirty.load(std::memory_order_acquire) &&
                f->state.load(std::memory_order_relaxed) == FrameState::kResident;
   if (evict) {
+    // Invariant 2: nobody pins or latches it (checked above), and only a clean page leaves.
+    SM_DASSERT(!f->writing_rec_lsn.load(std::memory_order_relaxed).valid());
     part.map.Erase(id.value());
     f->state.store(FrameState::kFree, std::memory_order_relaxed);
     f->page_id.store(PageId::Invalid(), std::memory_order_relaxed);
     evictions_.fetch_add(1, std::memory_order_relaxed);
+    SM_PARANOID(CheckPartitionLocked(part));
   }
   f->latch.ReleaseExclusive();
   return evict;
@@ -581,7 +600,10 @@ Status BufferPool::WriteBack(Frame* f) {
     return Status::OK();
   }
   Status s = FlushWal(PageLsn(staging.data));
-  if (s.ok()) s = volume_->WritePage(f->page_id.load(std::memory_order_relaxed), staging.data);
+  if (s.ok()) {
+    SM_ASSERT(WalRuleHolds(staging.data));  // invariant 4, just before the write
+    s = volume_->WritePage(f->page_id.load(std::memory_order_relaxed), staging.data);
+  }
   EndWrite(f, old_rec_lsn, s);
   return s;
 }
@@ -598,6 +620,11 @@ BufferPool::CopyResult BufferPool::CopyForWrite(Frame* f, char* staging, bool wa
     f->latch.ReleaseShared();
     return CopyResult::kClean;
   }
+  // The caller's pin keeps the dirty page resident (invariant 2); only one write-back copies
+  // it at a time (invariant 7: the previous one has cleared writing_rec_lsn).
+  SM_DASSERT(f->pin_count.load(std::memory_order_relaxed) > 0);
+  SM_DASSERT(f->state.load(std::memory_order_relaxed) == FrameState::kResident);
+  SM_DASSERT(!f->writing_rec_lsn.load(std::memory_order_relaxed).valid());
   std::memcpy(staging, f->data, kPageBytes);
   *old_rec_lsn = f->rec_lsn.load(std::memory_order_relaxed);
   f->writing_rec_lsn.store(*old_rec_lsn, std::memory_order_release);
@@ -617,9 +644,11 @@ Status BufferPool::FlushWal(Lsn page_lsn) {
 }
 
 void BufferPool::EndWrite(Frame* f, Lsn old_rec_lsn, const Status& written) {
+  SM_DASSERT(f->writing_rec_lsn.load(std::memory_order_relaxed) == old_rec_lsn);
   if (written.ok()) {
     f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
     writes_.fetch_add(1, std::memory_order_relaxed);
+    SM_PARANOID(CheckPinned(f));
     return;
   }
   // Invariant 6: the page is not on disk, so it must stay dirty with its older rec_lsn. It is
@@ -639,6 +668,7 @@ void BufferPool::EndWrite(Frame* f, Lsn old_rec_lsn, const Status& written) {
   }
   f->writing_rec_lsn.store(Lsn::Invalid(), std::memory_order_release);
   f->latch.ReleaseExclusive();
+  SM_PARANOID(CheckPinned(f));
 }
 
 // Batched write-back ("Write-back in batches" in buffer_pool.h). It never waits while it holds
@@ -682,6 +712,9 @@ Status BufferPool::WriteBackBatch(const std::vector<Frame*>& frames, std::vector
     while (end < copied.size() && copied[end].id.value() == copied[end - 1].id.value() + 1) {
       ++end;
     }
+    for (size_t i = begin; wal.ok() && i < end; ++i) {
+      SM_ASSERT(WalRuleHolds(staging.data + i * kPageBytes));  // invariant 4, before the write
+    }
     Status s = wal.ok() ? volume_->WritePages(copied[begin].id, end - begin,
                                               staging.data + begin * kPageBytes)
                         : wal;
@@ -699,7 +732,7 @@ Status BufferPool::WriteBackBatch(const std::vector<Frame*>& frames, std::vector
 
 // A batch pins its pages from before its log flush until its writes return, and a fixer that
 // needs a frame can take none of them (ClaimFrame answers Busy once every frame is in use). A
-// batch of 64 in a pool of 16 frames made rollbacks fail that way; a quarter of the frames
+// batch as large as the pool would make rollbacks fail that way; a quarter of the frames
 // leaves the rest to the fixers.
 size_t BufferPool::BatchPages() const {
   return std::clamp<size_t>(frame_count_ / 4, 1, kWriteBatchPages);
@@ -737,9 +770,9 @@ size_t BufferPool::WriteBackFrames(std::vector<Frame*> frames, bool wait_for_bus
 
 // A paced flush (a timed checkpoint, PostgreSQL's checkpoint_completion_target): written in
 // slices of a batch, each slice no earlier than its share of the spread. Written at once, a
-// checkpoint of a large dirty set took the CPU and the device from the workers for seconds
-// (bench_btree's updates at 10 M keys ran at 289-304 K/s while one wrote the whole tree,
-// against 505 K/s without checkpoints).
+// checkpoint of a large dirty set takes the CPU and the device from the workers until it is
+// done (bench_btree's updates_per_s_1w with --checkpoint-spread 0 against the default, and
+// against --checkpoint-interval-ms 0).
 Status BufferPool::FlushAll(const FlushPace& pace) {
   std::vector<Frame*> dirty;
   for (size_t i = 0; i < frame_count_; ++i) {
@@ -775,6 +808,7 @@ Status BufferPool::FlushAll(const FlushPace& pace) {
       threads::SleepFor(std::chrono::microseconds(50));
     }
   }
+  SM_PARANOID(CheckMapping());
   return first;
 }
 
@@ -969,6 +1003,78 @@ bool BufferPool::CheckInvariants() const {
   // Every frame is mapped or free (failed frames return to free at their last unpin).
   if (mapped + evicted_free != frame_count_) return false;
   return free_count <= evicted_free;
+}
+
+bool BufferPool::CheckMapping() const {
+  for (size_t p = 0; p <= partition_mask_; ++p) {
+    if (!CheckPartition(partitions_[p])) return false;
+  }
+  std::lock_guard<threads::SpinLock> guard(free_lock_);
+  for (const Frame* f : free_frames_) {
+    // Nothing pins a free frame (pins are taken under the lock of a page that maps it), and
+    // only a clean page's frame is freed. An unlocked fix may latch it for a moment (a stale
+    // hint), so the latch is not checked.
+    if (f->state.load(std::memory_order_relaxed) != FrameState::kFree ||
+        f->page_id.load(std::memory_order_relaxed).valid() ||
+        f->pin_count.load(std::memory_order_acquire) != 0 ||
+        f->dirty.load(std::memory_order_relaxed) ||
+        f->writing_rec_lsn.load(std::memory_order_relaxed).valid()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool BufferPool::CheckPartition(const Partition& part) const {
+  std::lock_guard<threads::SpinLock> guard(part.lock);
+  return CheckPartitionLocked(part);
+}
+
+bool BufferPool::CheckPartitionLocked(const Partition& part) const {
+  bool ok = true;
+  part.map.ForEach([&](uint64_t id, const Frame* frame) {
+    // page_id changes only under this lock; a loading frame's loader holds a pin.
+    const FrameState st = frame->state.load(std::memory_order_acquire);
+    ok = ok && frame->page_id.load(std::memory_order_relaxed).value() == id &&
+         (st == FrameState::kResident ||
+          (st == FrameState::kLoading && frame->pin_count.load(std::memory_order_relaxed) > 0)) &&
+         &PartitionOf(PageId(id)) == &part;
+  });
+  return ok;
+}
+
+bool BufferPool::CheckHandedOver(const Frame* frame, LatchMode mode) {
+  const bool latched = mode == LatchMode::kExclusive
+                           ? frame->latch.HeldExclusive()
+                           : !frame->latch.IsFree() && !frame->latch.HeldExclusive();
+  const PageId id = frame->page_id.load(std::memory_order_relaxed);
+  return latched && id.valid() &&
+         frame->state.load(std::memory_order_acquire) == FrameState::kResident &&
+         PageIdOf(frame->data) == id;
+}
+
+bool BufferPool::CheckFixed(const Frame* frame, LatchMode mode, bool pinned) const {
+  if (!CheckHandedOver(frame, mode)) return false;
+  if (pinned && frame->pin_count.load(std::memory_order_relaxed) == 0) return false;
+  // Invariant 2: a latched frame keeps its page, so the table still maps the page to it.
+  const PageId id = frame->page_id.load(std::memory_order_relaxed);
+  const Partition& part = PartitionOf(id);
+  std::lock_guard<threads::SpinLock> guard(part.lock);
+  return part.map.Find(id.value()) == frame && CheckPartitionLocked(part);
+}
+
+bool BufferPool::CheckPinned(const Frame* frame) const {
+  const PageId id = frame->page_id.load(std::memory_order_relaxed);
+  if (!id.valid()) return false;
+  const Partition& part = PartitionOf(id);
+  std::lock_guard<threads::SpinLock> guard(part.lock);
+  return frame->pin_count.load(std::memory_order_relaxed) > 0 &&
+         frame->state.load(std::memory_order_acquire) == FrameState::kResident &&
+         part.map.Find(id.value()) == frame && CheckPartitionLocked(part);
+}
+
+bool BufferPool::WalRuleHolds(const char* copy) const {
+  return !durable_lsn_source_ || PageLsn(copy) <= durable_lsn_source_();
 }
 
 }  // namespace sm::buffer

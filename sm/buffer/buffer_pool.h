@@ -39,7 +39,8 @@
 //   4. WAL rule: before a dirty page is written, the log is made durable up to its page LSN
 //      through the callback set by SetWalFlush (a no-op until the log manager sets one). The
 //      callback may refuse every write (TxnManager does once the database is in its failed
-//      state); the page then stays dirty as in 6.
+//      state); the page then stays dirty as in 6. Checked just before each write: the copy's
+//      page LSN is at most the durable LSN (SetDurableLsnSource).
 //   5. Several fixers of a page that is not resident cause exactly one read: the first
 //      claims a frame in kLoading, the others pin it and wait for the load; a failed read
 //      reaches every waiter as the same Status.
@@ -49,13 +50,20 @@
 //      the end of the write): the writes of a page reach the file in the order their copies
 //      were taken, so an older copy never lands on top of a newer one whose frame is clean.
 //
+// Checks: CheckInvariants walks every frame and the page table and needs a quiescent pool (no
+// fix in progress; tests, the destructor). In paranoid builds (SM_PARANOID) the transitions
+// check what holds at any moment: a fix hands over a latched, resident frame holding its
+// page; an unfix finds it still mapped to its page (invariant 2) and walks the partition's
+// entries (invariant 1); eviction, load, Forget and write-back completion walk the
+// partition they changed; FlushAll ends with a walk of every partition and the free list.
+//
 // Write-back in batches. The background writer's rounds and FlushAll (checkpoints, Close)
 // write their pages in page-id order, up to 64 at a time (at most a quarter of the frames, so
 // that the pages a batch pins leave frames to the fixers): each page is copied as a single
 // write-back copies it, the log is flushed once up to the newest page LSN among them, and each
-// run of consecutive page ids goes to the file as one write. Each page write was a system call,
-// and under virtualization an exit to the hypervisor besides: about 47 us of CPU per page on
-// this machine's virtio disk, a tenth of a core at TPC-C's 2,000 page writes per second. A
+// run of consecutive page ids goes to the file as one write. Written one by one, each page would
+// be a system call, and under virtualization an exit to the hypervisor besides: at TPC-C's rate
+// of page writes (tpcc run's buffer_pool.writes) a share of a core the workers need. A
 // batch only tries a frame's write_mu and latch: one that is taken is skipped (FlushAll writes
 // it alone afterwards, waiting as usual), so a batch never waits while it holds a write_mu.
 //
@@ -65,9 +73,10 @@
 // writer_log_lag_bytes and that have not changed for writer_quiet_ms. Such writes spread over
 // time the writes a checkpoint would do in one burst; a page that is still changing would be
 // dirty again at once, so writing it early buys nothing, and the checkpoint writes it anyway.
-// Random inserts into a 4 M-key B-tree rewrote every leaf every few seconds without the quiet
-// rule (290,000 page writes in a run that needs none before its first checkpoint); TPC-C on
-// two workers, whose CPU the writer shares, ran 12 % faster with it.
+// Without the quiet rule random inserts into a large B-tree rewrite every leaf again and again
+// in a run that needs no page write before its first checkpoint, and the writer takes CPU the
+// workers share (bench_btree's inserts_per_s_2w and tpcc run's throughput_tx_per_s and
+// buffer_pool.writes, each with --writer-quiet-ms 0 against the default).
 //
 // Thread/fiber safety: every public method may be called concurrently from fibers on any
 // worker and from plain threads. A PageHandle belongs to the fiber or thread that fixed it.
@@ -347,14 +356,23 @@ class BufferPool {
   void StopWriter();
 
   void SetWalFlush(WalFlush flush);
+  // The log's durable LSN, read just before each page write to check invariant 4 (unset: not
+  // checked). Set before the pool is used concurrently.
+  using DurableLsnSource = std::function<Lsn()>;
+  void SetDurableLsnSource(DurableLsnSource source) { durable_lsn_source_ = std::move(source); }
   // Where MarkDirty takes a clean page's rec_lsn from (the log's end LSN). Set before the pool
   // is used concurrently.
   using RecLsnSource = std::function<Lsn()>;
   void SetRecLsnSource(RecLsnSource source) { rec_lsn_source_ = std::move(source); }
   BufferPoolStats stats() const;
   size_t frame_count() const { return frame_count_; }
-  // Walks every frame and the page table (SM_PARANOID / tests).
+  // Walks every frame and the page table; only meaningful with no fix in progress (tests,
+  // quiescent points such as a clean shutdown).
   bool CheckInvariants() const;
+  // What holds at any moment, each partition under its lock: every page-table entry maps a
+  // page to a frame that names it, resident or loading, in the right partition (invariant 1);
+  // every frame on the free list is free, unpinned, clean and names no page.
+  bool CheckMapping() const;
 
   // The frames currently dirty, or being written back, with their recovery LSN (first
   // dirtying), for checkpoints: a page missing from the list was written (the write call
@@ -365,6 +383,17 @@ class BufferPool {
   friend class PageHandle;
   struct Partition;
   BufferPool(space::Volume* volume, const BufferPoolOptions& options, size_t frames);
+
+  // SM_PARANOID checks at the state transitions (see the file comment). The ...Locked ones
+  // need the partition's lock held.
+  static bool CheckHandedOver(const Frame* frame, threads::LatchMode mode);
+  bool CheckFixed(const Frame* frame, threads::LatchMode mode, bool pinned) const;
+  bool CheckPinned(const Frame* frame) const;
+  bool CheckPartition(const Partition& part) const;
+  bool CheckPartitionLocked(const Partition& part) const;
+  // The WAL rule just before a write (invariant 4): false if the copy carries a page LSN
+  // above the durable LSN.
+  bool WalRuleHolds(const char* copy) const;
 
   Partition& PartitionOf(PageId id) const;
   Status FixExisting(Frame* frame, threads::LatchMode mode, PageHandle* handle);
@@ -449,12 +478,13 @@ class BufferPool {
   std::unique_ptr<HitShard[]> hinted_hits_;  // CountHintedHit
 
   mutable threads::SpinLock free_lock_;
-  std::vector<Frame*> free_frames_;  // guarded by free_lock_
+  std::vector<Frame*> free_frames_;  // GUARDED_BY(free_lock_)
   std::atomic<size_t> clock_hand_{0};
 
   threads::Mutex wal_mu_;
-  WalFlush wal_flush_;  // guarded by wal_mu_ for updates; copied under it
+  WalFlush wal_flush_;  // copied out to be called; GUARDED_BY(wal_mu_)
   RecLsnSource rec_lsn_source_;
+  DurableLsnSource durable_lsn_source_;
   std::atomic<uint32_t> fpi_epoch_{1};
 
   // Background writer.
@@ -540,6 +570,7 @@ inline PageHandle& PageHandle::operator=(PageHandle&& other) noexcept {
 
 inline void PageHandle::Release() {
   if (frame_ == nullptr) return;
+  SM_PARANOID(pool_->CheckFixed(frame_, mode_, (fix_flags_ & kPinned) != 0));
   frame_->latch.Release(mode_);
   if (fix_flags_ & kPinned) pool_->Unpin(frame_);
   frame_ = nullptr;

@@ -6,13 +6,15 @@
 // and the page walk costs as much as the cache miss it precedes), and the prefault thread.
 //
 // Why prefault: the kernel backs anonymous memory at its first touch, and zeroes a whole huge
-// page then (on this virtual machine about 4 ms per 2 MiB). The pool touches a frame first when
-// it hands the frame out for a new or newly read page, inside a transaction, with the worker's
-// other fibers waiting behind it: random inserts into an empty 10 M-key tree spent 14 % of
-// their time there. So a thread keeps the memory a window ahead of the highest frame handed out
-// so far backed (MADV_POPULATE_WRITE, which never changes what memory holds, so it needs no
-// coordination with the frames' users). The zeroing is the same work, on another core and
-// before anyone waits for it; the memory still grows with use, not to the whole pool at once.
+// page then, which takes far longer than any operation on a cached page. The pool touches a
+// frame first when it hands the frame out for a new or newly read page, inside a transaction,
+// with the worker's other fibers waiting behind it: random inserts into an empty table, which
+// take a new frame at every split, wait there most (bench_btree's inserts_per_s_1w with
+// --prefault-pool false against true). So a thread keeps the memory a window ahead of the
+// highest frame handed out so far backed (MADV_POPULATE_WRITE, which never changes what memory
+// holds, so it needs no coordination with the frames' users). The zeroing is the same work, on
+// another core and before anyone waits for it; the memory still grows with use, not to the
+// whole pool at once.
 //
 // Invariants:
 //   1. populated_ only grows, in whole huge pages (or to the end), and every byte below it

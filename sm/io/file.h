@@ -1,6 +1,6 @@
 // File and FileSystem: the one interface every file of the engine goes through (the data
 // volume, log segments, the control file), so that tests can swap in a file system that
-// injects faults and simulates crashes (sm/io/fault_file.h) under unchanged engine code.
+// injects faults and simulates crashes (sm/io/testing/fault_file.h) under unchanged engine code.
 //
 // Owns: the I/O contract shared by every implementation, the errno -> Status mapping, and the
 // direct-I/O alignment rule.

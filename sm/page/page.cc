@@ -66,7 +66,7 @@ Status VerifyPage(const void* page, PageId expected_id) {
                               Hex(header->checksum) + ", computed " + Hex(computed) + ")");
   }
   // The checksum matches, so these fields are what some writer sealed: a wrong one means the
-  // page was written to the wrong place or by another build, not that bits flipped.
+  // page was written to the wrong place or in another format, not that bits flipped.
   if (header->page_id != expected_id.value()) {
     return Status::Corruption(PagePrefix(expected_id) + "header names page " +
                               std::to_string(header->page_id) + " (misdirected write)");

@@ -16,7 +16,7 @@
 //   1. A page on disk was sealed (SealPage) just before it was written, so its checksum covers
 //      every byte after the checksum field, header included.
 //   2. A page accepted by VerifyPage has a matching checksum, the expected page id, a known
-//      type and this build's format version. Anything else is Corruption
+//      type and the format version this code writes. Anything else is Corruption
 //      naming the page; nothing here asserts on page contents, so a bad disk never crashes
 //      the process.
 //   3. An all-zero page (never written: the file grew but the page did not reach the disk) is

@@ -407,6 +407,7 @@ Status Volume::SyncFile() {
 }
 
 void Volume::SetFatal(const Status& cause) {
+  sync_mu_.AssertHeld();
   if (fatal_.load(std::memory_order_relaxed)) return;
   fatal_message_ = path_ + ": fdatasync failed, the volume's durable state is unknown: " +
                    cause.ToString();
@@ -419,6 +420,7 @@ void Volume::SetFatal(const Status& cause) {
 // the second with the higher sequence.
 Status Volume::WriteDirtyMaps(const std::vector<uint64_t>& ranges,
                               std::vector<MapWrite>* written) {
+  sync_mu_.AssertHeld();
   io::AlignedBuffer page(kPageBytes);
   for (uint64_t range : ranges) {
     if (range >= slots_.size()) slots_.resize(range + 1);
@@ -444,6 +446,7 @@ Status Volume::WriteDirtyMaps(const std::vector<uint64_t>& ranges,
 
 // The map pages of `written` are durable: their slots now hold the newest copies.
 void Volume::CommitSlots(const std::vector<MapWrite>& written) {
+  sync_mu_.AssertHeld();
   for (const MapWrite& w : written) slots_[w.range] = SlotState{w.slot, w.sequence};
 }
 

@@ -188,18 +188,18 @@ class Volume {
   const uint64_t creation_id_;
   const uint32_t extent_pages_;
 
-  mutable threads::Latch map_latch_;  // guards map_ (shared: lookups; exclusive: changes)
-  AllocMap map_;
+  mutable threads::Latch map_latch_;  // shared: lookups; exclusive: changes
+  AllocMap map_;  // GUARDED_BY(map_latch_)
   std::atomic<uint64_t> page_count_{0};  // == map_.page_count(); stored under map_latch_
   std::atomic<uint64_t> allocated_{0};   // == map_.allocated(); stored under map_latch_
 
-  mutable threads::Mutex grow_mu_;  // serializes growth; guards file_bytes_
-  uint64_t file_bytes_ = 0;  // the file's size as last set or observed
+  mutable threads::Mutex grow_mu_;  // serializes growth
+  uint64_t file_bytes_ = 0;  // the file's size as last set or observed; GUARDED_BY(grow_mu_)
 
-  threads::Mutex sync_mu_;           // serializes Sync and Close; guards the two below
-  std::vector<SlotState> slots_;     // per range
-  uint64_t map_copies_rejected_ = 0;  // set by Open (LoadMaps), then constant
-  uint64_t header_page_count_ = 0;   // the page count in the durable header
+  threads::Mutex sync_mu_;             // serializes Sync and Close
+  std::vector<SlotState> slots_;       // per range; GUARDED_BY(sync_mu_)
+  uint64_t map_copies_rejected_ = 0;   // set by Open (LoadMaps), then constant
+  uint64_t header_page_count_ = 0;     // in the durable header; GUARDED_BY(sync_mu_)
 
   std::atomic<bool> closed_{false};
   // fatal_message_ is written once, under sync_mu_, before fatal_ is set (release); readers

@@ -1,6 +1,7 @@
 // The (type, sub-type) -> RecordHandler table and RedoContext.
 #include "sm/txn/record_handlers.h"
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 
@@ -77,9 +78,17 @@ Status RedoContext::Fix(PageId page, bool full_image, buffer::PageHandle* handle
   if (torn) torn_->pending.insert(page.value());
   if (torn_ != nullptr && torn_->pending.count(page.value()) != 0) {
     *apply = full_image;  // only a whole image can rebuild it
-    return Status::OK();
+  } else {
+    // The page LSN convention: the page reflects the record iff its LSN is above record.lsn.
+    *apply = PageLsn(handle->data()) <= record_.lsn;
   }
-  *apply = PageLsn(handle->data()) <= record_.lsn;
+  if (*apply) {
+    if (approved_count_ < kApprovedMax) {
+      approved_[approved_count_++] = Approved{page.value(), PageLsn(handle->data())};
+    } else {
+      approved_overflow_ = true;
+    }
+  }
   return Status::OK();
 }
 
@@ -90,6 +99,18 @@ Status RedoContext::Free(PageId page) {
 }
 
 void RedoContext::Applied(buffer::PageHandle& handle) {
+  SM_DASSERT(handle.mode() == threads::LatchMode::kExclusive);
+  // Redo applies a record only where Fix found it missing: the page's LSN was at most the
+  // record's (a torn page, rebuilt from an image, was handed over with LSN 0)...
+  const Approved* approved = std::find_if(
+      approved_, approved_ + approved_count_,
+      [&](const Approved& a) { return a.page == handle.page_id().value(); });
+  SM_ASSERT(approved_overflow_ || approved != approved_ + approved_count_);
+  SM_ASSERT(approved == approved_ + approved_count_ || approved->lsn <= record_.lsn);
+  // ... and what the handler left is older than the record too: an image installed carries
+  // the LSN it was taken at, below the record; an in-place change leaves the LSN alone. The
+  // page LSN so only grows on replay, as it did when the change was first made.
+  SM_ASSERT(PageLsn(handle.data()) <= record_.lsn);
   if (torn_ != nullptr && torn_->pending.erase(handle.page_id().value()) != 0) ++torn_->repaired;
   SetPageLsn(handle.data(), record_.end_lsn());
   handle.MarkDirty(record_.lsn);

@@ -76,7 +76,8 @@ class RedoContext {
   // A torn page gets *apply = false for every other record until an image rebuilds it.
   Status Fix(PageId page, bool full_image, buffer::PageHandle* handle, bool* apply);
   // After a change: stamps the record's end LSN on the page and marks it dirty (rec_lsn = the
-  // record's LSN).
+  // record's LSN). Only for a page this context's Fix said to apply the record to (asserted:
+  // redo never applies a record to a page that already reflects it).
   void Applied(buffer::PageHandle& handle);
   // Redo of a logged free: the page leaves the pool and the allocation map (already free:
   // nothing changes), and if it was found torn it no longer waits for an image.
@@ -93,6 +94,16 @@ class RedoContext {
   const log::LogRecordView& record_;
   TornPages* const torn_;
   uint32_t pages_applied_ = 0;
+  // The pages Fix said to apply the record to, with their LSNs then (the first kApprovedMax;
+  // a record names few).
+  struct Approved {
+    uint64_t page;
+    Lsn lsn;
+  };
+  static constexpr size_t kApprovedMax = 16;
+  Approved approved_[kApprovedMax];
+  size_t approved_count_ = 0;
+  bool approved_overflow_ = false;
 };
 
 struct UndoContext {

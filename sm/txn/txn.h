@@ -101,10 +101,9 @@ class Txn {
   Lsn compensation_undo_next_;
   std::string payload_buffer_;
   lock::LockOwner lock_owner_;
-  // TxnManager's table of active transactions: the shard Begin put it in, and its place there
-  // (guarded by that shard's mutex).
+  // TxnManager's table of active transactions: the shard Begin put it in, and its place there.
   uint8_t active_shard_ = 0;
-  boost::intrusive::list_member_hook<> active_hook_;
+  boost::intrusive::list_member_hook<> active_hook_;  // GUARDED_BY(that shard's mu)
 };
 
 }  // namespace sm::txn

@@ -46,6 +46,8 @@ TxnManager::TxnManager(log::LogManager* log, lock::LockManager* locks, buffer::B
     return page_lsn.valid() ? log->Flush(page_lsn) : Status::OK();
   });
   pool_->SetRecLsnSource([log] { return log->end_lsn(); });
+  // The other side of the WAL rule, checked by the pool just before each write.
+  pool_->SetDurableLsnSource([log] { return log->durable_lsn(); });
 }
 
 TxnManager::~TxnManager() {
@@ -172,6 +174,7 @@ Status TxnManager::Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_
   record->prev_lsn = txn->last_lsn_;
   Lsn start, end;
   SM_TRY(log_->Insert(*record, &start, &end));
+  SM_DASSERT(start < end);
   if (!txn->first_lsn_.get().valid()) txn->first_lsn_ = start;
   txn->last_lsn_ = start;
   switch (log::KindOf(record->type)) {
@@ -187,6 +190,10 @@ Status TxnManager::Append(Txn* txn, log::LogRecord* record, Lsn* lsn, Lsn* page_
   if (record->type == log::RecordType::kTxnCommit) txn->commit_logged_ = true;
   if (record->type == log::RecordType::kTxnAbort) txn->abort_logged_ = true;
   ++txn->records_logged_;
+  // What a checkpoint snapshots of the chain (ChainSnapshot) must decode: the checkpoint
+  // payload's invariant 1 (log/recovery.cc).
+  SM_DASSERT(txn->first_lsn_.get() <= txn->last_lsn_.get());
+  SM_DASSERT(txn->undo_next_.get() <= txn->last_lsn_.get());
   *lsn = start;
   if (page_lsn != nullptr) *page_lsn = end;
   return Status::OK();
@@ -225,6 +232,10 @@ Status TxnManager::Commit(Txn* txn, log::CommitMode mode) {
     NoteReleasedCommit(end);  // before the release: a reader that sees the data sees this
     ReleaseLocks(txn);        // early release, see "Commit" in the header
     s = log_->AwaitCommit(end, mode);
+    // The acknowledgement of a durable commit: its record is durable (the log checks the
+    // same on its side of AwaitCommit).
+    SM_ASSERT(!s.ok() || mode != log::CommitMode::kDurable || log_->durable_lsn() >= end);
+    SM_DASSERT(!s.ok() || txn->commit_logged_);
   } else {
     ReleaseLocks(txn);
   }
@@ -246,7 +257,10 @@ void TxnManager::NoteReleasedCommit(Lsn end) {
 Status TxnManager::AwaitReleasedCommits() {
   const Lsn released(released_commit_end_.load(std::memory_order_acquire));
   if (!released.valid() || log_->durable_lsn() >= released) return Status::OK();  // usual
-  return log_->Flush(released);
+  Status s = log_->Flush(released);
+  // A read-only durable commit acknowledges only data whose commit records are durable.
+  SM_ASSERT(!s.ok() || log_->durable_lsn() >= released);
+  return s;
 }
 
 Status TxnManager::Abort(Txn* txn) {
@@ -295,6 +309,7 @@ Status TxnManager::Rollback(Txn* txn) {
     ChainChange change(txn);
     txn->undo_next_ = next;
   }
+  SM_DASSERT(txn->abort_logged_);
   log::LogRecord end_record;
   end_record.type = log::RecordType::kTxnEnd;
   return LogRecord(txn, &end_record, &lsn);
@@ -307,12 +322,25 @@ Status TxnManager::UndoOne(Txn* txn, const log::LogRecordView& record) {
                               ": no undo handler for " + log::RecordTypeName(record.type) +
                               " sub-type " + std::to_string(record.subtype));
   }
+  SM_ASSERT(record.txn == txn->id_);
+  SM_ASSERT(record.lsn <= txn->last_lsn_.get());  // a record of this chain, not yet undone
+  SM_ASSERT(!txn->compensating_);                 // undos do not nest
+  const uint64_t logged_before = txn->records_logged_;
+  const Lsn last_before = txn->last_lsn_;
   txn->compensating_ = true;
   txn->compensation_undo_next_ = record.prev_lsn;
   UndoContext ctx{this, txn};
   Status s = handler->undo(ctx, record);
   txn->compensating_ = false;
   txn->compensation_undo_next_ = Lsn::Invalid();
+  if (s.ok()) {
+    // One compensation record per undone record (record_handlers.h, "undo"): one record
+    // appended to the chain, and a compensation record, since only that kind sets undo_next
+    // to the undone record's predecessor (Append).
+    SM_ASSERT(txn->records_logged_ == logged_before + 1);
+    SM_ASSERT(txn->last_lsn_.get() > last_before);
+    SM_ASSERT(txn->undo_next_.get() == record.prev_lsn);
+  }
   return s;
 }
 
@@ -324,6 +352,13 @@ void TxnManager::ReleaseLocks(Txn* txn) {
 
 void TxnManager::Finish(Txn* txn, TxnState state, bool read_only) {
   SM_ASSERT(state != TxnState::kActive);
+  SM_ASSERT(txn->active());  // the state machine of txn.h: only an active one finishes
+  SM_ASSERT(!txn->compensating_);
+  // A commit is read-only exactly when nothing was logged; one that logged wrote its commit
+  // record; an abort leaves nothing to undo.
+  SM_ASSERT(state != TxnState::kCommitted || read_only == (txn->records_logged_ == 0));
+  SM_ASSERT(state != TxnState::kCommitted || read_only || txn->commit_logged_);
+  SM_ASSERT(state != TxnState::kAborted || !txn->undo_next_.get().valid());
   txn->state_ = state;
   ActiveShard& shard = active_[txn->active_shard_];
   std::lock_guard<threads::Mutex> guard(shard.mu);

@@ -58,6 +58,13 @@
 // Restart runs log::Recover with this object as the target (it must be called before the first
 // Begin), then flushes every page and takes a checkpoint, so that the next restart starts there.
 //
+// Checked in code: a durable commit is acknowledged only once its record is durable (a
+// read-only one once every released commit record is); each record undone, by Abort or by
+// restart, writes exactly one compensation record; a transaction finishes once, committed
+// with its commit record or aborted with nothing left to undo; a checkpoint's snapshot decodes
+// as recovery will read it and needs no record the log has already cut; redo applies a record
+// only to a page that lacks it; Restart leaves no page dirty and the log durable to its end.
+//
 // Thread/fiber safety: Begin, Commit, Abort, LogRecord, LogSystem, Checkpoint and stats may be
 // called concurrently from fibers on any worker and from plain threads. A Txn is used by one
 // fiber or thread at a time.
@@ -219,6 +226,10 @@ class TxnManager final : public log::RecoveryTarget {
   void LatchFailure(const Status& cause);
   void CheckpointerMain();
   Status RunCheckpoint(CheckpointReport* report, const buffer::FlushPace& pace);
+  // Checks of a checkpoint's snapshot before it is logged (txn_recovery.cc).
+  static void CheckSnapshot(const log::CheckpointData& data);
+  static bool DistinctTxns(const log::CheckpointData& data);
+  static bool DecodesAs(const std::string& payload, const log::CheckpointData& data);
 
   log::LogManager* const log_;
   lock::LockManager* const locks_;
@@ -238,14 +249,16 @@ class TxnManager final : public log::RecoveryTarget {
   // their id. Readers of the whole table, and stats(), visit the shards one by one.
   static constexpr size_t kActiveShards = 16;
   struct alignas(64) ActiveShard {
-    mutable threads::Mutex mu;  // guards the rest
-    ActiveList list;
+    mutable threads::Mutex mu;
+    ActiveList list;  // GUARDED_BY(mu)
+    // GUARDED_BY(mu)
     uint64_t begun = 0, committed = 0, read_only_commits = 0, aborted = 0, failed = 0;
   };
   static size_t CallerActiveShard();
   ActiveShard active_[kActiveShards];
-  threads::SpinLock recycled_mu_;  // guards recycled_; held for a push or a pop only
-  std::vector<std::unique_ptr<Txn>> recycled_;  // finished, lock-free Txns for Begin
+  threads::SpinLock recycled_mu_;  // held for a push or a pop only
+  // Finished, lock-free Txns for Begin. GUARDED_BY(recycled_mu_)
+  std::vector<std::unique_ptr<Txn>> recycled_;
   threads::Mutex checkpoint_mu_;      // one checkpoint at a time
   // Callers of Checkpoint waiting or running: a paced background checkpoint hurries.
   std::atomic<int> checkpoint_callers_{0};

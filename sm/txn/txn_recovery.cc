@@ -1,5 +1,6 @@
 // TxnManager: fuzzy checkpoints, the background checkpointer, and restart recovery (the
 // log::RecoveryTarget side: redo through the handler table, undo of losers).
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -25,7 +26,12 @@ Status TxnManager::Restart(const log::RecoveryOptions& options, log::RecoveryRep
   // Redo marked pages dirty with rec_lsn = the record repeated; writing them all now makes the
   // checkpoint below a clean starting point for the next restart.
   SM_TRY(pool_->FlushAll());
-  return Checkpoint();
+  // Nothing runs yet that could dirty a page again (Restart precedes the first Begin).
+  SM_ASSERT(pool_->DirtyPages().empty());
+  SM_TRY(Checkpoint());
+  // The checkpoint flushed its end record, the last record there is.
+  SM_ASSERT(log_->durable_lsn() == log_->end_lsn());
+  return Status::OK();
 }
 
 Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applied) {
@@ -49,7 +55,10 @@ Status TxnManager::Redo(const log::LogRecordView& record, uint32_t* pages_applie
     bool apply = false;
     SM_TRY(ctx.Fix(record.page, /*full_image=*/false, &page, &apply));
     if (apply) {
+      const Lsn before = PageLsn(page.data());
       SM_TRY(handler->redo_page(record, page.data()));
+      // The handler changes the page, never its LSN: the caller stamps it (handler contract).
+      SM_ASSERT(PageLsn(page.data()) == before);
       ctx.Applied(page);
     }
   }
@@ -105,6 +114,8 @@ Status TxnManager::Undo(log::RecoveredTxn* loser, const log::LogRecordView& reco
   txn.last_lsn_ = loser->last_lsn;
   txn.undo_next_ = loser->undo_next;
   txn.records_logged_ = 1;
+  SM_ASSERT(record.txn == loser->id);
+  SM_ASSERT(record.lsn == loser->undo_next);  // the driver undoes newest first
   Status s = UndoOne(&txn, record);
   loser->last_lsn = txn.last_lsn_;
   txn.state_ = TxnState::kAborted;  // not a real Abort: the driver writes the end record
@@ -154,18 +165,24 @@ Status TxnManager::RunCheckpoint(CheckpointReport* report,
   for (const auto& [page, rec_lsn] : pool_->DirtyPages()) {
     data.dirty_pages.push_back(log::DirtyPage{page, rec_lsn});
   }
+  CheckSnapshot(data);
   // Every page written before the snapshot above (and so absent from it) becomes durable,
   // with the allocation map: redo need not look before this checkpoint for them.
   SM_TRY(volume_->Sync());
   std::string payload = log::EncodeCheckpoint(data);
+  SM_DASSERT(DecodesAs(payload, data));  // what recovery will read back (and accept)
   log::LogRecord end_record;
   end_record.type = log::RecordType::kCheckpointEnd;
   end_record.payload = payload;
   Lsn end_lsn, after_end;
   SM_TRY(log_->Insert(end_record, &end_lsn, &after_end));
+  SM_ASSERT(data.begin_lsn < end_lsn);
   SM_TRY(log_->Flush(after_end));
   SM_TRY(log_->SetCheckpoint(data.begin_lsn));
   Lsn oldest = data.OldestNeeded();
+  // The checkpoint needs no record that an earlier truncation cut (recovery would refuse it:
+  // "needs redo from LSN ... but the log starts at ...").
+  SM_ASSERT(oldest >= log_->start_lsn());
   SM_TRY(log_->Truncate(oldest));
   counters_.checkpoints.fetch_add(1, std::memory_order_relaxed);
   if (report != nullptr) {
@@ -176,6 +193,44 @@ Status TxnManager::RunCheckpoint(CheckpointReport* report,
     report->dirty_pages = data.dirty_pages.size();
   }
   return Status::OK();
+}
+
+// The snapshot's invariants, checked before it is logged: what DecodeCheckpoint accepts
+// (log/recovery.cc, invariants 1 and 2) and what recovery relies on. Cheap per entry; the
+// duplicate check, a sort, is an SM_DASSERT.
+void TxnManager::CheckSnapshot(const log::CheckpointData& data) {
+  SM_ASSERT(data.begin_lsn.valid());
+  SM_ASSERT(data.next_txn_id.valid());
+  for (const log::RecoveredTxn& txn : data.txns) {
+    SM_ASSERT(txn.id.valid() && txn.id < data.next_txn_id);  // ids are handed out below it
+    SM_ASSERT(txn.first_lsn.valid() && txn.first_lsn <= txn.last_lsn);
+    SM_ASSERT(txn.undo_next <= txn.last_lsn);
+  }
+  for (const log::DirtyPage& page : data.dirty_pages) {
+    SM_ASSERT(page.page.valid());
+    SM_ASSERT(page.rec_lsn.valid());  // recovery refuses rec_lsn 0
+  }
+  SM_DASSERT(DistinctTxns(data));  // each active transaction is in one shard's list
+}
+
+bool TxnManager::DistinctTxns(const log::CheckpointData& data) {
+  std::vector<uint64_t> ids;
+  for (const log::RecoveredTxn& txn : data.txns) ids.push_back(txn.id.value());
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
+bool TxnManager::DecodesAs(const std::string& payload, const log::CheckpointData& data) {
+  log::CheckpointData decoded;
+  Status s = log::DecodeCheckpoint(payload, &decoded);
+  if (!s.ok()) {
+    s.PermitUnchecked();
+    return false;
+  }
+  return decoded.begin_lsn == data.begin_lsn && decoded.next_txn_id == data.next_txn_id &&
+         decoded.txns.size() == data.txns.size() &&
+         decoded.dirty_pages.size() == data.dirty_pages.size() &&
+         decoded.RedoLsn() == data.RedoLsn() && decoded.OldestNeeded() == data.OldestNeeded();
 }
 
 void TxnManager::StartCheckpointer() {

@@ -83,7 +83,7 @@
 #include "sm/api/api_internal.h"
 #include "sm/common/crc32c.h"
 #include "sm/io/aligned_buffer.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/page/page.h"
 #include "sm/sm.h"
 #include "sm/space/alloc_map.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "sm/api/api_internal.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
 #include "tests/api/io_fault_util.h"

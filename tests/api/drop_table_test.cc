@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sm/api/api_internal.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
 

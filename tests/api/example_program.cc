@@ -1,30 +1,23 @@
-// The README's example: open (or create) a database, create a table, run a transaction, and
-// read the rows back - after a restart when run a second time.
-//
-//   sm_example DIR write   creates DIR, a table "greetings", and commits three rows
-//   sm_example DIR read    reopens DIR and prints the rows (exit status 1 if any is missing)
+// The README's example. `example DIR write` creates a database in DIR, a table and three rows;
+// `example DIR read` reopens it (recovering it if the writer crashed) and reads them back.
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "sm/sm.h"
 
-namespace {
-
-int Fail(const char* what, const sm::Status& s) {
+static int Fail(const char* what, const sm::Status& s) {
   std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
   return 1;
 }
 
-}  // namespace
-
 int main(int argc, char** argv) {
-  if (argc != 3 || (std::strcmp(argv[2], "write") != 0 && std::strcmp(argv[2], "read") != 0)) {
+  std::string_view mode = argc == 3 ? argv[2] : "";
+  if (mode != "write" && mode != "read") {
     std::fprintf(stderr, "usage: %s DIR write|read\n", argv[0]);
     return 2;
   }
-  bool write = std::strcmp(argv[2], "write") == 0;
   sm::Options options;
   options.path = argv[1];
   options.buffer_pool_bytes = 16u << 20;
@@ -34,6 +27,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", report.ToString().c_str());
 
   sm::Table* table = nullptr;
+  bool write = mode == "write";
   sm::Status s = write ? db->CreateTable("greetings", &table) : db->OpenTable("greetings", &table);
   if (!s.ok()) return Fail("table", s);
 
@@ -51,7 +45,7 @@ int main(int argc, char** argv) {
       found += value == row[1];
     }
   }
-  if (s = txn->Commit(); !s.ok()) return Fail("commit", s);
+  if (s = txn->Commit(); !s.ok()) return Fail("commit", s);  // durable: synced to the log
   if (s = db->Close(); !s.ok()) return Fail("close", s);
   return write || found == 3 ? 0 : 1;
 }

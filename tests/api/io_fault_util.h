@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include <catch2/catch.hpp>
 

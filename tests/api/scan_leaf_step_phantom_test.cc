@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "index/btree.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 
 namespace sm {

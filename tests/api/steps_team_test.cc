@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "steps/steps.h"
 #include "tests/api/api_test_util.h"

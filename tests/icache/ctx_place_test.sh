@@ -1,5 +1,5 @@
 #!/bin/sh
-# ctx_place --fast on this build: it exits 0, ends with a JSON line naming the sites it enabled,
+# ctx_place --fast on the steps_bench just built: it exits 0, ends with a JSON line naming the sites it enabled,
 # and writes a placement whose every site is one of the candidates the operations reached.
 #   ctx_place_test.sh CTX_PLACE STEPS_BENCH SCRATCH_DIR
 set -u

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The build laid out the binary as the layout file says: the first 100 functions the file lists
+# The linker laid out the binary as the layout file says: the first 100 functions the file lists
 # that the binary defines lie at ascending addresses, in the file's order (the linker's own
 # order would interleave them with the rest).
 #   layout_applied_test.sh LAYOUT_FILE BINARY

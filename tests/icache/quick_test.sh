@@ -1,6 +1,6 @@
 #!/bin/sh
 # steps_bench --quick with the TPC-C runs: it exits 0 and its last line is a JSON object with
-# the figures the STEPS issue names (and the paper's mix), each a number. A malformed L1-I
+# the figures of its targets (and the paper's mix), each a number. A malformed L1-I
 # geometry and an unknown workload are refused. Then code_layout profiles a few transactions
 # on the same database and writes a layout whose every section is a function of the binary.
 #   quick_test.sh STEPS_BENCH TPCC_BINARY SCRATCH_DIR CODE_LAYOUT

@@ -41,7 +41,7 @@ namespace {
 struct Failures {
   std::atomic<int> count{0};
   threads::SpinLock lock;
-  std::string first;  // guarded by lock
+  std::string first;  // GUARDED_BY(lock)
 
   void Add(const std::string& what) {
     if (count.fetch_add(1) == 0) {
@@ -250,7 +250,7 @@ namespace {
 std::atomic<uint64_t> g_ctx_switches{0};
 std::atomic<uint64_t> g_ctx_with_exclusive{0};
 std::mutex g_ctx_sites_mu;
-std::set<std::string> g_ctx_sites;  // guarded by g_ctx_sites_mu
+std::set<std::string> g_ctx_sites;  // GUARDED_BY(g_ctx_sites_mu)
 
 void YieldingCtxHandler(threads::CtxSite& site) {
   threads::Fiber* fiber = threads::Fiber::Current();

@@ -969,7 +969,7 @@ class RandomHarness {
   TreeEnv env_;
   LockManager lm_;
   std::mutex model_mutex_;
-  sm::test::Model model_;  // the committed state, guarded by model_mutex_ while running
+  sm::test::Model model_;  // the committed state; GUARDED_BY(model_mutex_) while running
   std::unique_ptr<std::atomic<bool>[]> committed_;  // by attempt id
   std::atomic<uint64_t> next_txn_id_{1}, next_attempt_{1};
   std::atomic<uint64_t> commits_{0}, victims_{0}, errors_{0}, dirty_reads_{0},

@@ -12,7 +12,7 @@
 
 #include "index/btree.h"
 #include "sm/buffer/buffer_pool.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/space/volume.h"
 #include "tests/test_util.h"
 

@@ -1,34 +1,21 @@
-// The B-tree's write-ahead logging (index/btree_wal.h) with the transaction layer: the records
-// a record operation and a structure change write, rollback through the undo handlers (with
-// splits during the undo), redo strictness on a page that does not match, and restart after
-// crashes - committed work redone, losers undone after redo, a crash right after a split
-// record but before the record that needed it, a contention split, a crash in the middle of a
-// rollback and one between redo and undo - with a seeded random crash test over all of them.
+// The B-tree's write-ahead logging (index/btree_wal.h): the records a record operation and a
+// structure change write, the undo of records into full leaves (splits during the undo), redo
+// strictness on a page that does not match, the B-tree's structure changes after a crash (right
+// after a split record but before the record that needed it, a contention split, retired
+// leaves), and the diff and addition forms of updates (their ranges, redo, undo). The
+// transaction layer's own rollback and restart tests are in tests/txn/.
 //
-// Setup: the log and the volume each live on their own FaultInjectionFileSystem, so a crash
-// can treat them differently: the log's unsynced tail is dropped, torn or kept; the volume
-// keeps what was synced (by checkpoints and explicit syncs) and drops or keeps what the pool
-// wrote since. A small pool makes the pool write pages on its own (eviction). Torn data-page
-// writes are not simulated: the storage manager has no torn-page repair (a torn page is
-// reported as Corruption by its checksum).
-//
-// Replay: a seed replays the operations, crash points and crash modes exactly; how the log's
-// flusher thread happened to cut the unsynced tail into writes (and so what a torn crash
-// keeps of it) may differ between runs.
+// Setup: tests/txn/txn_test_util.h (a small pool makes the pool write pages on its own).
 #include "index/btree_wal.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "index/btree.h"
@@ -38,7 +25,7 @@
 #include "log/recovery.h"
 #include "sm/buffer/buffer_pool.h"
 #include "sm/common/coding.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/lock/lock_manager.h"
 #include "sm/space/volume.h"
 #include "sm/txn/page_images.h"
@@ -47,254 +34,24 @@
 #include "sm/txn/txn_manager.h"
 #include "tests/index/btree_test_util.h"
 #include "tests/test_util.h"
+#include "tests/txn/txn_test_util.h"
 
 using namespace sm;
 using index::BTree;
 using index::BtreeWal;
 using io::CrashMode;
+using sm::test::CrashingLogger;
+using sm::test::In;
 using sm::test::Key64;
+using sm::test::LoadCommitted;
+using sm::test::LogRecords;
 using sm::test::Model;
-using sm::test::RequireSameAsModel;
+using sm::test::Patched;
 using sm::test::RequireVerified;
 using sm::test::ValueFor;
+using sm::test::WalDb;
 
 namespace {
-
-constexpr char kLogDir[] = "/db/log";
-constexpr char kVolumePath[] = "/db/btree.vol";
-
-// LogManager::TEST_Kill, once the flusher is idle. TEST_Kill can hang when it meets the
-// flusher between the top of its loop (wake_.Reset(), then the load of killed_) and its wait:
-// the relaxed Reset may be ordered after the load, wipe the kill's Post, and leave the flusher
-// asleep while TEST_Kill joins it. Giving the flusher time to finish its round avoids that
-// window; after a wait the flusher sees the kill.
-void KillLog(log::LogManager* log) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  log->TEST_Kill();
-}
-
-// A BtreeLogger that forwards to a BtreeWal and can kill the log (a simulated process death)
-// right after the n-th record of a chosen kind was inserted, optionally after making it
-// durable. The operation that made that call then goes on and fails at its next log call, as
-// it would in a dying process: a kill after a structure change lands between the split record
-// and the record operation that needed the split.
-class CrashingLogger final : public index::BtreeLogger {
- public:
-  enum class Point : uint8_t { kNone, kStructureChange, kRecordOp, kCompensation };
-
-  CrashingLogger(txn::TxnManager* txns, log::LogManager* log) : wal_(txns), log_(log) {}
-
-  // Record and structure-change calls come through this logger; compensation records are
-  // written by the undo handlers' own BtreeWal, whose test hook calls this after each undo.
-  void AfterUndo() { After(Point::kCompensation, Status::OK(), log_->end_lsn()); }
-
-  void Arm(Point point, uint64_t countdown, bool flush) {
-    point_ = point;
-    countdown_ = countdown;
-    flush_ = flush;
-  }
-  bool fired() const { return fired_; }
-
-  Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view value, Lsn* lsn) override {
-    Status s = wal_.LogInsert(txn, tree, leaf, index, key, value, lsn);
-    After(Point::kRecordOp, s, *lsn);
-    return s;
-  }
-  Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view old_value, std::string_view new_value,
-                   Lsn* lsn) override {
-    Status s = wal_.LogUpdate(txn, tree, leaf, index, key, old_value, new_value, lsn);
-    After(Point::kRecordOp, s, *lsn);
-    return s;
-  }
-  Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view old_value, Lsn* lsn) override {
-    Status s = wal_.LogDelete(txn, tree, leaf, index, key, old_value, lsn);
-    After(Point::kRecordOp, s, *lsn);
-    return s;
-  }
-  Status LogAdd(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                std::string_view key, std::string_view old_value, std::string_view new_value,
-                uint16_t offset, Lsn* lsn) override {
-    Status s = wal_.LogAdd(txn, tree, leaf, index, key, old_value, new_value, offset, lsn);
-    After(Point::kRecordOp, s, *lsn);
-    return s;
-  }
-  Status BeginStructureChange(const BTree& tree) override {
-    return wal_.BeginStructureChange(tree);
-  }
-  Status EndStructureChange(const BTree& tree, std::span<buffer::PageHandle* const> pages,
-                            Lsn* lsn) override {
-    Status s = wal_.EndStructureChange(tree, pages, lsn);
-    if (s.ok()) ++structure_changes_;
-    largest_change_pages_ = std::max(largest_change_pages_, pages.size());
-    After(Point::kStructureChange, s, *lsn);
-    return s;
-  }
-  Status LogFormatRoot(const BTree& tree, buffer::PageHandle& root, Lsn* lsn) override {
-    return wal_.LogFormatRoot(tree, root, lsn);
-  }
-
-  uint64_t structure_changes() const { return structure_changes_; }
-  size_t largest_change_pages() const { return largest_change_pages_; }
-
- private:
-  void After(Point point, const Status& s, Lsn end) {
-    if (!s.ok() || fired_ || point != point_ || --countdown_ > 0) return;
-    if (flush_) REQUIRE(log_->Flush(end).ok());
-    KillLog(log_);
-    fired_ = true;
-  }
-
-  BtreeWal wal_;
-  log::LogManager* log_;
-  Point point_ = Point::kNone;
-  uint64_t countdown_ = 0;
-  bool flush_ = false;
-  bool fired_ = false;
-  uint64_t structure_changes_ = 0;
-  size_t largest_change_pages_ = 0;
-};
-
-// Log, volume, pool, locks, transactions and one tree logged through a CrashingLogger.
-struct WalDb {
-  WalDb(uint64_t seed, size_t frames) : log_fs(seed), vol_fs(seed + 1), frames(frames) {
-    REQUIRE(log_fs.CreateDir("/db").ok());
-    REQUIRE(vol_fs.CreateDir("/db").ok());
-    space::VolumeOptions volume_options;
-    volume_options.extent_pages = 64;
-    REQUIRE(space::Volume::Create(&vol_fs, kVolumePath, volume_options, &volume).ok());
-    Start();
-    index::BtreeOptions options;
-    options.logger = logger.get();
-    REQUIRE(BTree::Create(pool.get(), options, &root, &tree).ok());
-    REQUIRE(log->FlushAll().ok());  // the root's format record: the tree exists from here on
-  }
-  ~WalDb() {
-    in_flight.clear();
-    BtreeWal::TEST_SetUndoHook({});
-  }
-
-  void Start() {
-    log::LogOptions log_options;
-    log_options.segment_bytes = 256 * 1024;
-    log_options.buffer_bytes = 64 * 1024;
-    Status s = log::LogManager::Open(&log_fs, kLogDir, log_options, &log);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    buffer::BufferPoolOptions pool_options;
-    pool_options.pool_bytes = frames * kPageBytes;
-    REQUIRE(buffer::BufferPool::Create(volume.get(), pool_options, &pool).ok());
-    locks = std::make_unique<lock::LockManager>();
-    txns = std::make_unique<txn::TxnManager>(log.get(), locks.get(), pool.get(), volume.get());
-    logger = std::make_unique<CrashingLogger>(txns.get(), log.get());
-    BtreeWal::TEST_SetUndoHook([this] { logger->AfterUndo(); });
-  }
-
-  // Opens everything again after Crash and runs restart recovery.
-  void Restart(bool undo = true) {
-    Status s = space::Volume::Open(&vol_fs, kVolumePath, &volume);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    Start();
-    log::RecoveryOptions options;
-    options.undo = undo;
-    report = log::RecoveryReport{};
-    s = txns->Restart(options, &report);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    index::BtreeOptions tree_options;
-    tree_options.logger = logger.get();
-    REQUIRE(BTree::Open(pool.get(), root, tree_options, &tree).ok());
-  }
-
-  // A process death: nothing more reaches the log; in-flight transactions are dropped (their
-  // rollback finds the log dead, so they are losers for the next restart); then the file
-  // systems lose what the crash modes say.
-  void Crash(CrashMode log_mode, CrashMode volume_mode) {
-    if (!logger->fired()) KillLog(log.get());
-    BtreeWal::TEST_SetUndoHook({});
-    in_flight.clear();
-    tree.reset();
-    logger.reset();
-    txns.reset();
-    locks.reset();
-    pool.reset();
-    volume.reset();
-    log.reset();
-    log_fs.SimulateCrash(log_mode);
-    vol_fs.SimulateCrash(volume_mode);
-  }
-
-  std::unique_ptr<txn::Txn> Begin() {
-    std::unique_ptr<txn::Txn> t;
-    REQUIRE(txns->Begin(txn::Isolation::kSerializable, &t).ok());
-    return t;
-  }
-
-  void RequireTree(const Model& model) {
-    RequireSameAsModel(*tree, model);
-    index::VerifyOptions options;
-    options.max_page_lsn = log->end_lsn();
-    Status s = tree->Verify(nullptr, options);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
-
-  io::FaultInjectionFileSystem log_fs;
-  io::FaultInjectionFileSystem vol_fs;
-  size_t frames;
-  std::unique_ptr<log::LogManager> log;
-  std::unique_ptr<space::Volume> volume;
-  std::unique_ptr<buffer::BufferPool> pool;
-  std::unique_ptr<lock::LockManager> locks;
-  std::unique_ptr<txn::TxnManager> txns;
-  std::unique_ptr<CrashingLogger> logger;
-  PageId root;
-  std::unique_ptr<BTree> tree;
-  std::vector<std::unique_ptr<txn::Txn>> in_flight;  // dropped by Crash
-  log::RecoveryReport report;
-};
-
-index::OpContext In(txn::Txn* t) { return index::OpContext{t, nullptr}; }
-
-// `value` with `runs` runs of 1..3 bytes changed at random offsets (same length).
-std::string Patched(std::string value, std::mt19937_64& rng, int runs) {
-  for (int r = 0; r < runs && !value.empty(); ++r) {
-    size_t at = rng() % value.size();
-    size_t bytes = std::min<size_t>(1 + rng() % 3, value.size() - at);
-    for (size_t i = at; i < at + bytes; ++i) value[i] = static_cast<char>(value[i] ^ 0x5a);
-  }
-  return value;
-}
-
-// Commits `count` inserts of keys first, first + step, ... in one transaction.
-void LoadCommitted(WalDb& db, Model* model, uint64_t first, uint64_t count, uint64_t step,
-                   size_t value_bytes) {
-  auto t = db.Begin();
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t k = first + i * step;
-    std::string value = ValueFor(k, 0, value_bytes);
-    REQUIRE(db.tree->Insert(Key64(k), value, In(t.get())).ok());
-    (*model)[Key64(k)] = value;
-  }
-  REQUIRE(db.txns->Commit(t.get()).ok());
-}
-
-// Every durable record of the log, from its start.
-std::vector<log::LogRecordBuf> LogRecords(WalDb& db) {
-  REQUIRE(db.log->FlushAll().ok());
-  std::unique_ptr<log::LogReader> reader = db.log->NewReader();
-  REQUIRE(reader->Seek(db.log->start_lsn()).ok());
-  std::vector<log::LogRecordBuf> records;
-  log::LogRecordView view;
-  Status s;
-  while ((s = reader->Next(&view)).ok()) records.emplace_back().Assign(view);
-  INFO(s.ToString());
-  REQUIRE(s.IsNotFound());
-  return records;
-}
 
 bool IsImages(const log::LogRecordView& r) {
   return r.type == log::RecordType::kPageRedo && r.subtype == txn::kSubtypePageImages;
@@ -433,48 +190,6 @@ TEST_CASE("btree wal: a record operation outside a transaction is refused and ch
 
 // ---- Rollback --------------------------------------------------------------------------------
 
-TEST_CASE("btree wal: abort rolls back inserts, updates and deletes", "[unit][btree][wal]") {
-  WalDb db(4, 64);
-  Model model;
-  LoadCommitted(db, &model, 0, 600, 2, 40);
-  std::mt19937_64 rng(4);
-  auto t = db.Begin();
-  Model view = model;
-  uint64_t records = 0;
-  for (int i = 0; i < 800; ++i) {
-    std::string key = Key64(rng() % 1400);
-    auto it = view.find(key);
-    std::string value = std::string(rng() % 300 + 1, static_cast<char>('a' + i % 26));
-    if (it == view.end()) {
-      REQUIRE(db.tree->Insert(key, value, In(t.get())).ok());
-      view[key] = value;
-    } else if (rng() % 2 == 0) {
-      REQUIRE(db.tree->Update(key, value, In(t.get())).ok());
-      it->second = value;
-    } else {
-      REQUIRE(db.tree->Delete(key, In(t.get())).ok());
-      view.erase(it);
-    }
-    ++records;
-  }
-  RequireSameAsModel(*db.tree, view);
-  uint64_t undone = db.txns->stats().records_undone;
-  REQUIRE(db.txns->Abort(t.get()).ok());
-  REQUIRE(db.txns->stats().records_undone - undone == records);
-  db.RequireTree(model);
-  // Each undo wrote one compensation record pointing at the record before the one it undid.
-  uint64_t clrs = 0;
-  for (const log::LogRecordBuf& buf : LogRecords(db)) {
-    const log::LogRecordView& r = buf.view();
-    if (r.txn != t->id() || r.type != log::RecordType::kCompensation) continue;
-    bool full_form =
-        r.subtype >= index::kSubtypeBtreeClrInsert && r.subtype <= index::kSubtypeBtreeClrDelete;
-    REQUIRE((full_form || r.subtype == index::kSubtypeBtreeClrUpdateDiff));
-    ++clrs;
-  }
-  REQUIRE(clrs == records);
-}
-
 TEST_CASE("btree wal: an abort that re-inserts into full leaves splits during the undo",
           "[unit][btree][wal]") {
   WalDb db(5, 64);
@@ -582,45 +297,6 @@ TEST_CASE("btree wal: redo reports a page that does not match the record, never 
 }
 
 // ---- Restart ---------------------------------------------------------------------------------
-
-TEST_CASE("btree wal: restart redoes committed work and undoes a loser after redo",
-          "[unit][crash][btree][wal]") {
-  for (CrashMode volume_mode : {CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced}) {
-    INFO("volume crash mode " << static_cast<int>(volume_mode));
-    WalDb db(7, 48);
-    Model model;
-    LoadCommitted(db, &model, 0, 1500, 3, 60);
-    // The loser: inserts that split, updates and deletes; its changes reach the volume (the
-    // pool writes them) and its records the durable log, so restart must undo them.
-    auto loser = db.Begin();
-    for (uint64_t k = 1; k < 4500; k += 9) {
-      REQUIRE(db.tree->Insert(Key64(k), ValueFor(k, 1, 150), In(loser.get())).ok());
-    }
-    REQUIRE(db.pool->FlushAll().ok());
-    for (uint64_t k = 0; k < 4500; k += 30) {
-      REQUIRE(db.tree->Update(Key64(k), ValueFor(k, 9, 300), In(loser.get())).ok());
-      REQUIRE(db.tree->Delete(Key64(k + 3), In(loser.get())).ok());
-    }
-    uint64_t loser_records = loser->records_logged();
-    // A winner after the loser's records, committed durably.
-    LoadCommitted(db, &model, 2, 300, 15, 80);
-    REQUIRE(db.log->FlushAll().ok());
-    TxnId loser_id = loser->id();
-    db.in_flight.push_back(std::move(loser));
-    db.Crash(CrashMode::kDropUnsynced, volume_mode);
-    db.Restart();
-    REQUIRE(db.report.losers == std::vector<TxnId>{loser_id});
-    REQUIRE(db.report.undo_records == loser_records);
-    REQUIRE(db.report.redo_records > 0);
-    db.RequireTree(model);
-    // And the database goes on: a restart with nothing to undo finds the same tree.
-    LoadCommitted(db, &model, 100000, 50, 1, 30);
-    db.Crash(CrashMode::kTearUnsynced, volume_mode);
-    db.Restart();
-    REQUIRE(db.report.losers.empty());
-    db.RequireTree(model);
-  }
-}
 
 TEST_CASE("btree wal: a crash right after a split record, before the record that needed it",
           "[unit][crash][btree][wal]") {
@@ -741,201 +417,6 @@ TEST_CASE("btree wal: retired leaves are redone after a crash, and a loser's del
     REQUIRE(db.report.losers.size() == 1);
     db.RequireTree(model);
     RequireVerified(*db.tree);
-  }
-}
-
-TEST_CASE("btree wal: a crash during a rollback, and one between redo and undo",
-          "[unit][crash][btree][wal]") {
-  WalDb db(9, 48);
-  Model model;
-  LoadCommitted(db, &model, 0, 800, 2, 80);
-  auto t = db.Begin();
-  for (uint64_t k = 1; k < 1600; k += 4) {
-    REQUIRE(db.tree->Insert(Key64(k), ValueFor(k, 1, 90), In(t.get())).ok());
-    REQUIRE(db.tree->Update(Key64(k - 1), ValueFor(k, 1, 10), In(t.get())).ok());
-  }
-  uint64_t records = t->records_logged();
-  // Half the undo is done (and its compensation records durable) when the process dies.
-  db.logger->Arm(CrashingLogger::Point::kCompensation, records / 2, true);
-  REQUIRE(!db.txns->Abort(t.get()).ok());
-  REQUIRE(db.logger->fired());
-  db.in_flight.push_back(std::move(t));
-  db.Crash(CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced);
-  // Redo only (the losers stay), then die again before undo.
-  db.Restart(/*undo=*/false);
-  REQUIRE(db.report.losers.size() == 1);
-  db.Crash(CrashMode::kDropUnsynced, CrashMode::kKeepUnsynced);
-  db.Restart();
-  REQUIRE(db.report.losers.size() == 1);
-  // Restart undid only what the rollback had not: the compensation records made it skip the rest.
-  REQUIRE(db.report.undo_records == records - records / 2);
-  db.RequireTree(model);
-}
-
-// ---- Random crashes --------------------------------------------------------------------------
-
-namespace {
-
-// One transaction of the random test: its writes over the committed state.
-struct Writer {
-  std::unique_ptr<txn::Txn> txn;
-  std::map<std::string, std::optional<std::string>> writes;  // nullopt: deleted
-};
-
-struct CrashStats {
-  uint64_t commits = 0;
-  uint64_t aborts = 0;
-  uint64_t structure_crashes = 0;
-  uint64_t losers = 0;
-  uint64_t undo_records = 0;
-  uint64_t redo_only_restarts = 0;
-  size_t largest_change_pages = 0;  // of a structure change (5: a cascade through a grown root)
-};
-
-// Runs transactions on `db` until the armed crash point fires or `steps` operations ran.
-// Transaction slot s only touches keys k with k % slots == s, so that the interleaved
-// transactions never touch the same key (no key locks here; logical undo relies on them).
-void RunUntilCrash(WalDb& db, std::mt19937_64& rng, Model* committed, CrashStats* stats,
-                   int steps) {
-  constexpr uint64_t kSlots = 3;
-  constexpr uint64_t kKeys = 30000;
-  Writer writers[kSlots];
-  auto visible = [&](const Writer& w, const std::string& key) -> std::optional<std::string> {
-    auto it = w.writes.find(key);
-    if (it != w.writes.end()) return it->second;
-    auto c = committed->find(key);
-    if (c == committed->end()) return std::nullopt;
-    return c->second;
-  };
-  for (int step = 0; step < steps && !db.logger->fired(); ++step) {
-    uint64_t slot = rng() % kSlots;
-    Writer& w = writers[slot];
-    if (!w.txn) w.txn = db.Begin();
-    uint64_t dice = rng() % 100;
-    if (dice < 4) {
-      Status s = db.txns->Commit(w.txn.get());
-      REQUIRE(s.ok());
-      for (auto& [key, value] : w.writes) {
-        if (value) {
-          (*committed)[key] = *value;
-        } else {
-          committed->erase(key);
-        }
-      }
-      ++stats->commits;
-      w = Writer{};
-      continue;
-    }
-    if (dice < 6) {
-      Status s = db.txns->Abort(w.txn.get());
-      if (db.logger->fired()) {  // died during the rollback
-        REQUIRE(!s.ok());
-        break;
-      }
-      REQUIRE(s.ok());
-      ++stats->aborts;
-      w = Writer{};
-      continue;
-    }
-    if (dice < 7) REQUIRE(db.pool->FlushAll().ok());
-    if (dice == 7) REQUIRE(db.volume->Sync().ok());
-    if (dice == 8 && rng() % 4 == 0) REQUIRE(db.txns->Checkpoint().ok());
-    uint64_t k = (rng() % (kKeys / kSlots)) * kSlots + slot;
-    // A long common prefix: separators stay long (suffix truncation cannot shorten them), so
-    // inner nodes hold few and splits cascade within a few thousand keys.
-    std::string key = std::string(120, 'w') + Key64(k);
-    std::optional<std::string> current = visible(w, key);
-    std::string value = ValueFor(k, rng() % 1000, 12 + rng() % 400);
-    Status s;
-    if (!current) {
-      s = db.tree->Insert(key, value, In(w.txn.get()));
-      if (s.ok()) w.writes[key] = value;
-    } else if (rng() % 3 != 0) {
-      // Half the updates keep the length and change a few bytes: the diff form (or, with many
-      // changed runs, the full one).
-      if (rng() % 2 == 0) value = Patched(*current, rng, 1 + static_cast<int>(rng() % 10));
-      s = db.tree->Update(key, value, In(w.txn.get()));
-      if (s.ok()) w.writes[key] = value;
-    } else {
-      s = db.tree->Delete(key, In(w.txn.get()));
-      if (s.ok()) w.writes[key] = std::nullopt;
-    }
-    if (!s.ok()) {
-      INFO(s.ToString());
-      REQUIRE(db.logger->fired());  // the only way an operation fails here
-    }
-  }
-  for (Writer& w : writers) {
-    if (w.txn) db.in_flight.push_back(std::move(w.txn));
-  }
-}
-
-CrashMode RandomMode(std::mt19937_64& rng, bool tear) {
-  switch (rng() % 3) {
-    case 0:
-      return CrashMode::kDropUnsynced;
-    case 1:
-      return tear ? CrashMode::kTearUnsynced : CrashMode::kDropUnsynced;
-    default:
-      return CrashMode::kKeepUnsynced;
-  }
-}
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
-
-}  // namespace
-
-TEST_CASE("btree wal: random transactions and crashes recover to the committed state",
-          "[random][crash][btree][wal]") {
-  uint64_t seed = test::TestSeed("btree_wal_random_crash");
-  std::mt19937_64 rng(seed);
-  int crashes = EnvInt("SM_WAL_CRASHES", 40);
-  WalDb db(seed, 48);
-  Model committed;
-  CrashStats stats;
-  for (int round = 0; round < crashes; ++round) {
-    INFO("seed " << seed << ", crash " << round);
-    // The crash point: between operations, right after a split record (before the record
-    // that needed it), after a record operation, or in the middle of a rollback.
-    auto point = static_cast<CrashingLogger::Point>(round % 4);
-    db.logger->Arm(point, 1 + rng() % (point == CrashingLogger::Point::kRecordOp ? 60 : 3),
-                   rng() % 2 == 0);
-    RunUntilCrash(db, rng, &committed, &stats, 200 + static_cast<int>(rng() % 600));
-    stats.largest_change_pages =
-        std::max(stats.largest_change_pages, db.logger->largest_change_pages());
-    if (db.logger->fired() && point == CrashingLogger::Point::kStructureChange) {
-      ++stats.structure_crashes;
-    }
-    db.Crash(RandomMode(rng, true), RandomMode(rng, false));
-    if (rng() % 5 == 0) {  // a crash between redo and undo: recovery must start over
-      db.Restart(/*undo=*/false);
-      ++stats.redo_only_restarts;
-      db.Crash(RandomMode(rng, true), RandomMode(rng, false));
-    }
-    db.Restart();
-    stats.losers += db.report.losers.size();
-    stats.undo_records += db.report.undo_records;
-    db.RequireTree(committed);
-  }
-  index::BtreeStats tree_stats;
-  RequireVerified(*db.tree, &tree_stats);
-  std::printf(
-      "[btree_wal_random_crash] %d crashes: %llu commits, %llu aborts, %llu crashes after a "
-      "split record, %llu losers (%llu records undone at restart), %llu redo-only restarts; "
-      "%zu keys, height %u, largest structure change %zu pages\n",
-      crashes, static_cast<unsigned long long>(stats.commits),
-      static_cast<unsigned long long>(stats.aborts),
-      static_cast<unsigned long long>(stats.structure_crashes),
-      static_cast<unsigned long long>(stats.losers),
-      static_cast<unsigned long long>(stats.undo_records),
-      static_cast<unsigned long long>(stats.redo_only_restarts), committed.size(),
-      tree_stats.height, stats.largest_change_pages);
-  if (crashes >= 20) {
-    REQUIRE(stats.structure_crashes > 0);
-    REQUIRE(stats.undo_records > 0);
   }
 }
 

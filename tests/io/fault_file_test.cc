@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "sm/io/aligned_buffer.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "tests/io/io_test_util.h"
 #include "tests/test_util.h"
 

@@ -11,8 +11,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "sm/io/fault_file.h"
 #include "sm/io/file.h"
+#include "sm/io/testing/fault_file.h"
 #include "tests/test_util.h"
 #include "threads/runtime.h"
 

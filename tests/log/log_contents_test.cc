@@ -4,7 +4,7 @@
 
 #include "log/log_contents.h"
 #include "log/log_manager.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "tests/log/log_test_util.h"
 
 using namespace sm;

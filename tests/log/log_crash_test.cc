@@ -349,7 +349,7 @@ namespace {
 // an empty payload) and the end of the last commit acknowledged durable.
 struct Model {
   std::mutex mu;
-  std::map<uint64_t, std::string> expected;  // guarded by mu
+  std::map<uint64_t, std::string> expected;  // GUARDED_BY(mu)
   std::atomic<uint64_t> acknowledged{kFirstLsn};
 
   void Add(Lsn lsn, std::string payload) {

@@ -15,7 +15,7 @@
 #include "log/log_format.h"
 #include "log/log_manager.h"
 #include "log/log_reader.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "tests/forwarding_fs.h"
 
 namespace sm::logtest {

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "sm/io/fault_file.h"
 #include "sm/io/file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/page/page.h"
 #include "sm/space/volume.h"
 #include "tests/forwarding_fs.h"
@@ -968,7 +968,7 @@ TEST_CASE("bad pool options are rejected", "[unit][buffer]") {
   REQUIRE(pool->Fix(PageId::Invalid(), LatchMode::kShared, &h).IsInvalidArgument());
 }
 
-// The acceptance test: a 64-page pool over a 10,000-page file; fibers on two workers
+// The acceptance test: a 64-page pool over a 10,000-page file; fibers on two workers
 // fix random pages, modify them under the exclusive latch and unfix; afterwards every page's
 // content matches a model of the increments.
 TEST_CASE("a 64-page pool over 10,000 pages under fibers on two workers", "[random][buffer]") {

@@ -15,7 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "sm/io/aligned_buffer.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/page/page.h"
 #include "sm/space/volume.h"
 #include "tests/io/io_test_util.h"

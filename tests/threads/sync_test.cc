@@ -1,11 +1,17 @@
 // Fiber-aware synchronization: latch modes, exclusion under contention, FIFO hand-off,
-// upgrade/downgrade, the exclusive-hold counter, events and wait groups (and their lifetime),
-// and a seeded stress test.
+// upgrade/downgrade, the exclusive-hold counter, Mutex::AssertHeld, events and wait groups (and
+// their lifetime), and a seeded stress test.
 #include "threads/sync.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -45,8 +51,8 @@ TEST_CASE("latch compatibility: S with S, X with nothing", "[unit][latch]") {
 TEST_CASE("an exclusive latch keeps a counter exact across workers", "[unit][latch]") {
   auto rt = MakeRuntime(2);
   Latch latch;
-  long counter = 0;  // guarded by latch
-  long shadow = 0;   // guarded by latch; must always equal counter under it
+  long counter = 0;  // GUARDED_BY(latch)
+  long shadow = 0;   // always equals counter under the latch; GUARDED_BY(latch)
   std::atomic<int> torn_reads{0};
   constexpr int kFibers = 40, kIters = 500;
   WaitGroup wg;
@@ -152,6 +158,51 @@ TEST_CASE("exclusive latches and mutexes count toward the fiber's hold counter",
   done.Wait();
   rt->Shutdown();
   REQUIRE(seen == std::vector<uint32_t>{0, 1, 2, 2, 1, 0});
+}
+
+// Whether `check` aborts the process (run in a child, so that the abort ends only the child).
+template <typename Check>
+bool Aborts(Check check) {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::freopen("/dev/null", "w", stderr);  // the failed assertion's message is expected
+    check();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+TEST_CASE("Mutex::AssertHeld passes for its holder, fiber or thread, and only for it",
+          "[unit][latch]") {
+  Mutex m;
+  {
+    std::lock_guard<Mutex> guard(m);
+    m.AssertHeld();  // a plain thread
+  }
+  auto rt = MakeRuntime(1);
+  Baton locked, release, done;
+  rt->Spawn([&] {
+    m.lock();
+    m.AssertHeld();  // a fiber
+    locked.Post();
+    release.Wait();
+    m.unlock();
+    done.Post();
+  });
+  locked.Wait();
+#ifdef SM_DEBUG
+  // Debug builds check the holder: this thread does not hold what the fiber holds, and nobody
+  // holds a free mutex.
+  CHECK(Aborts([&] { m.AssertHeld(); }));
+  Mutex free_mutex;
+  CHECK(Aborts([&] { free_mutex.AssertHeld(); }));
+#endif
+  release.Post();
+  done.Wait();
+  rt->Shutdown();
 }
 
 TEST_CASE("events wake fiber and thread waiters, timed waits expire", "[unit][event]") {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "tpcc/consistency.h"
 #include "tpcc/loader.h"

@@ -1,7 +1,8 @@
 // Shared helpers for benchmark binaries: timing, medians, and the closing JSON line.
 //
 // Every benchmark prints readable figures and ends its output with exactly one line holding a
-// JSON object of its figures (the keys its issue names), so scripts can take the last line.
+// JSON object of its figures (the keys its header comment lists), so scripts can take the last
+// line.
 #pragma once
 
 #include <algorithm>

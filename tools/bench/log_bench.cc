@@ -34,7 +34,7 @@
 
 #include "log/log_manager.h"
 #include "sm/api/api_internal.h"
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "log/log_reader.h"
 #include "sm/io/file.h"

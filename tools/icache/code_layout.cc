@@ -1,4 +1,4 @@
-// code_layout: chooses the link order of the engine's hot functions for this build.
+// code_layout: chooses the link order of the engine's hot functions.
 //
 // Runs TPC-C Payment and the standard mix under callgrind, STEPS off and on, adds up where each
 // function's instructions went and who called whom, orders the functions by call-chain

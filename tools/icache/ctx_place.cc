@@ -1,5 +1,5 @@
-// ctx_place: chooses the CTX points for this build and a cache geometry, with valgrind, and
-// writes the placement file the engine reads (steps/placement.h).
+// ctx_place: chooses the CTX points for the engine as compiled and a cache geometry, with
+// valgrind, and writes the placement file the engine reads (steps/placement.h).
 //
 // It builds nothing: it drives a built steps_bench (--steps-bench), on its synthetic table of
 // 100,000 rows of 25 integer columns.
@@ -15,19 +15,19 @@
 // more than --min-gain (default 5 %) of the cost without CTX points, keeping the ones before it:
 // where the curve of extra misses has its knees. Sites that no operation reaches are reported,
 // never enabled. Each measurement runs on a fresh copy of the table, and its counts are exact: the
-// same build and options give the same counts in every run, whatever the load on the machine
-// (steps_bench --inner: OnWorker). They depend much more on the binary's code layout: relinking
-// steps_bench with 288 bytes more code ahead of the engine's took one fiber's inserts from 35 to 82
-// L1-I misses each at 32 KiB 8-way, with the same instructions. A placement is for one build; rerun
-// the tool after a rebuild.
+// same binary and options give the same counts in every run, whatever the load on the machine
+// (steps_bench --inner: OnWorker). They depend much more on the binary's code layout: code added
+// ahead of the engine's moves its functions to other cache sets and changes an operation's L1-I
+// misses with the same instructions (tools/icache/function_order.h). A placement is for one
+// binary; rerun the tool after the engine changes.
 //
 // Then, with --tpcc (tools/run ctx-place passes it), a TPC-C stage: the synthetic table has one
 // index and short rows, while TPC-C's transactions chain many operations on nine tables. Starting
 // from the synthetic placement, the tool toggles each candidate site in code-path order and keeps a
 // toggle that lowers the cost per transaction of Payment and of the standard mix (1 warehouse, 10
 // users, STEPS on, tpcc run under callgrind: tpcc_runs.h), averaged relative to the current
-// placement, by more than --tpcc-min-gain (0.5 %; repeated runs on one database agree within
-// 0.1 %, and the database is loaded by one fiber, so that every load lays out the same pages)
+// placement, by more than --tpcc-min-gain (default 0.5 %, above the spread of repeated runs on one
+// database; the database is loaded by one fiber, so that every load lays out the same pages)
 // without raising either by more than 1 %. The cost is the L1-I misses plus the instructions at
 // --instructions-per-miss (30) to a miss: a site saves misses where teammates reuse the code of
 // the fragment it ends, but costs a switch wherever it is reached, and a site on a path as hot
@@ -35,7 +35,7 @@
 // toggle, another pass tries again the sites whose toggle measured better but not by enough, at
 // most --tpcc-passes (4) in all.
 // --compare FILE (the placement in use) is measured the same way and is the starting point instead
-// where it measures better, so a new build's placement refines the last one.
+// where it measures better, so a new placement refines the one in use.
 //
 // Finally the fragments: steps_bench --fragments runs each operation on one fiber under
 // callgrind with --dump-instr=yes, a part dumped at every enabled site, so each part is one
@@ -89,13 +89,14 @@ struct PlaceOptions {
   // The TPC-C stage (when `tpcc.tpcc` names the binary): Payment and the mix on the TPC-C
   // tables, STEPS on, 1 warehouse and 10 users.
   TpccRunOptions tpcc;
-  double tpcc_min_gain_pct = 0.5;  // five times the spread of repeated runs
-  // How many instructions the TPC-C stage takes to cost as much as one L1-I miss. An L1-I miss
-  // that hits L2 costs this machine's cores (AMD EPYC, Zen 4) 14 cycles, and the engine runs 2
-  // to 2.8 instructions a cycle (one worker runs some 275,000 Payments of 26,000 instructions a
-  // second, at 2.6-3.7 GHz): 28 to 39 instructions, if the miss stalls the core for all of it;
-  // the front end's prefetching hides part of it. The paper's Athlon XP (about 20 cycles to
-  // L2, Shore at well under one instruction a cycle) comes to about 12. 0: the misses alone.
+  double tpcc_min_gain_pct = 0.5;  // above the spread of repeated runs of one configuration
+  // How many instructions the TPC-C stage takes to cost as much as one L1-I miss: an L1-I miss
+  // that hits L2 costs the core's L2 latency in cycles, times the instructions the engine runs
+  // per cycle (tpcc run --mix payment --workers 1's throughput_tx_per_s times steps_bench's
+  // payment_instructions_per_txn_serial, over the clock rate), if the miss stalls the core for
+  // all of it; the front end's prefetching hides part of it, so the default lies below that
+  // product. The paper's Athlon XP (a slower L2 in cycles, Shore at well under one instruction
+  // a cycle) comes to far fewer. 0: the misses alone.
   double instructions_per_miss = 30;
   unsigned tpcc_passes = 4;  // toggle passes at most; they stop after one that keeps nothing
   std::string compare;  // a placement to measure next to the chosen one (the hand-made one)
@@ -367,8 +368,9 @@ void WritePlacement(const PlaceOptions& o, const std::vector<std::string>& enabl
         << " instructions as one miss (--instructions-per-miss).\n";
   }
   out << FragmentTable(o, fragments, "# ");
-  out << "# Regenerate with `tools/run ctx-place` (README). Each site: the fragments that end at\n"
-      << "# it, by operation (footprint, L1-I misses serially), and why it was chosen.\n";
+  out << "# Regenerate with `tools/run ctx-place` (docs/design/icache-tools.md). Each site: the\n"
+      << "# fragments that end at it, by operation (footprint, L1-I misses serially), and why it was\n"
+      << "# chosen.\n";
   const uint32_t line_bytes = LineBytes(o.geometry.i1);
   for (const std::string& site : enabled) {
     auto g = gain.find(site);
@@ -492,8 +494,8 @@ bool TpccStage(const PlaceOptions& o, const std::vector<std::string>& order,
               static_cast<unsigned long long>(o.tpcc.transactions), serial.ToString().c_str(),
               current.ToString().c_str());
   const TpccCost synthetic = current;
-  // The placement in use (--compare) is the other starting point: a new build's placement
-  // refines the last one where that one measures better, so it never ends up worse.
+  // The placement in use (--compare) is the other starting point: a new placement refines it
+  // where it measures better, so the result never ends up worse.
   TpccCost compared;
   if (!o.compare.empty()) {
     std::vector<std::string> sites;

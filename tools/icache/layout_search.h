@@ -1,11 +1,11 @@
 // Choosing among candidate code layouts by measuring them (tools/run layout).
 //
 // Why: a layout is one fixed point of one profile, and call-chain clustering with another
-// cluster size, or the order checked in with the build before, can miss the cache a tenth less
-// or more with the same instructions (README, "The code layout"). So each candidate order is
-// linked into its own `tpcc` and run under callgrind, TPC-C Payment and the standard mix, STEPS
-// off and on (the runs the order was profiled from); the one with the fewest L1-I misses, the
-// four per-transaction figures summed, is kept. The score is neutral between the modes: it
+// cluster size, or the order checked in, can miss the cache less or more with the same
+// instructions (function_order.h). So each candidate order is linked into its own `tpcc` and
+// run under callgrind, TPC-C Payment and the standard mix, STEPS off and on (the runs the
+// order was profiled from); the one with the fewest L1-I misses, the four per-transaction
+// figures summed, is kept. The score is neutral between the modes: it
 // rewards fewer misses, not a larger reduction by STEPS.
 //
 // Invariants: the candidate measured first is the order the given binary was linked with, if
@@ -40,9 +40,9 @@ std::string RelinkCommand(std::string_view relink, const std::string& order,
 // The index of the chosen candidate, -1 if none: the first one (the current order, when there
 // is one) unless another scores more than `margin` (a fraction) below it, and then the lowest
 // of those, the earliest of equals. The margin keeps the current order against a candidate that
-// only draws level: the same order linked into another file, at another path, measures a few
-// hundredths of a percent apart (a run's addresses on the stack differ, and with them a few
-// branches in the C library), and the order checked in should not churn on that.
+// only draws level: the same order linked into another file, at another path, measures slightly
+// apart (a run's addresses on the stack differ, and with them a few branches in the C library),
+// and the order checked in should not churn on that.
 int BestLayout(const std::vector<LayoutCandidate>& candidates, double margin);
 
 // Runs Payment and the mix with `candidate->binary`, STEPS off and on, two at a time, and

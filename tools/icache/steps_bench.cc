@@ -23,7 +23,7 @@
 // the per-additional-fiber slope of L1-I misses ((misses(N) - misses(1)) / (N - 1) per fetch of
 // a fiber) next to the serial one. The last line is JSON (keys in PrintJson).
 //
-// Targets (issue: STEPS): 10 fibers at 32 KiB 8-way: >= 85 % fewer L1-I misses than serial, and a
+// Targets: 10 fibers at 32 KiB 8-way: >= 85 % fewer L1-I misses than serial, and a
 // per-additional-fiber slope <= 10 % of the serial one. The program says whether they are met.
 #include <unistd.h>
 #include <valgrind/callgrind.h>
@@ -73,16 +73,16 @@ struct BenchOptions {
   bool quick = false;
   bool fetch = true;  // the index-fetch microbenchmark (--no-fetch skips it)
   TpccRunOptions tpcc;  // with tpcc.tpcc set: also the TPC-C runs
-  // TPC-C configurations, warehouses x users: the issue's (1 x 10; keys without a suffix),
-  // the paper's (10 x 100; keys ending in _10wh), and the same ten fibers as the issue's spread
+  // TPC-C configurations, warehouses x users: the default (1 x 10; keys without a suffix),
+  // the paper's (10 x 100; keys ending in _10wh), and the default's ten fibers spread
   // over ten warehouses (10 x 10; keys ending in _10wh_10u): teams of the same size with no
   // hot warehouse row, which shows what the lock conflicts of one warehouse cost STEPS.
   std::vector<std::string> tpcc_configs = {"1x10", "10x100", "10x10"};
-  // L1-I geometries of the TPC-C runs: the issue's 32 KiB 8-way unless given (keys of another
+  // L1-I geometries of the TPC-C runs: 32 KiB 8-way unless given (keys of another
   // end in its suffix, e.g. _32k512w). A fully associative one (32768,512,64) leaves out the
-  // conflict misses, which move with the code layout from build to build.
+  // conflict misses, which move with the code layout whenever the code changes.
   std::vector<std::string> tpcc_geometries = {Geometry{}.i1};
-  // TPC-C workloads by name (FindTpccWorkload): the issue's two and the paper's mix.
+  // TPC-C workloads by name (FindTpccWorkload): Payment, the standard mix and the paper's.
   std::vector<std::string> tpcc_workloads = {"payment", "mix", "mix_no_delivery"};
   int wall_repeat = 0;  // > 0: also the wall-clock comparison, this many alternating runs
   double wall_seconds = 3;
@@ -524,7 +524,7 @@ nlohmann::json Figures(const std::vector<GeometryResult>& results, const BenchOp
   return j;
 }
 
-// The TPC-C targets of the STEPS issue, met or not, with the figures.
+// The TPC-C targets, met or not, with the figures.
 // JSON key suffix of a TPC-C configuration: none for 1 warehouse and 10 users, _<W>wh for the
 // standard 10 users per warehouse, else _<W>wh_<U>u.
 std::string ConfigSuffix(unsigned warehouses, unsigned users) {
@@ -549,7 +549,7 @@ void PrintTargets(const nlohmann::json& j) {
   say("Mix: fewer L1-I misses per transaction", "mix_l1i_reduction_pct", 50, true);
   say("Payment, 10 warehouses x 10 users: fewer L1-I misses", "payment_l1i_reduction_pct_10wh_10u",
       60, true);
-  // The paper's own mix, for comparison with its figure (not one of the issue's targets).
+  // The paper's own mix, for comparison with its figure (not a target).
   auto paper = [&](const char* what, const char* key) {
     if (!j.contains(key)) return;
     std::printf("%-44s %7.1f %%  (the paper: 56 %% at 10 warehouses)\n", what, double(j[key]));
@@ -586,7 +586,7 @@ bool RunFetch(const BenchOptions& bo, const char* self, nlohmann::json* j) {
   bool have10 = std::find(bo.fibers.begin(), bo.fibers.end(), 10u) != bo.fibers.end();
   if (!have10) n = bo.fibers.back();
   j->update(Figures(results, bo, n));
-  // The first geometry's figures (the issue's targets are for 32 KiB 8-way, the default
+  // The first geometry's figures (the targets are for 32 KiB 8-way, the default
   // first; another first geometry has its keys suffixed).
   const std::string sfx = results.front().g.Suffix();
   double red = (*j)["index_fetch_l1i_reduction_pct" + sfx];

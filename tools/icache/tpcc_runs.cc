@@ -184,8 +184,8 @@ bool RunTpccOnce(const TpccRunOptions& o, const TpccWorkload& w, bool steps, con
 
 bool RunTpccPair(const TpccRunOptions& o, const TpccWorkload& w, const Geometry& g,
                  Counters counters[2], std::string teams[2], FunctionProfile profiles[2]) {
-  // Each run counts only its own process, whatever else the machine runs (the counts of a run
-  // alone and of one beside another agree within 0.001 %).
+  // Each run counts only its own process, whatever else the machine runs: callgrind simulates
+  // the caches of the program it runs, so a run beside another counts what it counts alone.
   auto run = [&](bool steps) {
     const int i = steps ? 1 : 0;
     return RunTpccOnce(o, w, steps, g, &counters[i], teams != nullptr ? &teams[i] : nullptr,

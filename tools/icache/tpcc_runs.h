@@ -6,12 +6,12 @@
 // the same state), reads it into the buffer pool (--prewarm), and uses `tpcc run --transactions T
 // --warmup-transactions W --callgrind-window`: only the T measured transactions are collected (all
 // threads' events while the window is open). The buffer pool's background writer runs only for
-// eviction (--writer-interval-ms 0): on a timer it would run about fifty times as often per
-// transaction under valgrind as natively, and more often in the slower mode, which would bias and
-// blur the comparison. The lock wait timeout is an hour (--lock-timeout-ms): under valgrind on a
-// busy machine a New-Order can wait more than the default 10 s of wall clock, and its retry made
-// the mix's counts vary by 7 % between runs of one configuration. The figures are per measured
-// transaction.
+// eviction (--writer-interval-ms 0): on a timer it would run far more often per transaction under
+// valgrind, which slows the program down many times over, than natively, and more often in the
+// slower mode, which would bias and blur the comparison. The lock wait timeout is an hour
+// (--lock-timeout-ms): under valgrind on a busy machine a New-Order can wait more than the
+// default 10 s of wall clock, and its retry would make the mix's counts vary between runs of one
+// configuration. The figures are per measured transaction.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,7 +34,8 @@ struct TpccRunOptions {
   uint64_t warmup = 300;
   // The pool of each run, prewarmed (tpcc run --prewarm) so that the measured transactions
   // read no pages: a fiber waiting for a read leaves its team, which the paper's runs (a
-  // database in memory) did not see. It should hold the database (about 290 MiB a warehouse).
+  // database in memory) did not see. It should hold the database (sm_admin verify reports its
+  // pages).
   std::string buffer_pool = "4G";
   std::string ctx_placement;  // empty: the built-in placement
   bool keep = false;

@@ -5,7 +5,7 @@
 // chunk reads as zeros). "durable = current" after a Sync and "current = durable" after a crash
 // copy chunk pointers, not bytes, so thousands of crash cycles over a multi-megabyte database
 // cost little; a write clones only the chunks it touches that are still shared.
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -130,7 +130,7 @@ std::string BaseName(const std::string& path) {
 struct FaultInjectionFileSystem::State {
   explicit State(uint64_t seed) : rng(seed) {}
 
-  // All members are guarded by mu.
+  // Every member below is GUARDED_BY(mu).
   mutable std::mutex mu;
   std::mt19937_64 rng;
   std::map<std::string, std::shared_ptr<FileNode>> files;  // ordered: crashes are replayable

@@ -1,5 +1,7 @@
 // FaultInjectionFileSystem: an in-memory FileSystem for tests that injects I/O faults and
 // models what survives a crash (after LevelDB's fault-injection Env and SQLite's test6.c).
+// Test support: it is in the sm_testing library, which the tests and benchmarks link and the
+// engine's libraries and the installed package do not.
 //
 // Owns: every file's contents in two images (durable and cached), the ordered list of each
 // file's unsynced operations, the fault plan, the seeded random generator, and the counters.

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "sm/io/fault_file.h"
+#include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
 #include "tests/forwarding_fs.h"
@@ -77,7 +77,7 @@ std::unique_ptr<Database> OpenWithRow(const Options& o, const std::string& value
   return db;
 }
 
-TEST_CASE("a durable commit releases its locks before its record is durable", "[unit][api]") {
+TEST_CASE("a durable commit releases its locks before its record is durable", "[unit][txn]") {
   io::FaultInjectionFileSystem base(81);
   GatedLogSyncs fs(&base);
   Options o = test::SmallDbOptions(&base);
@@ -132,7 +132,7 @@ TEST_CASE("a durable commit releases its locks before its record is durable", "[
 }
 
 TEST_CASE("a read-only durable commit costs no sync once every released commit is durable",
-          "[unit][api]") {
+          "[unit][txn]") {
   io::FaultInjectionFileSystem fs(82);
   Options o = test::SmallDbOptions(&fs);
   o.commit_mode = CommitMode::kDurable;
