@@ -1,9 +1,12 @@
-# Checks that every quoted #include goes downward in the module graph of ARCHITECTURE:
+# Checks that every quoted #include goes downward in the module graph (the libraries of the
+# top-level CMakeLists.txt; docs/design/overview.md describes the layers):
 #
 #   common <- threads <- steps
 #   threads <- io (sm/io) <- log <- core (sm/page, sm/buffer, sm/lock, ...) <- index
-#   index <- api (sm/sm.h, sm/api)
-#   api <- query, tpcc;  steps <- api, tpcc;  query <- tpcc
+#   index <- apiimpl (sm/api, the public API's implementation) <- api (sm/sm.h alone)
+#   api <- query, tpcc (which may include sm/sm.h but not sm/api/);  steps <- apiimpl, tpcc;
+#   query <- tpcc
+#   io <- testing (sm/io/testing: test support, for tests/ and tools/bench only)
 #   tools/ (offline tools) include nothing of the engine; tools/admin (the database admin
 #   command) goes through the public API and the layers below it; tools/icache (the STEPS
 #   measurement harness, a benchmark run under valgrind) goes through the public API and the
@@ -16,10 +19,14 @@ cmake_minimum_required(VERSION 3.25)
 function(module_of path out)
   if(path MATCHES "^sm/common/")
     set(m common)
+  elseif(path MATCHES "^sm/io/testing/")
+    set(m testing)
   elseif(path MATCHES "^sm/io/")
     set(m io)
-  elseif(path MATCHES "^sm/sm\\.h$" OR path MATCHES "^sm/api/")
+  elseif(path MATCHES "^sm/sm\\.h$")
     set(m api)
+  elseif(path MATCHES "^sm/api/")
+    set(m apiimpl)
   elseif(path MATCHES "^sm/")
     set(m core)
   elseif(path MATCHES "^tools/bench/")
@@ -40,17 +47,20 @@ set(allowed_common common)
 set(allowed_threads common threads)
 set(allowed_steps common threads steps)
 set(allowed_io common threads io)
+set(allowed_testing common threads io testing)
 set(allowed_log common threads io log)
 set(allowed_core common threads io log core)
 set(allowed_index common threads io log core index)
-set(allowed_api common threads io log core index steps api)
-set(allowed_query common threads api query)
+set(allowed_api common api)
+set(allowed_apiimpl common threads io log core index steps api apiimpl)
+set(allowed_query common api query)
 set(allowed_tpcc common api steps query tpcc)
 set(allowed_tools tools)
-set(allowed_admin common threads io log core index api admin)
+set(allowed_admin common threads io log core index api apiimpl admin)
 set(allowed_icache common threads steps api bench icache)
-set(allowed_bench common threads io steps log core index api query tpcc bench)
-set(allowed_tests common threads io steps log core index api query tpcc bench icache tests)
+set(allowed_bench common threads io testing steps log core index api apiimpl query tpcc bench)
+set(allowed_tests common threads io testing steps log core index api apiimpl query tpcc bench
+    icache tests)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT}
   ${ROOT}/sm/*.h ${ROOT}/sm/*.cc ${ROOT}/threads/*.h ${ROOT}/threads/*.cc

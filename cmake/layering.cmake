@@ -1,5 +1,5 @@
 # Adds the `check_layering` target, built with ALL: it re-runs check_layering.cmake whenever a
-# source file changes, so an upward #include fails the build, not just a review.
+# source file changes, so an upward #include fails the build.
 file(GLOB_RECURSE SM_LAYERED_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/sm/*.h ${CMAKE_SOURCE_DIR}/sm/*.cc
   ${CMAKE_SOURCE_DIR}/threads/*.h ${CMAKE_SOURCE_DIR}/threads/*.cc

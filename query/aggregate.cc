@@ -1,0 +1,454 @@
+// Aggregation: COUNT(*), COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX over groups, by hashing
+// (any input order) or by runs of a sorted input.
+//
+// Owns: AggregateNode, the accumulators (Accumulators), HashAggregateOperator and
+// SortAggregateOperator.
+//
+// Semantics (SQL's): aggregates other than COUNT(*) skip NULL inputs; SUM, AVG, MIN and MAX of
+// no values are NULL and COUNT of none is 0; without group keys there is exactly one output row,
+// even for an empty input; NULL group keys form one group. SUM of ints or money is exact (an
+// overflow of int64 is an error, not a wrapped sum); AVG is a double (money in currency units).
+//
+// Tuple lifetime: hash aggregation is blocking and keeps its output until Close; sort
+// aggregation builds each group's row in a TupleRing when the group ends.
+#include <memory>
+#include <unordered_set>
+
+#include "query/expr_eval.h"
+#include "query/hash.h"
+#include "query/nodes.h"
+#include "query/row_store.h"
+#include "sm/common/assert.h"
+
+namespace sm::query {
+
+namespace {
+
+Status ResultType(const Agg& agg, Type in, Type* out) {
+  switch (agg.kind) {
+    case AggKind::kCountStar:
+    case AggKind::kCount:
+    case AggKind::kCountDistinct:
+      *out = Type::kInt;
+      return Status::OK();
+    case AggKind::kSum:
+      if (in != Type::kInt && in != Type::kMoney && in != Type::kDouble) break;
+      *out = in;
+      return Status::OK();
+    case AggKind::kAvg:
+      if (!IsNumeric(in)) break;
+      *out = Type::kDouble;
+      return Status::OK();
+    case AggKind::kMin:
+    case AggKind::kMax:
+      *out = in;
+      return Status::OK();
+  }
+  return Status::InvalidArgument(std::string(AggKindName(agg.kind)) + " of a " + TypeName(in) +
+                                 " in " + agg.name);
+}
+
+// The running state of one aggregate of one group.
+struct AggState {
+  int64_t count = 0;
+  int64_t sum = 0;  // ints and money
+  double dsum = 0;  // doubles
+  Value extreme = Value::Null();
+};
+
+// The aggregates of a plan, bound to its input, with their per-group states.
+class Accumulators {
+ public:
+  Status Bind(const std::vector<Agg>& aggs, const RowSchema& input, ExecContext* ctx) {
+    aggs_ = aggs;
+    args_.clear();
+    arg_types_.clear();
+    for (const Agg& a : aggs_) {
+      std::unique_ptr<BoundExpr> bound;
+      if (a.kind != AggKind::kCountStar) {
+        SM_TRY(query::Bind(a.arg, input, &bound));
+        SM_TRY(bound->Prepare(ctx));
+      }
+      arg_types_.push_back(bound ? bound->type() : Type::kInt);
+      args_.push_back(std::move(bound));
+    }
+    return Status::OK();
+  }
+  size_t size() const { return aggs_.size(); }
+  // Adds a row to the states of group `group` at *states (size() of them, value-initialized
+  // by the caller).
+  Status Add(uint64_t group, AggState* states, const Value* row, Arena* arena) {
+    for (size_t i = 0; i < aggs_.size(); ++i) {
+      AggState& st = states[i];
+      if (aggs_[i].kind == AggKind::kCountStar) {
+        ++st.count;
+        continue;
+      }
+      Value v = args_[i]->Eval(row);
+      if (v.null) continue;
+      SM_TRY(Accumulate(group, i, &st, v, arena));
+    }
+    return Status::OK();
+  }
+  Value Result(size_t i, const AggState& st, Type result_type) const {
+    switch (aggs_[i].kind) {
+      case AggKind::kCountStar:
+      case AggKind::kCount:
+        return Value::Int(st.count);
+      case AggKind::kCountDistinct:
+        return Value::Int(st.count);
+      case AggKind::kSum:
+        if (st.count == 0) return Value::Null();
+        return result_type == Type::kDouble ? Value::Double(st.dsum) : Value::Int(st.sum);
+      case AggKind::kAvg: {
+        if (st.count == 0) return Value::Null();
+        double total = arg_types_[i] == Type::kDouble ? st.dsum : static_cast<double>(st.sum);
+        if (arg_types_[i] == Type::kMoney) total /= 100.0;
+        return Value::Double(total / static_cast<double>(st.count));
+      }
+      case AggKind::kMin:
+      case AggKind::kMax:
+        return st.extreme;
+    }
+    return Value::Null();
+  }
+  // Forgets the distinct values seen (a sort aggregation's next group).
+  void ClearDistinct() { distinct_.clear(); }
+
+ private:
+  Status Accumulate(uint64_t group, size_t i, AggState* st, const Value& v, Arena* arena) {
+    Type t = arg_types_[i];
+    switch (aggs_[i].kind) {
+      case AggKind::kCount:
+        ++st->count;
+        break;
+      case AggKind::kCountDistinct: {
+        // One set for every group: the group, the aggregate and the value, which for an
+        // integer is short enough to be held without an allocation.
+        std::string key(reinterpret_cast<const char*>(&group), sizeof(group));
+        key.push_back(static_cast<char>(i));
+        if (t == Type::kString) {
+          key.append(v.str());
+        } else {
+          key.append(reinterpret_cast<const char*>(&v.i), sizeof(v.i));
+        }
+        if (distinct_.insert(std::move(key)).second) ++st->count;
+        break;
+      }
+      case AggKind::kSum:
+      case AggKind::kAvg:
+        ++st->count;
+        if (t == Type::kDouble) {
+          st->dsum += v.d;
+        } else if (__builtin_add_overflow(st->sum, v.i, &st->sum)) {
+          return Status::InvalidArgument("integer overflow in " + aggs_[i].name);
+        }
+        break;
+      case AggKind::kMin:
+      case AggKind::kMax: {
+        int c = st->extreme.null ? 0 : CompareValues(v, st->extreme, t);
+        bool better = aggs_[i].kind == AggKind::kMin ? c < 0 : c > 0;
+        if (st->extreme.null || better) st->extreme = arena->Own(v);
+        break;
+      }
+      case AggKind::kCountStar:
+        break;
+    }
+    return Status::OK();
+  }
+
+  std::vector<Agg> aggs_;
+  std::vector<std::unique_ptr<BoundExpr>> args_;
+  std::vector<Type> arg_types_;
+  std::unordered_set<std::string> distinct_;  // the values COUNT(DISTINCT) has seen
+};
+
+std::string AggText(const std::vector<NamedExpr>& group_by, const std::vector<Agg>& aggs) {
+  std::string out;
+  if (!group_by.empty()) {
+    out += "group by ";
+    for (size_t i = 0; i < group_by.size(); ++i) {
+      out += (i ? ", " : "") + group_by[i].expr.ToString();
+    }
+    out += "; ";
+  }
+  for (size_t i = 0; i < aggs.size(); ++i) {
+    out += (i ? ", " : "") + aggs[i].name;
+  }
+  return out;
+}
+
+// What both strategies share: the group key expressions and the aggregates.
+class AggregateBase : public Operator {
+ public:
+  AggregateBase(const char* name, RowSchema schema, std::vector<NamedExpr> group_by,
+                std::vector<Agg> aggs, std::string detail)
+      : Operator(name, std::move(schema)),
+        group_by_(std::move(group_by)),
+        aggs_(std::move(aggs)),
+        detail_(std::move(detail)) {}
+  std::string detail() const override { return detail_; }
+
+ protected:
+  Status BindAggregates(ExecContext* ctx) {
+    const RowSchema& input = child(0)->schema();
+    keys_.clear();
+    key_types_.clear();
+    for (const NamedExpr& g : group_by_) {
+      std::unique_ptr<BoundExpr> bound;
+      SM_TRY(Bind(g.expr, input, &bound));
+      SM_TRY(bound->Prepare(ctx));
+      key_types_.push_back(bound->type());
+      keys_.push_back(std::move(bound));
+    }
+    return accumulators_.Bind(aggs_, input, ctx);
+  }
+  void EvalKeys(const Value* row, Value* out) const {
+    for (size_t i = 0; i < keys_.size(); ++i) out[i] = keys_[i]->Eval(row);
+  }
+  // Writes a group's output row: its keys, then each aggregate's result.
+  void Finish(const Value* keys, const AggState* states, Value* out) const {
+    size_t k = keys_.size();
+    for (size_t i = 0; i < k; ++i) out[i] = keys[i];
+    for (size_t i = 0; i < accumulators_.size(); ++i) {
+      out[k + i] = accumulators_.Result(i, states[i], schema()[k + i].type);
+    }
+  }
+
+  std::vector<NamedExpr> group_by_;
+  std::vector<Agg> aggs_;
+  std::string detail_;
+  std::vector<std::unique_ptr<BoundExpr>> keys_;
+  std::vector<Type> key_types_;
+  Accumulators accumulators_;
+};
+
+class HashAggregateOperator final : public AggregateBase {
+ public:
+  using AggregateBase::AggregateBase;
+  bool blocking() const override { return true; }
+  uint32_t window() const override { return kUnboundedWindow; }
+
+ protected:
+  Status OpenImpl(ExecContext* ctx) override {
+    SM_TRY(BindAggregates(ctx));
+    SM_TRY(OpenChildren(ctx));
+    size_t k = keys_.size();
+    groups_.Reset(k == 0 ? 1 : k);
+    hashes_.clear();
+    states_.clear();
+    slots_.assign(1024, kEmpty);
+    std::vector<Value> key(k == 0 ? 1 : k);
+    if (k == 0) NewGroup(key.data(), 0);  // one row even for an empty input
+    for (;;) {
+      const Value* row = nullptr;
+      SM_TRY(child(0)->Next(&row));
+      if (row == nullptr) break;
+      EvalKeys(row, key.data());
+      size_t group = k == 0 ? 0 : FindOrAdd(key.data());
+      SM_TRY(
+          accumulators_.Add(group, &states_[group * accumulators_.size()], row, &groups_.arena()));
+    }
+    output_.Reset(schema().size());
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      Finish(groups_.row(g), &states_[g * accumulators_.size()], output_.AppendEmpty());
+    }
+    states_.clear();
+    next_ = 0;
+    return Status::OK();
+  }
+  Status NextImpl(const Value** row) override {
+    *row = next_ < output_.size() ? output_.row(next_++) : nullptr;
+    return Status::OK();
+  }
+  void CloseImpl() override {
+    groups_.Clear();
+    output_.Clear();
+    states_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  size_t FindOrAdd(const Value* key) {
+    uint64_t h = HashKeys(key, key_types_);
+    size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      uint32_t g = slots_[i];
+      if (g == kEmpty) {
+        g = static_cast<uint32_t>(groups_.size());
+        NewGroup(key, h);
+        slots_[i] = g;
+        if (groups_.size() * 2 > slots_.size()) Grow();
+        return g;
+      }
+      if (hashes_[g] == h && KeysEqual(groups_.row(g), key, key_types_)) return g;
+    }
+  }
+  void NewGroup(const Value* key, uint64_t hash) {
+    groups_.Append(key);
+    hashes_.push_back(hash);
+    states_.resize(states_.size() + accumulators_.size());
+  }
+  void Grow() {
+    slots_.assign(slots_.size() * 2, kEmpty);
+    size_t mask = slots_.size() - 1;
+    for (uint32_t g = 0; g < groups_.size(); ++g) {
+      size_t i = hashes_[g] & mask;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask;
+      slots_[i] = g;
+    }
+  }
+
+  RowStore groups_;               // each group's key values
+  std::vector<uint64_t> hashes_;  // each group's key hash
+  std::vector<AggState> states_;  // accumulators_.size() per group
+  std::vector<uint32_t> slots_;   // open addressing: group numbers
+  RowStore output_;
+  size_t next_ = 0;
+};
+
+// Groups are runs of equal keys in the input, which arrives sorted on them.
+class SortAggregateOperator final : public AggregateBase {
+ public:
+  using AggregateBase::AggregateBase;
+
+ protected:
+  Status OpenImpl(ExecContext* ctx) override {
+    SM_TRY(BindAggregates(ctx));
+    SM_TRY(OpenChildren(ctx));
+    size_t k = keys_.size();
+    key_.assign(k, Value());
+    candidate_.assign(k, Value());
+    key_bytes_.Clear();
+    states_.clear();
+    states_.resize(accumulators_.size());
+    // The group's strings live in arenas that the next group reuses: the ring keeps copies.
+    ring_.Init(schema().size(), requested_window(), /*own_strings=*/true);
+    in_group_ = false;
+    done_ = false;
+    emitted_empty_ = false;
+    return Status::OK();
+  }
+  Status NextImpl(const Value** row) override {
+    *row = nullptr;
+    while (!done_) {
+      const Value* in = nullptr;
+      SM_TRY(child(0)->Next(&in));
+      if (in == nullptr) {
+        done_ = true;
+        if (in_group_ || (keys_.empty() && !emitted_empty_)) *row = EmitGroup();
+        return Status::OK();
+      }
+      EvalKeys(in, candidate_.data());
+      const Value* finished = nullptr;
+      if (in_group_ && !KeysEqual(key_.data(), candidate_.data(), key_types_)) {
+        finished = EmitGroup();
+      }
+      if (!in_group_) StartGroup();
+      SM_TRY(accumulators_.Add(0, states_.data(), in, &group_bytes_));
+      if (finished != nullptr) {
+        *row = finished;
+        return Status::OK();
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  void StartGroup() {
+    key_bytes_.Reset();
+    for (size_t i = 0; i < key_.size(); ++i) key_[i] = key_bytes_.Own(candidate_[i]);
+    in_group_ = true;
+  }
+  const Value* EmitGroup() {
+    Value* out = ring_.Advance();
+    Finish(key_.data(), states_.data(), out);
+    ring_.Own(out);
+    for (AggState& st : states_) st = AggState();
+    accumulators_.ClearDistinct();
+    group_bytes_.Reset();
+    in_group_ = false;
+    emitted_empty_ = true;
+    return out;
+  }
+
+  std::vector<Value> key_, candidate_;
+  Arena key_bytes_;    // the current group's key strings
+  Arena group_bytes_;  // the current group's MIN / MAX strings
+  std::vector<AggState> states_;
+  TupleRing ring_;
+  bool in_group_ = false;
+  bool done_ = false;
+  bool emitted_empty_ = false;
+};
+
+class AggregateNode final : public PlanNode {
+ public:
+  AggregateNode(NodePtr child, std::vector<NamedExpr> group_by, std::vector<Agg> aggs,
+                AggStrategy strategy)
+      : PlanNode(strategy == AggStrategy::kHash ? "HashAggregate" : "SortAggregate", Status::OK()),
+        group_by_(std::move(group_by)),
+        aggs_(std::move(aggs)),
+        strategy_(strategy) {
+    set_status(Check(child->schema()));
+    double in = child->estimated_rows();
+    set_estimated_rows(group_by_.empty() ? 1 : (in < 0 ? -1 : in / 10));
+    AddChild(std::move(child));
+  }
+  std::string Detail() const override { return AggText(group_by_, aggs_); }
+
+ private:
+  Status Check(const RowSchema& input) {
+    if (group_by_.empty() && aggs_.empty()) {
+      return Status::InvalidArgument("an aggregation needs group keys or aggregates");
+    }
+    RowSchema schema;
+    for (const NamedExpr& g : group_by_) {
+      std::unique_ptr<BoundExpr> bound;
+      SM_TRY(Bind(g.expr, input, &bound));
+      schema.Append({g.name, bound->type()});
+    }
+    for (const Agg& a : aggs_) {
+      Type in = Type::kInt;
+      if (a.kind != AggKind::kCountStar) {
+        std::unique_ptr<BoundExpr> bound;
+        SM_TRY(Bind(a.arg, input, &bound));
+        in = bound->type();
+      }
+      Type out = Type::kInt;
+      SM_TRY(ResultType(a, in, &out));
+      schema.Append({a.name, out});
+    }
+    set_schema(std::move(schema));
+    return Status::OK();
+  }
+  Status MakeOperator(std::unique_ptr<Operator>* out) const override {
+    std::unique_ptr<Operator> child;
+    SM_TRY(children()[0]->Instantiate(&child));
+    std::unique_ptr<Operator> op;
+    if (strategy_ == AggStrategy::kHash) {
+      op = std::make_unique<HashAggregateOperator>("HashAggregate", schema(), group_by_, aggs_,
+                                                   Detail());
+    } else {
+      op = std::make_unique<SortAggregateOperator>("SortAggregate", schema(), group_by_, aggs_,
+                                                   Detail());
+    }
+    op->AddChild(std::move(child));
+    *out = std::move(op);
+    return Status::OK();
+  }
+  std::vector<NamedExpr> group_by_;
+  std::vector<Agg> aggs_;
+  AggStrategy strategy_;
+};
+
+}  // namespace
+
+NodePtr MakeAggregateNode(NodePtr child, std::vector<NamedExpr> group_by,
+                          std::vector<Agg> aggregates, AggStrategy strategy) {
+  return std::make_shared<AggregateNode>(std::move(child), std::move(group_by),
+                                         std::move(aggregates), strategy);
+}
+
+}  // namespace sm::query

@@ -1,0 +1,180 @@
+// The iterator every operator implements (open / next / close, one tuple per Next, as in
+// Volcano and in the setting of Zhou & Ross), the execution context they share, and the tuple
+// lifetime contract.
+//
+// Owns: Operator (the non-virtual Open/Next/Close wrappers that count rows and, when a query is
+// analyzed, time each call), ExecContext, and TupleRing (the output slots of an operator that
+// builds its own tuples).
+//
+// Tuple lifetime. Next hands out a pointer to the tuple's Values, which stay valid (with the
+// string bytes they point at) until the operator has returned window() further tuples, or is
+// closed; window() is at least 1. A parent that must hold several of its child's tuples at once
+// (the buffer operator holds up to N) asks with RequestWindow(N) before Open; the operator then
+// keeps that many tuples alive, so the parent stores pointers, not copies:
+//   - operators that return every child tuple unchanged (limit, buffer) forward the request
+//     to the child: no copy;
+//   - operators that return some child tuples unchanged and drop others (filter, semi and
+//     anti joins) cannot forward it, since the child's window counts the child's tuples, which
+//     may be many more than theirs: with a window above 1 they copy the tuples they return into
+//     slots of their own (TupleRing::Keep); with a window of 1 they return the child's tuple;
+//   - materializing operators (sort, aggregation, the build side of a hash join, a materialized
+//     subquery) keep every tuple until Close: window() is kUnboundedWindow, no copy;
+//   - operators that build tuples (scan, project, the probe side of joins) write each into the
+//     next of N output slots; with N > 1 each slot also owns the bytes of its strings (copied
+//     from the engine's row or the child's tuple), which is the only copy the contract costs;
+//     with N = 1 strings may point into the child's current tuple, which lives as long.
+//
+// Invariants:
+//   1. Open is called once before Next; Close once after (also after a failed Open or Next);
+//      Open may follow Close to run the operator again.
+//   2. After Next returned a null tuple (the end) it returns null again until reopened.
+//   3. window() >= the window requested before Open.
+//   4. A tuple has schema().size() Values, typed as schema() says.
+//
+// Thread/fiber safety: an operator tree is used by one thread or fiber at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "query/schema.h"
+#include "query/value.h"
+#include "sm/common/status.h"
+#include "sm/sm.h"
+
+namespace sm::query {
+
+class PlanNode;
+
+inline constexpr uint32_t kUnboundedWindow = UINT32_MAX;
+
+// What the operators of one query execution share.
+struct ExecContext {
+  Database* db = nullptr;
+  Transaction* txn = nullptr;
+  bool analyze = false;  // time every Open and Next (EXPLAIN ANALYZE)
+  // Rows read by operator trees that are not part of the query's tree (scalar subqueries).
+  uint64_t subquery_rows_read = 0;
+  // The results of materialized plan nodes, computed once per execution and shared by every
+  // operator that reads them (keyed by the node).
+  std::map<const PlanNode*, std::shared_ptr<void>> shared;
+};
+
+class Operator {
+ public:
+  struct Stats {
+    uint64_t rows = 0;       // tuples returned
+    uint64_t rows_read = 0;  // rows read from the engine's tables (scans, index joins)
+    uint64_t opens = 0;
+    uint64_t nanos = 0;  // time in Open and Next, children included (analyze only)
+  };
+
+  Operator(std::string name, RowSchema schema);
+  virtual ~Operator();
+  Operator(const Operator&) = delete;
+  Operator& operator=(const Operator&) = delete;
+
+  const std::string& name() const { return name_; }
+  // What EXPLAIN prints after the name (columns, predicate, keys).
+  virtual std::string detail() const { return std::string(); }
+  const RowSchema& schema() const { return schema_; }
+  const std::vector<std::unique_ptr<Operator>>& children() const { return children_; }
+  void AddChild(std::unique_ptr<Operator> child) { children_.push_back(std::move(child)); }
+  // Materializes all its input before its first output.
+  virtual bool blocking() const { return false; }
+
+  // Before Open: keep at least `tuples` of the returned tuples valid (see above).
+  void RequestWindow(uint32_t tuples) {
+    if (tuples > requested_window_) requested_window_ = tuples;
+  }
+  uint32_t requested_window() const { return requested_window_; }
+  // After Open: how many returned tuples stay valid.
+  virtual uint32_t window() const { return requested_window_; }
+
+  [[nodiscard]] Status Open(ExecContext* ctx);
+  // *row: the next tuple, or null at the end.
+  [[nodiscard]] Status Next(const Value** row) {
+    if (!timed_) [[likely]] {
+      Status s = NextImpl(row);
+      if (*row != nullptr) ++stats_.rows;
+      return s;
+    }
+    return TimedNext(row);
+  }
+  void Close();
+
+  const Stats& stats() const { return stats_; }
+  // rows_read of this operator and every operator below it.
+  uint64_t TreeRowsRead() const;
+  // The optimizer-free estimate of rows this operator returns, for EXPLAIN; < 0 if unknown.
+  double estimated_rows() const { return estimated_rows_; }
+  void set_estimated_rows(double rows) { estimated_rows_ = rows; }
+
+ protected:
+  virtual Status OpenImpl(ExecContext* ctx) = 0;
+  virtual Status NextImpl(const Value** row) = 0;
+  virtual void CloseImpl() {}
+  // Opens every child (the usual first step of OpenImpl).
+  Status OpenChildren(ExecContext* ctx);
+  Operator* child(size_t i) const { return children_[i].get(); }
+  void CountRowRead() { ++stats_.rows_read; }
+
+ private:
+  Status TimedNext(const Value** row);
+
+  std::string name_;
+  RowSchema schema_;
+  std::vector<std::unique_ptr<Operator>> children_;
+  uint32_t requested_window_ = 1;
+  bool timed_ = false;
+  double estimated_rows_ = -1;
+  Stats stats_;
+};
+
+// The output slots of an operator that builds its tuples: tuples of `width` Values in slots
+// used round-robin, so a tuple stays valid until `window` more have been built. One slot more
+// than the window is kept, so that a tuple can be built (and dropped, if a predicate rejects
+// it) in the slot after the current one without touching any tuple of the window. With a
+// window above 1 (or when asked to), Own() copies the bytes of a tuple's strings into storage
+// of its slot.
+class TupleRing {
+ public:
+  void Init(size_t width, uint32_t window, bool own_strings = false);
+  // The slot the next tuple is built in; it holds no tuple of the window.
+  Value* Candidate() { return &values_[Following() * width_]; }
+  // Storage of the candidate slot, for a producer that copies raw bytes itself (a scan copies
+  // the engine's row once and decodes from the copy).
+  std::string* CandidateBytes() { return &bytes_[Following()]; }
+  // Makes the candidate the current tuple and returns it.
+  Value* Advance() {
+    current_ = Following();
+    return &values_[current_ * width_];
+  }
+  // Makes the current tuple's string Values point at bytes its slot owns (if owns_strings()).
+  void Own(Value* tuple);
+  // A tuple to return that stays valid for the window: `tuple` itself with a window of 1 (it
+  // lives until the child's next call), else a copy in the next slot.
+  const Value* Keep(const Value* tuple) {
+    if (slots_ <= 2) return tuple;
+    Value* out = Advance();
+    for (size_t i = 0; i < width_; ++i) out[i] = tuple[i];
+    Own(out);
+    return out;
+  }
+  bool owns_strings() const { return own_strings_; }
+
+ private:
+  uint32_t Following() const { return current_ + 1 == slots_ ? 0 : current_ + 1; }
+
+  size_t width_ = 0;
+  uint32_t slots_ = 0;
+  uint32_t current_ = 0;
+  bool own_strings_ = false;
+  std::vector<Value> values_;
+  std::vector<std::string> bytes_;
+};
+
+}  // namespace sm::query

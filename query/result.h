@@ -1,0 +1,81 @@
+// Running a plan: ResultCursor opens a plan's operators in a transaction and hands out its rows;
+// the formatting helpers write them as CSV or an aligned table.
+//
+// Owns: QueryOptions, ResultCursor (the transaction it began, the operator tree, the context),
+// and the output formats.
+//
+// A query reads in its own transaction, read committed by default, so that it runs beside
+// OLTP work without holding its read locks: every row it reads was committed when it was read,
+// and a scan may see rows committed after it started (no snapshot). Isolation::kSerializable
+// takes key-range locks for the whole query instead, which blocks writers to what it read
+// until it ends.
+//
+// Invariants:
+//   1. A cursor that returned an error from Open or Next is closed: its transaction is aborted
+//      (if it began it) and later calls return that error again.
+//   2. Close commits a transaction the cursor began; a caller's transaction is left to it.
+//
+// Thread/fiber safety: a ResultCursor is used by one thread or fiber at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "query/operator.h"
+#include "query/plan.h"
+#include "sm/sm.h"
+
+namespace sm::query {
+
+struct QueryOptions {
+  Isolation isolation = Isolation::kReadCommitted;
+  // Run in this transaction instead of one of the cursor's own.
+  Transaction* txn = nullptr;
+  // Time every operator (EXPLAIN ANALYZE); costs a clock read per call.
+  bool analyze = false;
+};
+
+class ResultCursor {
+ public:
+  ~ResultCursor();
+  [[nodiscard]] static Status Open(const Catalog& catalog, const Plan& plan,
+                                   const QueryOptions& options, std::unique_ptr<ResultCursor>* out);
+  // *row: the next row (schema().size() Values, valid until the next call), or null at the end.
+  [[nodiscard]] Status Next(const Value** row);
+  // Ends the query (committing its own transaction). Returns the first error it met, if any.
+  [[nodiscard]] Status Close();
+  const RowSchema& schema() const { return root_->schema(); }
+  // The operator tree with estimated and actual rows and (when analyzed) times.
+  std::string ExplainAnalyze() const;
+  // Rows the query has read from the database's tables so far.
+  uint64_t rows_read() const { return root_->TreeRowsRead() + ctx_.subquery_rows_read; }
+
+ private:
+  ResultCursor() = default;
+  void Fail(const Status& s);
+
+  Database* db_ = nullptr;
+  std::unique_ptr<Transaction> own_txn_;
+  ExecContext ctx_;
+  std::unique_ptr<Operator> root_;
+  bool open_ = false;
+  Status error_;
+};
+
+// All rows of a query as text (FormatValue), for tests and small results.
+struct ResultRows {
+  RowSchema schema;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<bool>> nulls;
+};
+[[nodiscard]] Status RunToRows(const Catalog& catalog, const Plan& plan,
+                               const QueryOptions& options, ResultRows* out);
+
+// CSV (RFC 4180: a header line, fields quoted when they hold a comma, quote or newline) and an
+// aligned text table.
+std::string CsvLine(const std::vector<std::string>& fields);
+std::string FormatCsv(const ResultRows& rows);
+std::string FormatTable(const ResultRows& rows);
+
+}  // namespace sm::query
