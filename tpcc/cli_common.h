@@ -1,6 +1,20 @@
-// What the `tpcc` driver's subcommands share: exit codes and the revision their JSON reports.
-// (Only the driver binary includes this; the sm_tpcc library knows nothing of it.)
+// What the `tpcc` driver's subcommands share: exit codes, the options every verb takes, opening
+// the engine from them, and the way verbs report. (Only the driver binary includes this; the
+// sm_tpcc library knows nothing of it.)
 #pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sm/common/status.h"
+#include "sm/sm.h"
+#include "tpcc/consistency.h"
+#include "tpcc/schema.h"
+#include "tpcc/sm_engine.h"
 
 namespace sm::tpcc {
 
@@ -9,5 +23,60 @@ inline constexpr int kExitUsage = 2;   // bad options; nothing was done
 // The source revision the binary was built from ("unknown" outside git): git_revision.cc,
 // which includes the header cmake/git_revision.cmake writes at every build.
 const char* GitRevision();
+
+struct CommonOptions {
+  std::string db = "./data/tpcc";
+  uint32_t warehouses = 1;
+  bool warehouses_given = false;
+  unsigned workers = 0;  // 0: all cores
+  std::string buffer_pool = "1G";
+  std::string log_buffer = "8M";   // the log's in-memory ring
+  std::string reserve_free = "0";  // free space the data file keeps at open
+  uint32_t writer_interval_ms = 100;
+  uint32_t writer_quiet_ms = 5000;
+  std::string miss_interleaving = sm::MissInterleavingName(sm::Options().miss_interleaving);
+  uint32_t checkpoint_interval_ms =  // the engine's defaults
+      static_cast<uint32_t>(sm::Options().checkpoint_interval.count());
+  double checkpoint_spread = sm::Options().checkpoint_spread;
+  uint64_t lock_timeout_ms = 10000;  // the engine's default
+  std::string commit = "durable";
+  uint64_t seed = 1;
+  std::string output = "plain";
+  double interval_s = 1;
+  std::string checks = "on";
+  std::string read_for_update = "lock";
+  // STEPS (run only).
+  bool steps = false;
+  bool steps_adaptive = false;  // --steps auto
+  uint32_t team_size = 32;
+  uint32_t max_pass_overs = sm::Options().steps_max_pass_overs;
+  std::string ctx_placement;
+  uint32_t load_fibers = 2;  // load only: loading fibers per worker
+  bool ch = false;           // load only: also the CH-benCHmark tables
+};
+
+// Adds the options of CommonOptions to a verb.
+void AddCommon(CLI::App* app, CommonOptions* o);
+
+bool Json(const CommonOptions& o);
+// A line of progress or results on stdout.
+void Say(const CommonOptions& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
+// Prints the message; returns kExitUsage.
+int UsageError(const std::string& message);
+// Prints what failed (and a JSON error line with --output json); returns the exit code.
+int Failure(const CommonOptions& o, const std::string& what, const Status& s);
+// A count and an optional binary unit, in any case: "4096", "64K", "64KB", "64KiB", "512M",
+// "2G", "1T". False for anything else, and for sizes beyond 2^64 - 1.
+bool ParseBytes(std::string_view text, uint64_t* bytes);
+std::string BytesText(uint64_t bytes);
+// Validates the options every verb shares and opens the engine (creating the database if
+// `create`); returns 0 or the exit code, having printed why.
+int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine);
+
+// Runs and prints the consistency conditions `conditions` ("when": before the run, ...); false
+// if any failed, or if they could not run (*error set).
+bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
+               const std::vector<int>& conditions, const char* when,
+               std::vector<ConditionResult>* results, Status* error);
 
 }  // namespace sm::tpcc

@@ -173,10 +173,10 @@ class ThinkTimer {
   void Main();
 
   RunState* const st_;
-  std::mutex mu_;  // guards the three below
+  std::mutex mu_;
   std::condition_variable cv_;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;
-  bool stopping_ = false;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                                                // GUARDED_BY(mu_)
   std::thread thread_;
 };
 
@@ -189,11 +189,11 @@ struct RunState {
   std::vector<std::unique_ptr<Terminal>> terminals;
   std::unique_ptr<ThinkTimer> timer;
 
-  std::mutex mu;  // guards the four below; never held across a suspension
+  std::mutex mu;  // never held across a suspension
   std::condition_variable cv;
-  uint32_t finished = 0;
-  Status error;
-  Clock::time_point window_open, window_close;  // count mode
+  uint32_t finished = 0;                        // GUARDED_BY(mu)
+  Status error;                                 // GUARDED_BY(mu)
+  Clock::time_point window_open, window_close;  // count mode; GUARDED_BY(mu)
 
   // Count mode: transactions started and ended (warm-up included); relaxed, as every
   // decision on them is made by the one fiber whose increment crosses the edge.

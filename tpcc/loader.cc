@@ -45,10 +45,10 @@ struct Shared {
   std::atomic<uint64_t> retried_batches{0};   // relaxed: statistics
   std::atomic<bool> failed{false};            // relaxed: a hint to stop early
 
-  std::mutex mu;  // guards the three below; never held across a suspension
+  std::mutex mu;  // never held across a suspension
   std::condition_variable cv;
-  unsigned fibers_done = 0;
-  Status error;
+  unsigned fibers_done = 0;  // GUARDED_BY(mu)
+  Status error;              // GUARDED_BY(mu)
 
   void Fail(Status s) {
     std::lock_guard<std::mutex> guard(mu);

@@ -3,6 +3,9 @@
 //   tpcc load  [-w N] [--db PATH] ...   populate a database (or reuse one loaded with N)
 //   tpcc run   [-w N] [--users U] ...   run the mix; conditions 1-4 before and after
 //   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2
+//   tpcc query N|all [--format F] ...   CH-benCHmark queries (tables from `tpcc load --ch`)
+//   tpcc htap [--query-streams S] ...  the mix and query streams at once, and each alone
+//   tpcc export DIR                     every table as CSV (dates ISO 8601, money decimal)
 //   tpcc crash-test [--cycles N] ...    SIGKILL and recover, cycle after cycle; acknowledged
 //                                       New-Orders and the conditions are the oracle
 //                                       (tpcc/crash_torture.h)
@@ -33,6 +36,7 @@
 
 #include "sm/sm.h"
 #include "steps/steps.h"
+#include "tpcc/ch_commands.h"
 #include "tpcc/cli_common.h"
 #include "tpcc/consistency.h"
 #include "tpcc/crash_torture.h"
@@ -45,36 +49,6 @@ namespace {
 
 using json = nlohmann::json;
 
-struct CommonOptions {
-  std::string db = "./data/tpcc";
-  uint32_t warehouses = 1;
-  bool warehouses_given = false;
-  unsigned workers = 0;  // 0: all cores
-  std::string buffer_pool = "1G";
-  std::string log_buffer = "8M";   // the log's in-memory ring
-  std::string reserve_free = "0";  // free space the data file keeps at open
-  uint32_t writer_interval_ms = 100;
-  uint32_t writer_quiet_ms = 5000;
-  std::string miss_interleaving = sm::MissInterleavingName(sm::Options().miss_interleaving);
-  uint32_t checkpoint_interval_ms =  // the engine's defaults
-      static_cast<uint32_t>(sm::Options().checkpoint_interval.count());
-  double checkpoint_spread = sm::Options().checkpoint_spread;
-  uint64_t lock_timeout_ms = 10000;  // the engine's default
-  std::string commit = "durable";
-  uint64_t seed = 1;
-  std::string output = "plain";
-  double interval_s = 1;
-  std::string checks = "on";
-  std::string read_for_update = "lock";
-  // STEPS (run only).
-  bool steps = false;
-  bool steps_adaptive = false;  // --steps auto
-  uint32_t team_size = 32;
-  uint32_t max_pass_overs = sm::Options().steps_max_pass_overs;
-  std::string ctx_placement;
-  uint32_t load_fibers = 2;  // load only: loading fibers per worker
-};
-
 struct RunCliOptions {
   uint32_t users = 0;  // 0: 10 per warehouse
   double duration_s = 10;
@@ -84,7 +58,7 @@ struct RunCliOptions {
   std::string access_order = "hot-last";
   std::string ytd = "add";
   std::string steps = "off";
-  uint32_t team_size = 0;  // 0: not given (the engine's default, 32)
+  uint32_t team_size = 0;       // 0: not given (the engine's default, 32)
   uint32_t max_pass_overs = 0;  // 0: not given (the engine's default)
   std::string ctx_placement;
   uint64_t transactions = 0;  // > 0: count mode (RunOptions::transactions)
@@ -96,69 +70,6 @@ struct RunCliOptions {
 struct CheckCliOptions {
   std::string conditions;  // empty: all that apply
 };
-
-bool Json(const CommonOptions& o) { return o.output == "json"; }
-
-void Say(const CommonOptions& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
-void Say(const CommonOptions& o, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vfprintf(stdout, format, args);
-  va_end(args);
-  std::fflush(stdout);
-  (void)o;
-}
-
-int UsageError(const std::string& message) {
-  std::fprintf(stderr, "tpcc: %s\n", message.c_str());
-  return kExitUsage;
-}
-
-int Failure(const CommonOptions& o, const std::string& what, const Status& s) {
-  std::fprintf(stderr, "tpcc: %s: %s\n", what.c_str(), s.ToString().c_str());
-  if (Json(o)) {
-    std::printf("%s\n", json{{"error", what + ": " + s.ToString()}}.dump().c_str());
-  }
-  return s.IsInvalidArgument() ? kExitUsage : kExitFailed;
-}
-
-// A count and an optional binary unit, in any case: "4096", "64K", "64KB", "64KiB", "512M",
-// "2G", "1T". False for anything else, and for sizes beyond 2^64 - 1.
-bool ParseBytes(std::string_view text, uint64_t* bytes) {
-  uint64_t count = 0;
-  const char* end = text.data() + text.size();
-  auto [at, error] = std::from_chars(text.data(), end, count);
-  if (error != std::errc()) return false;
-  std::string unit(at, end);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "KB", "KIB"
-  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();  // "KI" of "KIB"
-  int shift = 0;
-  if (unit == "K") {
-    shift = 10;
-  } else if (unit == "M") {
-    shift = 20;
-  } else if (unit == "G") {
-    shift = 30;
-  } else if (unit == "T") {
-    shift = 40;
-  } else if (!unit.empty() && unit != "B") {
-    return false;
-  }
-  if (count > (UINT64_MAX >> shift)) return false;
-  *bytes = count << shift;
-  return true;
-}
-
-std::string BytesText(uint64_t bytes) {
-  char buf[64];
-  if (bytes >= (1ull << 30)) {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
-  }
-  return buf;
-}
 
 // "1-4", "1,2,11", "all".
 bool ParseConditions(const std::string& text, std::vector<int>* out) {
@@ -186,99 +97,6 @@ bool ParseConditions(const std::string& text, std::vector<int>* out) {
   return !out->empty();
 }
 
-// Validates the options every verb shares and opens the engine.
-int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine) {
-  if (o.warehouses == 0 || o.warehouses > 65535) {
-    return UsageError("--warehouses must be in 1..65535, not " + std::to_string(o.warehouses));
-  }
-  SmEngineOptions options;
-  options.db.path = o.db;
-  options.db.create_if_missing = create;
-  uint64_t pool = 0;
-  if (!ParseBytes(o.buffer_pool, &pool) || pool < (8u << 20)) {
-    return UsageError("--buffer-pool takes a size of at least 8M such as 512M or 2G, not '" +
-                      o.buffer_pool + "'");
-  }
-  options.db.buffer_pool_bytes = pool;
-  uint64_t log_buffer = 0;
-  if (!ParseBytes(o.log_buffer, &log_buffer) || log_buffer < (16u << 10) ||
-      log_buffer > (4ull << 30) || log_buffer % 4096 != 0) {
-    return UsageError("--log-buffer takes a multiple of 4K from 16K to 4G such as 8M, not '" +
-                      o.log_buffer + "'");
-  }
-  options.db.log_buffer_bytes = log_buffer;
-  if (!ParseBytes(o.reserve_free, &options.db.reserve_free_bytes)) {
-    return UsageError("--reserve-free takes a size such as 0, 64M or 1G, not '" + o.reserve_free +
-                      "'");
-  }
-  options.db.background_write_interval = std::chrono::milliseconds(o.writer_interval_ms);
-  options.db.background_write_quiet = std::chrono::milliseconds(o.writer_quiet_ms);
-  if (!sm::ParseMissInterleaving(o.miss_interleaving, &options.db.miss_interleaving)) {
-    return UsageError("--miss-interleaving takes off, on or auto, not '" + o.miss_interleaving +
-                      "'");
-  }
-  options.db.checkpoint_interval = std::chrono::milliseconds(o.checkpoint_interval_ms);
-  options.db.checkpoint_spread = o.checkpoint_spread;
-  options.db.lock_wait_timeout = std::chrono::milliseconds(o.lock_timeout_ms);
-  if (o.commit == "durable") {
-    options.db.commit_mode = CommitMode::kDurable;
-  } else if (o.commit == "async") {
-    options.db.commit_mode = CommitMode::kAsync;
-  } else if (o.commit == "none") {
-    options.db.commit_mode = CommitMode::kNone;
-  } else {
-    return UsageError("--commit takes durable, async or none, not '" + o.commit + "'");
-  }
-  if (o.read_for_update == "lock") {
-    options.read_for_update = ReadForUpdate::kLock;
-  } else if (o.read_for_update == "plain") {
-    options.read_for_update = ReadForUpdate::kPlain;
-  } else {
-    return UsageError("--read-for-update takes lock or plain, not '" + o.read_for_update + "'");
-  }
-  options.db.steps = o.steps;
-  options.db.steps_adaptive = o.steps_adaptive;
-  options.db.steps_team_size = o.team_size;
-  options.db.steps_max_pass_overs = o.max_pass_overs;
-  options.db.ctx_placement = o.ctx_placement;
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  options.db.workers = o.workers == 0 ? cores : o.workers;
-  if (!create) {
-    // Refuse a path that is not a database before Open would make a directory there.
-    if (::access((o.db + "/sm.meta").c_str(), F_OK) != 0) {
-      std::fprintf(stderr,
-                   "tpcc: no database at %s: run `tpcc load` first (--db to choose another)\n",
-                   o.db.c_str());
-      return kExitFailed;
-    }
-  } else {
-    // Parent directories of the default path (./data) are made here; Open makes the last one.
-    std::string parent = o.db.substr(0, o.db.find_last_of('/'));
-    if (!parent.empty() && parent != o.db) {
-      std::string cmd_path;
-      for (size_t i = 0; i <= parent.size(); ++i) {
-        if (i == parent.size() || parent[i] == '/') {
-          cmd_path = parent.substr(0, i);
-          if (!cmd_path.empty()) ::mkdir(cmd_path.c_str(), 0755);
-        }
-      }
-    }
-  }
-  sm::OpenReport report;
-  Status s = SmEngine::Open(options, engine, &report);
-  if (!s.ok()) {
-    const int rc = Failure(o, "cannot open the database at " + o.db, s);
-    // A database an older build wrote: nothing here converts it; a new load is the way on.
-    if (s.code() == Status::Code::kNotSupported) {
-      std::fprintf(stderr, "tpcc: remove %s (or choose another --db) and load again\n",
-                   o.db.c_str());
-    }
-    return rc;
-  }
-  if (report.recovered) Say(o, "recovered: %s\n", report.recovery.c_str());
-  return 0;
-}
-
 json ConditionsJson(const std::vector<ConditionResult>& results) {
   json out = json::array();
   for (const ConditionResult& r : results) {
@@ -289,28 +107,6 @@ json ConditionsJson(const std::vector<ConditionResult>& results) {
                    {"detail", r.detail}});
   }
   return out;
-}
-
-// Runs and prints the conditions; false if any failed (or they could not run: *error set).
-bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
-               const std::vector<int>& conditions, const char* when,
-               std::vector<ConditionResult>* results, Status* error) {
-  auto start = std::chrono::steady_clock::now();
-  *error = CheckConsistency(engine, info, conditions, results);
-  if (!error->ok()) return false;
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  bool all = AllPassed(*results);
-  Say(o, "consistency %s: %s (%.2f s)\n", when, all ? "pass" : "FAIL", seconds);
-  for (const ConditionResult& r : *results) {
-    Say(o, "  %-2d %-58s %s", r.condition, ConditionText(r.condition), r.passed ? "pass" : "FAIL");
-    if (!r.passed) Say(o, "  %s", r.detail.c_str());
-    Say(o, "\n");
-  }
-  if (!all) {
-    std::fprintf(
-        stderr, "tpcc: CONSISTENCY FAILURE %s: the database does not satisfy clause 3.3.2\n", when);
-  }
-  return all;
 }
 
 std::vector<int> DefaultConditions(const DatabaseInfo& info) {
@@ -374,6 +170,9 @@ int LoadCommand(const CommonOptions& o) {
     Say(o, "loaded %llu rows in %.2f s (%.0f rows/s; %llu batches retried)\n",
         static_cast<unsigned long long>(rows), load_s, load_s > 0 ? rows / load_s : 0,
         static_cast<unsigned long long>(result.retried_batches));
+  }
+  if (o.ch) {
+    if (int rc = LoadChTables(o, engine.get()); rc != 0) return rc;
   }
   out["reused"] = reused;
   out["warehouses"] = info.warehouses;
@@ -743,12 +542,9 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
                         {"payment_by_name_percent", res.payment_by_name_percent},
                         {"order_status_by_name_percent", res.order_status_by_name_percent}};
   const EngineStats& e = res.engine;
-  out["buffer_pool"] = {{"bytes_option", o.buffer_pool},
-                        {"hits", e.pool_hits},
-                        {"hinted_hits", e.pool_hinted_hits},
-                        {"misses", e.pool_misses},
-                        {"writes", e.pool_writes},
-                        {"dirty_pages", e.pool_dirty_pages}};
+  out["buffer_pool"] = {{"bytes_option", o.buffer_pool},     {"hits", e.pool_hits},
+                        {"hinted_hits", e.pool_hinted_hits}, {"misses", e.pool_misses},
+                        {"writes", e.pool_writes},           {"dirty_pages", e.pool_dirty_pages}};
   out["locks"] = {{"requests", e.lock_requests},
                   {"waits", e.lock_waits},
                   {"deadlocks", e.deadlocks},
@@ -762,69 +558,6 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   return consistent ? 0 : kExitFailed;
 }
 
-void AddCommon(CLI::App* app, CommonOptions* o) {
-  app->add_option("--db", o->db, "database directory")->capture_default_str();
-  app->add_option_function<uint32_t>(
-      "-w,--warehouses",
-      [o](const uint32_t& w) {
-        o->warehouses = w;
-        o->warehouses_given = true;
-      },
-      "warehouses (load: how many to load, default 1; run/check: must match the load)");
-  app->add_option("--workers", o->workers, "worker threads (default: all cores)");
-  app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
-      ->capture_default_str();
-  app->add_option("--log-buffer", o->log_buffer,
-                  "the log's in-memory buffer; the log is written once a quarter of it fills "
-                  "(runs under valgrind raise it: a flusher thread woken mid-run makes their "
-                  "counts vary)")
-      ->capture_default_str();
-  app->add_option("--reserve-free", o->reserve_free,
-                  "at open, grow the data file until this much of it is free, so that no "
-                  "transaction waits for it to grow (runs under valgrind set it for that reason)")
-      ->capture_default_str();
-  app->add_option("--writer-interval-ms", o->writer_interval_ms,
-                  "the buffer pool's background writer period (0: only for eviction)")
-      ->capture_default_str();
-  app->add_option("--miss-interleaving", o->miss_interleaving,
-                  "B-tree descents prefetch the leaf and let other fibers run while it arrives: "
-                  "off, on, or auto (each worker measures whether it pays)")
-      ->capture_default_str();
-  app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
-                  "the writer writes a page early only once it has not changed for this long "
-                  "(0: regardless; eviction and checkpoints write pages regardless)")
-      ->capture_default_str();
-  app->add_option("--checkpoint-interval-ms", o->checkpoint_interval_ms,
-                  "background checkpoints (0: none; loading and closing checkpoint anyway)")
-      ->capture_default_str();
-  app->add_option("--checkpoint-spread", o->checkpoint_spread,
-                  "a background checkpoint spreads its page writes over this fraction of the "
-                  "interval (0: at once)")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
-  app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
-                  "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "
-                  "their counts vary)")
-      ->capture_default_str();
-  app->add_option("--commit", o->commit, "commit mode: durable, async or none")
-      ->capture_default_str();
-  app->add_option("--seed", o->seed, "random seed (the load and the run replay with it)")
-      ->capture_default_str();
-  app->add_option("--output", o->output, "plain or json (json: the last line is a JSON object)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"plain", "json"}));
-  app->add_option("--interval", o->interval_s, "seconds between progress lines (0: none)")
-      ->capture_default_str();
-  app->add_option("--checks", o->checks,
-                  "consistency checks: load runs 1-12 after loading, run 1-4 before and after")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  app->add_option("--read-for-update", o->read_for_update,
-                  "rows read for update: lock (exclusively, Table::GetForUpdate) or plain (a "
-                  "shared lock, upgraded by the update; deadlock-prone)")
-      ->capture_default_str();
-}
-
 int Main(int argc, char** argv) {
   CLI::App app{"TPC-C-like workload over the storage manager (not an audited TPC-C)", "tpcc"};
   app.require_subcommand(1);
@@ -836,7 +569,24 @@ int Main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "run the transaction mix");
   CLI::App* check_cmd =
       app.add_subcommand("check", "check the consistency conditions (clause 3.3.2)");
-  for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd}) AddCommon(cmd, &common);
+  QueryCliOptions query;
+  CLI::App* query_cmd = app.add_subcommand(
+      "query", "run CH-benCHmark queries on a loaded database (needs `tpcc load --ch`)");
+  HtapCliOptions htap;
+  CLI::App* htap_cmd = app.add_subcommand(
+      "htap", "the TPC-C mix and CH-benCHmark query streams at once, and each alone");
+  ExportCliOptions export_options;
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "write every table as CSV, for loading into other engines");
+  for (CLI::App* cmd : {load_cmd, run_cmd, check_cmd, query_cmd, htap_cmd, export_cmd}) {
+    AddCommon(cmd, &common);
+  }
+  AddQueryOptions(query_cmd, &query);
+  AddExportOptions(export_cmd, &export_options);
+  AddHtapOptions(htap_cmd, &htap);
+  load_cmd->add_flag("--ch", common.ch,
+                     "also load the CH-benCHmark's SUPPLIER, NATION and REGION (on a loaded "
+                     "database: only those)");
   load_cmd
       ->add_option("--load-fibers", common.load_fibers,
                    "loading fibers per worker; with --workers 1 --load-fibers 1 the units "
@@ -909,6 +659,9 @@ int Main(int argc, char** argv) {
   if (crash_child_cmd->parsed()) return CrashTestChild(crash_child);
   if (load_cmd->parsed()) return LoadCommand(common);
   if (run_cmd->parsed()) return RunCommand(common, run);
+  if (query_cmd->parsed()) return QueryCommand(common, query);
+  if (export_cmd->parsed()) return ExportCommand(common, export_options);
+  if (htap_cmd->parsed()) return HtapCommand(common, htap);
   return CheckCommand(common, check);
 }
 

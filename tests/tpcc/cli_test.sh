@@ -68,6 +68,33 @@ expect 2 "needs --transactions" -- run --db "$db" --callgrind-window
 expect 0 "check: pass"       -- check --db "$db"
 expect 2 "conditions"        -- check --db "$db" --conditions 0-13
 
+# The CH-benCHmark verbs: refused without the CH tables (saying how to add them), then run.
+expect 2 "tpcc load --ch"    -- query 1 --db "$db"
+expect 2 "tpcc load --ch"    -- htap --db "$db" --duration 0.5
+expect 0 "CH-benCHmark tables" -- load --ch --db "$db" --interval 0
+expect 0 "there already"     -- load --ch --db "$db" --interval 0
+expect 2 "1 to 22"           -- query 23 --db "$db"
+expect 2 "1 to 22"           -- query seven --db "$db"
+expect 2 "format"            -- query 1 --format xml --db "$db"
+expect 0 "Q6: 1 rows"        -- query 6 --db "$db"
+expect 0 "HashAggregate"     -- query 1 --explain --analyze --format none --db "$db"
+out=$("$tpcc" query all --db "$db" --format none --output json 2>&1 | tail -1)
+for key in '"result_sha256"' '"rows_read"' '"total_ms"' '"query":22'; do
+  if ! printf '%s' "$out" | grep -q -- "$key"; then
+    echo "FAIL: the query JSON lacks $key: $out"; failures=$((failures + 1))
+  fi
+done
+expect 0 '"tpcc_slowdown"'   -- htap --db "$db" --duration 0.5 --users 4 --commit async --output json --interval 0
+expect 0 "exported order_line" -- export "$dir/csv" --db "$db"
+if ! head -1 "$dir/csv/order_line.csv" | grep -q '^ol_w_id,ol_d_id,ol_o_id,ol_number,'; then
+  echo "FAIL: order_line.csv has no header line"; failures=$((failures + 1))
+fi
+# A database another process holds (here: a run in progress) is refused, not waited for.
+"$tpcc" run --db "$db" --duration 3 --interval 0 --checks off >/dev/null 2>&1 &
+sleep 1
+expect 1 "Busy"              -- query 1 --db "$db"
+wait
+
 rm -rf "$dir"
 [ "$failures" -eq 0 ] && echo "all passed" && exit 0
 echo "$failures failed"; exit 1
