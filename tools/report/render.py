@@ -1,0 +1,550 @@
+"""Markdown for docs/results.md: formatting helpers and one renderer per tool.
+
+A renderer takes a tool's saved record (runner.py, tools.py) and all records by name, and
+returns the Markdown of its section body: tables and short notes, every figure read from the
+record's JSON. A key the JSON lacks is shown as "n/a", never filled in. The only figures typed
+here are the STEPS paper's published ones (PAPER below), each labelled as the paper's where it
+is shown.
+"""
+
+import re
+import statistics
+
+NA = "n/a"
+
+
+# ---- formatting --------------------------------------------------------------------------------
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def num(value, digits=0):
+    """1234567.8 -> '1,234,568'; anything but a number -> 'n/a'."""
+    return f"{value:,.{digits}f}" if is_number(value) else NA
+
+
+def signed_pct(value, digits=1):
+    """A change in per cent: '+5.3 %', '-78.4 %'."""
+    return f"{value:+.{digits}f} %" if is_number(value) else NA
+
+
+def ratio(value, digits=2):
+    return f"{value:.{digits}f}x" if is_number(value) else NA
+
+
+def neg(value):
+    """A reduction in per cent (positive = fewer) as a change (negative = fewer)."""
+    return -value if is_number(value) else None
+
+
+def runs_text(count):
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
+def median(values):
+    values = [v for v in values if is_number(v)]
+    return statistics.median(values) if values else None
+
+
+def table(header, rows, left=1):
+    """A Markdown table; the first `left` columns (text) left-aligned, the others right."""
+    assert rows, "a table needs rows"
+    assert all(len(r) == len(header) for r in rows), "ragged table"
+    assert 1 <= left <= len(header)
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join([":---"] * left + ["---:"] * (len(header) - left)) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def kv_table(figures, rows, header=("figure", "value")):
+    """rows: (label, key, unit, digits); a missing key shows as n/a."""
+    out = []
+    for label, key, unit, digits in rows:
+        value = figures.get(key)
+        cell = num(value, digits)
+        if cell != NA and unit:
+            cell += " " + unit
+        out.append((label, cell))
+    return table(header, out)
+
+
+# ---- micro-benchmarks --------------------------------------------------------------------------
+
+def render_switch(record, _records):
+    j = record["json"]
+    rows = [
+        (f"direct switch in a ring of {j.get('ring', NA)} fibers (the CTX primitive)",
+         "direct_switch_ns", "ns", 2),
+        ("scheduler round trip: two fibers yield through the run queue",
+         "scheduler_roundtrip_ns", "ns", 2),
+        ("cross-worker wake-up round trip (a Baton each way, 2 workers)",
+         "cross_worker_roundtrip_us", "us", 2),
+    ]
+    return kv_table(j, rows) + f"\n\nMedians of {runs_text(j.get('repeat', NA))}, one worker per " \
+        "figure (two for the cross-worker one)."
+
+
+def render_lock(record, _records):
+    j = record["json"]
+    rows = [
+        ("uncontended key lock + release (precomputed LockId), 1 fiber",
+         "lock_release_ns", "ns", 1),
+        ("the same through LockKey (key bytes hashed, intention checks)",
+         "lockkey_release_ns", "ns", 1),
+        ("key locks granted per second: 1 worker, 4 fibers, disjoint keys",
+         "locks_per_s_1w", "/s", 0),
+        ("2 workers, 8 fibers, disjoint keys", "locks_per_s_2w_disjoint", "/s", 0),
+        ("2 workers, 8 fibers sharing 1,024 keys (3/4 S, 1/4 X)",
+         "locks_per_s_2w_overlap", "/s", 0),
+    ]
+    return kv_table(j, rows) + f"\n\nMedians of {runs_text(j.get('repeat', NA))}; transactions " \
+        "of 10 key locks then ReleaseAll."
+
+
+def render_log(record, _records):
+    j = record["json"]
+    fibers = j.get("committer_fibers", NA)
+    rows = [
+        ("log inserts, 1 KiB records, commit mode async, 1 worker (4 fibers)",
+         "insert_mb_per_s_1w", "MB/s", 1),
+        ("the same, 2 workers", "insert_mb_per_s_2w", "MB/s", 1),
+        ("log inserts, 64-byte records, 1 worker", "insert_records_per_s_64b_1w", "records/s", 0),
+        ("the same, 2 workers", "insert_records_per_s_64b_2w", "records/s", 0),
+        (f"durable commits, {fibers} fibers on 2 workers (group commit, real fdatasync)",
+         "durable_commits_per_s", "/s", 0),
+        ("commits per sync in that run", "commits_per_sync", "", 1),
+        ("durable commits, 1 fiber", "durable_commits_per_s_1fiber", "/s", 0),
+        ("log scan from the start (read + CRC32C)", "scan_mb_per_s", "MB/s", 1),
+        ("restart recovery (analysis + redo + undo) on the in-memory file system, per MB redone",
+         "recovery_mb_per_s", "MB/s", 1),
+        ("the whole Open of that recovery", "recovery_open_seconds", "s", 2),
+    ]
+    return kv_table(j, rows) + f"\n\nMedians of {runs_text(j.get('repeat', NA))}; the log in " \
+        "/tmp (O_DIRECT segment files)."
+
+
+def render_bufferpool(record, _records):
+    j = record["json"]
+    out = dict(j)
+    if is_number(out.get("fix_unfix_instructions")) and out["fix_unfix_instructions"] < 0:
+        out["fix_unfix_instructions"] = None  # the bench's "not measured"
+    rows = [
+        ("Fix(shared) + Release of a resident page, 1 worker", "fix_unfix_ns", "ns", 1),
+        ("the same, one fiber on each of 2 workers (per operation per worker)",
+         "fix_unfix_ns_2w", "ns", 1),
+        ("instructions per Fix + Release on the hit path (callgrind)",
+         "fix_unfix_instructions", "", 0),
+    ]
+    return kv_table(out, rows) + f"\n\nMedians of {runs_text(j.get('repeat', NA))} over 512 " \
+        "resident pages."
+
+
+def render_btree(record, _records):
+    j = record["json"]
+    rows = []
+    for small in (False, True):
+        for workers in (1, 2):
+            for store, infix in (("txn", ""), ("raw", "_raw")):
+                sfx = f"{infix}_{workers}w" + ("_small_pool" if small else "")
+                keys = [f"{op}{sfx}" for op in
+                        ("inserts_per_s", "lookups_per_s", "updates_per_s", "scan_rows_per_s")]
+                if not any(k in j for k in keys):
+                    continue
+                runs = j.get(f"lookups_per_s{sfx}_runs")
+                rows.append((store, "10 % of the data" if small else "larger than the data",
+                             workers, *(num(j.get(k)) for k in keys),
+                             len(runs) if isinstance(runs, list) else NA))
+    if not rows:
+        return "The JSON has no rates."
+    text = table(("store", "pool", "workers", "inserts/s", "lookups/s", "updates/s",
+                  "scan rows/s", "runs"), rows, left=2)
+    pool = j.get("small_pool_bytes")
+    pool_text = f"{num(pool / 2**20)} MiB" if is_number(pool) and pool > 0 else "not run"
+    text += (f"\n\n{num(j.get('keys'))} 8-byte keys with {j.get('value_bytes', NA)}-byte values, "
+             f"{num(j.get('ops'))} operations per phase. txn: every operation its own "
+             f"serializable transaction through `sm/sm.h` (key-range locks, logged, "
+             f"{j.get('commit_mode', NA)} commit, STEPS {j.get('steps', NA)}); raw: the B-tree "
+             f"alone. Miss interleaving {j.get('miss_interleaving', NA)}. Figures are medians of "
+             f"the runs; the small pool ({pool_text}) runs time the inserts of the last eighth "
+             "of the keys and a quarter of the other operations.")
+    return text
+
+
+def render_crash(record, _records):
+    j = record["json"]
+    rows = [
+        ("cycles (SIGKILL, then recovery and the checks)", "cycles"),
+        ("acknowledged New-Orders", "acknowledged_commits"),
+        ("lost acknowledged New-Orders", "lost_commits"),
+        ("incomplete acknowledged New-Orders", "incomplete_commits"),
+        ("consistency failures (conditions 1-4)", "consistency_failures"),
+        ("B-tree verifier failures", "verify_failures"),
+        ("failed recoveries", "recovery_failures"),
+        ("other child failures", "child_failures"),
+        ("kills while running / in recovery", None),
+        ("recoveries", "recoveries"),
+        ("cycles with background checkpoints", "checkpoint_cycles"),
+        ("records redone, in all", "redo_records"),
+        ("loser transactions rolled back, in all", "losers"),
+        ("torn pages repaired", "torn_pages_repaired"),
+        ("longest open (recovery), ms", "max_open_ms"),
+        ("longest check, ms", "max_check_ms"),
+        ("wall time, s", "seconds"),
+    ]
+    out = []
+    for label, key in rows:
+        if key is None:
+            out.append((label, f"{num(j.get('kills_during_run'))} / "
+                               f"{num(j.get('kills_during_recovery'))}"))
+        else:
+            out.append((label, num(j.get(key), 1 if key.endswith(("_ms", "seconds")) else 0)))
+    passed = j.get("passed")
+    verdict = "passed" if passed is True else "FAILED" if passed is False else NA
+    return (table(("figure", "value"), out) +
+            f"\n\nResult: **{verdict}** (scale {j.get('scale', NA)}, seed {j.get('seed', NA)}). "
+            f"The same choices again: `{j.get('replay', NA)}`.")
+
+
+def render_htap(record, _records):
+    rows = []
+    for key, j in sorted(record["json"].items(), key=lambda kv: int(kv[0][1:])):
+        rows.append((f"{j.get('warehouses')} warehouses, {j.get('users')} users, "
+                     f"{j.get('workers')} workers",
+                     num(j.get("tpcc_alone_tx_per_s")), num(j.get("tpcc_with_queries_tx_per_s")),
+                     signed_pct(-100 * j["tpcc_slowdown"]) if is_number(j.get("tpcc_slowdown"))
+                     else NA,
+                     num(j.get("queries_per_hour_alone")),
+                     num(j.get("queries_per_hour_with_tpcc")),
+                     j.get("consistency", NA)))
+    return table(("database", "TPC-C alone, tx/s", "TPC-C with queries, tx/s", "TPC-C change",
+                  "queries/h alone", "queries/h with TPC-C", "conditions 1-4"), rows)
+
+
+def render_generic(record, _records):
+    """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
+    j = record["json"]
+    rows = []
+    for key, value in j.items():
+        if is_number(value):
+            rows.append((f"`{key}`", num(value, 0 if abs(value) >= 100 else 3)))
+        elif isinstance(value, (str, bool)):
+            rows.append((f"`{key}`", str(value)))
+    return table(("key", "value"), rows) if rows else "The JSON has no scalar figures."
+
+
+# ---- TPC-C -------------------------------------------------------------------------------------
+
+TXN_TYPES = (("new_order", "New-Order"), ("payment", "Payment"), ("order_status", "Order-Status"),
+             ("delivery", "Delivery"), ("stock_level", "Stock-Level"))
+
+
+def dig(obj, *path):
+    for p in path:
+        if not isinstance(obj, dict) or p not in obj:
+            return None
+        obj = obj[p]
+    return obj
+
+
+def tpcc_groups(record):
+    """(config dict, [run JSON of every successful run]) in the order the configs ran."""
+    groups = []
+    for config in record.get("configs", []):
+        runs = [r["json"] for r in record.get("runs", [])
+                if r["config"] == config["key"] and r.get("json")]
+        groups.append((config, runs))
+    return groups
+
+
+def render_tpcc(record, _records):
+    groups = tpcc_groups(record)
+    rows, type_rows = [], []
+    for config, runs in groups:
+        med = lambda *path: median([dig(r, *path) for r in runs])  # noqa: E731
+        passed = sum(1 for r in runs if r.get("consistency") == "pass")
+        retries = median([(dig(r, "aborts", "deadlock") or 0) +
+                          (dig(r, "aborts", "lock_timeout") or 0) for r in runs])
+        per_sync = num(med("log", "commits_per_sync"), 1) if config["commit"] == "durable" else "-"
+        rows.append((config["label"], f"**{num(med('throughput_tx_per_s'))}**", num(med("nopm")),
+                     num(med("latency", "p50_ms"), 3), num(med("latency", "p95_ms"), 3),
+                     num(med("latency", "p99_ms"), 3), per_sync, num(retries),
+                     f"{passed} of {len(runs)}"))
+        for key, title in TXN_TYPES:
+            lat = lambda p: med("transactions", key, "latency", p)  # noqa: E731
+            type_rows.append((config["label"], title, num(med("transactions", key, "count")),
+                              num(lat("p50_ms"), 3), num(lat("p95_ms"), 3), num(lat("p99_ms"), 3),
+                              num(lat("max_ms"), 3)))
+    if not rows:
+        return "No configuration ran."
+    text = table(("configuration", "tx/s", "NOPM", "p50 ms", "p95 ms", "p99 ms",
+                  "commits per log sync", "retries", "consistency 1-4 pass"), rows)
+    rounds = record.get("rounds", NA)
+    text += (f"\n\nEach figure is the median over the rounds ({rounds} round"
+             f"{'' if rounds == 1 else 's'}; runs of {record.get('duration_s', NA)} s). NOPM: "
+             "New-Orders per minute, rollbacks included; not an audited tpmC. Retries: deadlock "
+             "victims and lock timeouts, run again. Consistency: conditions 1-4 before and "
+             "after the run.\n\n"
+             "Latency by transaction type (medians over the rounds):\n\n")
+    text += table(("configuration", "type", "count", "p50 ms", "p95 ms", "p99 ms", "max ms"),
+                  type_rows, left=2)
+    failed = [r for r in record.get("runs", []) if not r.get("ok")]
+    if failed:
+        text += f"\n\n**{len(failed)} run(s) failed** and are left out: " + ", ".join(
+            f"{r['config']} round {r['round']} (exit status {r['exit_status']})" for r in failed)
+    return text
+
+
+# ---- STEPS under valgrind ----------------------------------------------------------------------
+
+WORKLOADS = (("payment", "Payment"), ("mix", "mix (45,43,4,4,4)"),
+             ("mix_no_delivery", "mix without Delivery (45,43,4,0,4)"))
+
+
+def geometry_name(suffix):
+    """'' -> '32 KiB 8-way' (steps_bench's default L1-I); '_16k4w' -> '16 KiB 4-way'."""
+    if suffix == "":
+        return "32 KiB 8-way"
+    m = re.fullmatch(r"_(\d+)k(\d+)w", suffix)
+    if not m:
+        return suffix
+    size, ways = int(m.group(1)), int(m.group(2))
+    full = " (fully associative)" if size * 1024 // 64 == ways else ""
+    return f"{size} KiB {ways}-way{full}"
+
+
+def tpcc_configs(j):
+    """{config suffix: 'W warehouse(s), U users'} from the tpcc_warehouses<suffix> keys."""
+    out = {}
+    for key, value in j.items():
+        m = re.fullmatch(r"tpcc_warehouses(.*)", key)
+        if m:
+            users = j.get("tpcc_users" + m.group(1), NA)
+            out[m.group(1)] = f"{value} warehouse{'s' if value != 1 else ''}, {users} users"
+    return out
+
+
+def split_suffix(sfx, configs):
+    """A TPC-C key's suffix -> (geometry suffix, config suffix): the longest config suffix."""
+    best = max((c for c in configs if sfx.endswith(c)), key=len, default=None)
+    if best is None:
+        return sfx, None
+    return sfx[:len(sfx) - len(best)], best
+
+
+def render_fetch(j):
+    rows = []
+    for key in j:
+        m = re.fullmatch(r"index_fetch_l1i_reduction_pct(.*)", key)
+        if not m:
+            continue
+        s = m.group(1)
+        rows.append((geometry_name(s), num(j.get("index_fetch_l1i_misses_per_fetch_serial" + s), 2),
+                     num(j.get("index_fetch_l1i_misses_per_fetch_steps" + s), 2),
+                     signed_pct(neg(j.get(key))),
+                     num(j.get("index_fetch_per_extra_fiber_pct" + s), 1) + " %",
+                     signed_pct(neg(j.get("index_fetch_mispredict_reduction_pct" + s))),
+                     signed_pct(j.get("index_fetch_instructions_increase_pct" + s)),
+                     signed_pct(j.get("index_fetch_l1d_increase_pct" + s))))
+    if not rows:
+        return "The index-fetch microbenchmark did not run (no `index_fetch_*` keys)."
+    fibers = j.get("index_fetch_fibers", NA)
+    return (f"Index fetch (the paper's section 3.2): {fibers} fibers on one worker, "
+            f"{j.get('index_fetch_fetches_per_fiber', NA)} fetches each, serial (STEPS off) "
+            "against STEPS, per fetch. Per additional fiber: the L1-I misses each fiber beyond "
+            "the first adds with STEPS, as a share of what it adds serially.\n\n" +
+            table(("L1-I", "L1-I misses serial", "STEPS", "change", "per additional fiber",
+                   "mispredicted branches", "instructions", "L1-D misses"), rows))
+
+
+def render_steps_tpcc(j):
+    configs = tpcc_configs(j)
+    rows = []
+    for wkey, wtitle in WORKLOADS:
+        for key in j:
+            m = re.fullmatch(wkey + r"_l1i_reduction_pct(.*)", key)
+            if not m:
+                continue
+            s = m.group(1)
+            geometry, config = split_suffix(s, configs)
+            rows.append((wtitle, configs.get(config, NA), geometry_name(geometry),
+                         f"{num(j.get(f'{wkey}_l1i_misses_per_txn_serial{s}'))} -> "
+                         f"{num(j.get(f'{wkey}_l1i_misses_per_txn_steps{s}'))}",
+                         signed_pct(neg(j.get(key))),
+                         signed_pct(neg(j.get(f"{wkey}_branch_mispredict_reduction_pct{s}"))),
+                         num(j.get(f"{wkey}_instructions_per_txn_serial{s}")),
+                         signed_pct(j.get(f"{wkey}_instructions_increase_pct{s}")),
+                         signed_pct(j.get(f"{wkey}_l1d_increase_pct{s}"))))
+    if not rows:
+        return "The TPC-C runs did not run (no `payment_*` or `mix_*` keys)."
+    transactions = ", ".join(sorted({str(v) for k, v in j.items()
+                                     if k.startswith("tpcc_transactions")}))
+    return (f"TPC-C under callgrind, one worker, {transactions} measured transactions per run, "
+            "serial (STEPS off) -> STEPS, per transaction:\n\n" +
+            table(("workload", "configuration", "L1-I", "L1-I misses", "change",
+                   "mispredicted branches", "instructions serial", "instructions",
+                   "L1-D misses"), rows, left=3))
+
+
+def render_icache(record, records):
+    j = record["json"]
+    parts = [render_fetch(j), render_steps_tpcc(j), "### Against the STEPS paper",
+             render_paper(j, (records.get("steps-wall") or {}).get("json") or {})]
+    return "\n\n".join(parts)
+
+
+def render_steps_wall(record, _records):
+    j = record["json"]
+    configs = tpcc_configs(j)
+    rows = []
+    for wkey, wtitle in WORKLOADS:
+        for key in j:
+            m = re.fullmatch(wkey + r"_wall_speedup(.*)", key)
+            if m:
+                rows.append((wtitle, configs.get(m.group(1), NA), ratio(j[key], 3),
+                             ratio(j.get(f"{wkey}_wall_auto_ratio{m.group(1)}"), 3)))
+    if not rows:
+        return "No wall-clock figures (no `*_wall_speedup` keys)."
+    return ("Natively, one worker, commit mode none, the database read into the pool first; "
+            "transactions per second of STEPS on and of STEPS auto (each worker probes and "
+            "runs the faster) divided by STEPS off, each the median of alternating runs:\n\n" +
+            table(("workload", "configuration", "on / off", "auto / off"), rows, left=2))
+
+
+# The STEPS paper's published figures: S. Harizopoulos and A. Ailamaki, "STEPS Towards
+# Cache-Resident Transaction Processing", VLDB 2004. Typed from the paper, not measured here;
+# shown only in the column labelled as the paper's. Changes in per cent, negative = fewer.
+PAPER = {
+    # Section 3.2.4, Figure 9: simulated (SIMFLEX) 32 KB 8-way L1-I, 64-byte blocks, index fetch
+    # with 10 threads: 89 % fewer L1-I misses, "out of 90 % max possible".
+    "fetch_l1i_32k8w_pct": -89,
+    "fetch_l1i_max_pct": -90,
+    # Section 3.2.3, Figure 8: Pentium III (16 KB 4-way L1-I, 32-byte blocks), 10 threads: L1-I
+    # misses "to a third (66 % out of a maximum possible 90 %)"; L1-D misses +109 %.
+    "fetch_l1i_piii_pct": -66,
+    "fetch_l1d_piii_pct": 109,
+    # Section 3.2.3, Figure 8: mispredicted branches -64 % on both CPUs; instructions +1.7 %.
+    "fetch_mispredict_pct": -64,
+    "fetch_instructions_pct": 1.7,
+    # Section 3.2.1, Figure 5: AthlonXP (64 KB 2-way L1-I), L1-I misses each additional thread
+    # adds to an index fetch: Shore 985 (cold cache), 373 (warm), STEPS 33; the abstract's
+    # "96.7 % reduction ... for each additional concurrent thread" is 1 - 33/985.
+    "fetch_extra_shore_cold": 985,
+    "fetch_extra_shore_warm": 373,
+    "fetch_extra_steps": 33,
+    "fetch_extra_reduction_pct": 96.7,
+    # Section 4.3, Figure 10: TPC-C Payment at 10, 20 and 30 warehouses (10 users each), AthlonXP:
+    # L1-I misses -60 to -65 %, mispredicted branches -41 to -45 %, speedup 16-39 %.
+    "payment_l1i_pct": (-60, -65),
+    "payment_mispredict_pct": (-41, -45),
+    "payment_speedup_pct": (16, 39),
+    # Section 1.3, Figure 2b: Payment at 30 warehouses: L1-I -65 %, mispredicted branches -48 %,
+    # speedup 39 %, L1-D misses +8 %.
+    "payment_30wh_l1i_pct": -65,
+    "payment_30wh_mispredict_pct": -48,
+    "payment_30wh_l1d_pct": 8,
+    # Section 4.3, Figure 11: the mix without Delivery at 10 warehouses: L1-I misses -56 %, against
+    # a bound of -77 % for the 4.3 threads a team keeps on average.
+    "mix_no_delivery_10wh_l1i_pct": -56,
+    "mix_no_delivery_10wh_bound_pct": -77,
+}
+
+
+def ours(j, key, fmt, label=None):
+    """'<figure> (<label>)' if the key is there, else None."""
+    if key not in j:
+        return None
+    text = fmt(j[key])
+    return f"{text} ({label})" if label else text
+
+
+def cells(*parts):
+    found = [p for p in parts if p]
+    return "; ".join(found) if found else "not measured in this run"
+
+
+def render_paper(j, wall):
+    p = PAPER
+    pct = lambda v: signed_pct(v, 0) if float(v).is_integer() else signed_pct(v)  # noqa: E731
+    rng = lambda t: f"{t[0]:+d} to {t[1]:+d} %"  # noqa: E731
+    change = lambda v: signed_pct(neg(v))  # noqa: E731
+    wh10, wh1 = "10 warehouses, 100 users", "1 warehouse, 10 users"
+    steps_share = 100 * p["fetch_extra_steps"] / p["fetch_extra_shore_warm"]
+    cold_share = 100 * p["fetch_extra_steps"] / p["fetch_extra_shore_cold"]
+    rows = [
+        ("index fetch, 10 threads: L1-I misses",
+         f"{pct(p['fetch_l1i_32k8w_pct'])} (of {pct(p['fetch_l1i_max_pct'])} possible); "
+         "simulated 32 KB 8-way; 3.2.4, Fig. 9",
+         cells(ours(j, "index_fetch_l1i_reduction_pct", change, "32 KiB 8-way"))),
+        ("the same, a 16 KB 4-way L1-I",
+         f"{pct(p['fetch_l1i_piii_pct'])} (of {pct(p['fetch_l1i_max_pct'])} possible); "
+         "Pentium III, 32-byte lines; 3.2.3, Fig. 8",
+         cells(ours(j, "index_fetch_l1i_reduction_pct_16k4w", change,
+                    "16 KiB 4-way, 64-byte lines"))),
+        ("index fetch: L1-I misses an additional thread adds, STEPS as a share of serial",
+         f"{steps_share:.1f} % ({p['fetch_extra_steps']} against {p['fetch_extra_shore_warm']}, "
+         f"warm; {cold_share:.1f} % against {p['fetch_extra_shore_cold']} cold, the abstract's "
+         f"\"{p['fetch_extra_reduction_pct']} % reduction\"); AthlonXP 64 KB 2-way; 3.2.1, Fig. 5",
+         cells(ours(j, "index_fetch_per_extra_fiber_pct_64k2w", lambda v: f"{num(v, 1)} %",
+                    "64 KiB 2-way, warm"),
+               ours(j, "index_fetch_per_extra_fiber_pct", lambda v: f"{num(v, 1)} %",
+                    "32 KiB 8-way"))),
+        ("index fetch, 10 threads: mispredicted branches",
+         f"{pct(p['fetch_mispredict_pct'])}; AthlonXP and Pentium III; 3.2.3, Fig. 8",
+         cells(ours(j, "index_fetch_mispredict_reduction_pct", change))),
+        ("index fetch, 10 threads: instructions",
+         f"{pct(p['fetch_instructions_pct'])}; 3.2.3, Fig. 8",
+         cells(ours(j, "index_fetch_instructions_increase_pct", signed_pct))),
+        ("index fetch, 10 threads: L1-D misses",
+         f"{pct(p['fetch_l1d_piii_pct'])}; Pentium III, 16 KB L1-D; 3.2.3, Fig. 8",
+         cells(ours(j, "index_fetch_l1d_increase_pct", signed_pct, "48 KiB 12-way L1-D"))),
+        ("TPC-C Payment: L1-I misses",
+         f"{rng(p['payment_l1i_pct'])} at 10-30 warehouses, "
+         f"{pct(p['payment_30wh_l1i_pct'])} at 30; AthlonXP 64 KB 2-way; 4.3, Fig. 10; "
+         "1.3, Fig. 2b",
+         cells(ours(j, "payment_l1i_reduction_pct_10wh", change, wh10),
+               ours(j, "payment_l1i_reduction_pct", change, wh1))),
+        ("TPC-C Payment: mispredicted branches",
+         f"{rng(p['payment_mispredict_pct'])} at 10-30 warehouses, "
+         f"{pct(p['payment_30wh_mispredict_pct'])} at 30; 4.3, Fig. 10; 1.3, Fig. 2b",
+         cells(ours(j, "payment_branch_mispredict_reduction_pct_10wh", change, wh10),
+               ours(j, "payment_branch_mispredict_reduction_pct", change, wh1))),
+        ("TPC-C Payment: L1-D misses",
+         f"{pct(p['payment_30wh_l1d_pct'])} at 30 warehouses; 1.3, Fig. 2b",
+         cells(ours(j, "payment_l1d_increase_pct_10wh", signed_pct, wh10),
+               ours(j, "payment_l1d_increase_pct", signed_pct, wh1))),
+        ("TPC-C mix without Delivery: L1-I misses",
+         f"{pct(p['mix_no_delivery_10wh_l1i_pct'])} at 10 warehouses (bound "
+         f"{pct(p['mix_no_delivery_10wh_bound_pct'])} for its teams); 4.3, Fig. 11",
+         cells(ours(j, "mix_no_delivery_l1i_reduction_pct_10wh", change, wh10),
+               ours(j, "mix_no_delivery_l1i_reduction_pct", change, wh1))),
+        ("TPC-C Payment: speedup",
+         f"{p['payment_speedup_pct'][0]}-{p['payment_speedup_pct'][1]} % faster (CPU cycles "
+         "for the same transactions) at 10-30 warehouses; 4.3, Fig. 10",
+         cells(ours(wall, "payment_wall_speedup", lambda v: ratio(v, 3),
+                    f"{wh1}, tx/s natively, STEPS on / off"))),
+    ]
+    return ("The paper's column holds the figures the STEPS paper (Harizopoulos and Ailamaki, "
+            "VLDB 2004) published for Shore, with its section and figure; they are constants "
+            "in `tools/report/render.py`, not measured here. The paper counted on real "
+            "AthlonXP and Pentium III CPUs (and a simulator for Fig. 9); this build's column "
+            "is callgrind's simulation.\n\n" +
+            table(("measure", "the paper (Shore)", "this build"), rows, left=3))
+
+
+# ---- the checked-in CTX placement ---------------------------------------------------------------
+
+def render_placement(record, _records):
+    j = record["json"]
+    sites = j.get("sites", [])
+    text = (f"`{j.get('path', NA)}`: {len(sites)} CTX site(s) enabled. The file is read, not "
+            "measured by this run; its header records the run of `tools/run ctx-place` that "
+            "chose it.\n\n")
+    if sites:
+        text += table(("site", "fragments that end at it; why chosen"),
+                      [(f"`{s['name']}`", s["detail"]) for s in sites], left=2) + "\n\n"
+    header = j.get("header", [])
+    if header:
+        text += "Its header:\n\n```\n" + "\n".join(header) + "\n```"
+    return text
