@@ -1,0 +1,390 @@
+// bench_query: the 22 CH-benCHmark queries on this engine's query layer and, in the same
+// process, as SQL in SQLite on the same data; results checked equal.
+//
+// The data: a TPC-C database with the CH tables (`tpcc load --ch`) that has then run the mix for
+// --tpcc-seconds (freshly loaded data makes several queries trivial: every date is the load's,
+// undelivered lines carry amount 0), exported as CSV (`tpcc export`) and loaded into SQLite
+// with the same primary keys (WITHOUT ROWID) and TPC-C's two secondary indexes
+// (tools/bench/ch_sqlite.h). All of it lives in --dir and is reused while its recorded
+// parameters (warehouses, seconds of the mix) match; --fresh rebuilds it. The driver binary
+// (--tpcc) does the load, the run and the export, so they print their own progress.
+//
+// The measurement: per query, --repeat runs of ours and of SQLite's alternately (so that
+// drifts of a shared machine fall on both), the medians compared; SQLite's page cache is as
+// large as our buffer pool. --callgrind Q,... also runs those queries of ours under callgrind
+// (tools/icache/callgrind_parts.h; one warm run, then one measured) and prints instructions,
+// L1-I and L1-D misses and mispredicted branches per row the query read from its tables.
+//
+// Last line JSON: ch_q<n>_ms, ch_q<n>_sqlite_ms, ch_q<n>_sqlite_ratio, ch_q<n>_rows,
+// ch_q<n>_rows_read for n = 1..22; ch_total_ms, sqlite_total_ms, sqlite_ratio (SQLite's total
+// over ours), queries_slower_than_sqlite, results_match (all 22 equal); warehouses, repeat,
+// buffer_pool_bytes; with --callgrind, ch_q<n>_{instructions,l1i_misses,l1d_misses,
+// mispredicts}_per_row_read.
+//
+// Exit status: 0 when every result matched SQLite's, 1 when one did not or the work failed,
+// 2 for bad options.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <valgrind/callgrind.h>
+
+#include "query/query.h"
+#include "sm/sm.h"
+#include "tools/bench/bench_util.h"
+#include "tools/bench/ch_sqlite.h"
+#include "tools/icache/callgrind_parts.h"
+#include "tpcc/ch.h"
+#include "tpcc/ch_queries.h"
+#include "tpcc/schema.h"
+#include "tpcc/sm_engine.h"
+
+namespace sm::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Options {
+  uint32_t warehouses = 10;
+  double tpcc_seconds = 60;
+  uint32_t repeat = 3;
+  uint32_t threads = 1;
+  std::string dir;  // default: ./data/bench-query-<W>w
+  std::string tpcc = "tpcc";
+  std::string sql;  // the SQL of the 22 queries
+  uint64_t buffer_pool_mib = 4096;
+  std::vector<int> queries;    // empty: all 22
+  std::vector<int> callgrind;  // queries to profile
+  bool fresh = false;
+  int profile_query = 0;  // internal: run this query under callgrind's client requests
+};
+
+uint64_t PoolBytes(const Options& o) { return o.buffer_pool_mib << 20; }
+std::string PoolOption(const Options& o) {
+  return " --buffer-pool " + std::to_string(o.buffer_pool_mib) + "M";
+}
+
+std::string DbDir(const Options& o) { return o.dir + "/sm"; }
+std::string CsvDir(const Options& o) { return o.dir + "/csv"; }
+std::string SqlitePath(const Options& o) { return o.dir + "/ch.sqlite"; }
+std::string ManifestPath(const Options& o) { return o.dir + "/prepared.json"; }
+
+int Fail(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "bench_query: %s: %s\n", what.c_str(), s.ToString().c_str());
+  return 1;
+}
+
+// ---- the data -----------------------------------------------------------------------------------
+
+json ReadManifest(const Options& o) {
+  std::ifstream in(ManifestPath(o));
+  if (!in) return json::object();
+  json m = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return m.is_object() ? m : json::object();
+}
+
+void WriteManifest(const Options& o, const json& m) {
+  std::ofstream(ManifestPath(o)) << m.dump(2) << "\n";
+}
+
+bool Shell(const std::string& command) {
+  std::printf("$ %s\n", command.c_str());
+  std::fflush(stdout);
+  return std::system(command.c_str()) == 0;
+}
+
+// Loads, runs and exports our database unless the manifest says it is there with these
+// parameters; SQLite's copy is then out of date and removed.
+bool PrepareOurs(const Options& o, json* manifest) {
+  bool same = manifest->value("warehouses", 0u) == o.warehouses &&
+              manifest->value("tpcc_seconds", -1.0) == o.tpcc_seconds &&
+              manifest->value("exported", false);
+  if (same && !o.fresh) {
+    std::printf("reusing the CH database in %s (%u warehouses, %.0f s of the mix)\n",
+                o.dir.c_str(), o.warehouses, o.tpcc_seconds);
+    return true;
+  }
+  std::error_code ignored;
+  fs::remove_all(o.dir, ignored);
+  fs::create_directories(o.dir);
+  *manifest = json::object();
+  std::string tpcc = icache::ShellQuote(o.tpcc);
+  std::string db = " --db " + icache::ShellQuote(DbDir(o));
+  std::string common = db + " --warehouses " + std::to_string(o.warehouses) +
+                       PoolOption(o) + " --commit async";
+  if (!Shell(tpcc + " load --ch" + common)) return false;
+  if (o.tpcc_seconds > 0 &&
+      !Shell(tpcc + " run" + common + " --duration " + std::to_string(o.tpcc_seconds))) {
+    return false;
+  }
+  if (!Shell(tpcc + " export" + db + PoolOption(o) + " " + icache::ShellQuote(CsvDir(o)))) {
+    return false;
+  }
+  *manifest = {{"warehouses", o.warehouses}, {"tpcc_seconds", o.tpcc_seconds}, {"exported", true}};
+  WriteManifest(o, *manifest);
+  return true;
+}
+
+Status OpenOurs(const Options& o, std::unique_ptr<tpcc::SmEngine>* engine,
+                query::Catalog* catalog) {
+  tpcc::SmEngineOptions eo;
+  eo.db.path = DbDir(o);
+  eo.db.create_if_missing = false;
+  eo.db.buffer_pool_bytes = PoolBytes(o);
+  eo.db.workers = 1;
+  eo.db.commit_mode = CommitMode::kAsync;
+  if (Status s = tpcc::SmEngine::Open(eo, engine); !s.ok()) return s;
+  tpcc::DatabaseInfo info;
+  if (Status s = tpcc::OpenLoaded(engine->get(), 0, &info); !s.ok()) return s;
+  bool has = false;
+  if (Status s = tpcc::HasCh((*engine)->database(), &has); !s.ok()) return s;
+  if (!has) return Status::InvalidArgument("the database in " + DbDir(o) + " has no CH tables");
+  *catalog = query::Catalog((*engine)->database());
+  return tpcc::RegisterChCatalog((*engine)->database(), info.warehouses, info.scale, catalog);
+}
+
+// Opens SQLite's copy, loading it from the CSV files first if the manifest has none.
+Status OpenSqlite(const Options& o, const query::Catalog& catalog, json* manifest,
+                  std::unique_ptr<ChSqlite>* sqlite) {
+  bool loaded = manifest->value("sqlite_loaded", false);
+  if (!loaded) fs::remove(SqlitePath(o));
+  ChSqliteOptions so;
+  so.path = SqlitePath(o);
+  so.cache_bytes = PoolBytes(o);
+  if (Status s = ChSqlite::Open(so, sqlite); !s.ok() || loaded) return s;
+  std::printf("loading %s into SQLite\n", CsvDir(o).c_str());
+  double start = NowSeconds();
+  Status s = (*sqlite)->CreateTables(catalog);
+  if (s.ok()) {
+    s = (*sqlite)->LoadCsv(CsvDir(o), [](const std::string& table, uint64_t rows, double secs) {
+      std::printf("  %-10s %10llu rows in %6.1f s\n", table.c_str(),
+                  static_cast<unsigned long long>(rows), secs);
+      std::fflush(stdout);
+    });
+  }
+  if (s.ok()) s = (*sqlite)->Analyze();
+  if (!s.ok()) return s;
+  std::printf("SQLite loaded in %.0f s\n", NowSeconds() - start);
+  (*manifest)["sqlite_loaded"] = true;
+  WriteManifest(o, *manifest);
+  return Status::OK();
+}
+
+// ---- the queries --------------------------------------------------------------------------------
+
+struct QueryFigures {
+  int n = 0;
+  double ms = 0, sqlite_ms = 0;
+  uint64_t rows = 0, rows_read = 0;
+  bool match = false;
+  std::string difference;
+};
+
+Status MeasureQuery(const Options& o, const query::Catalog& catalog, ChSqlite* sqlite,
+                    const ChSql& sql, const tpcc::ChParams& params, QueryFigures* f) {
+  query::Plan plan;
+  if (Status s = tpcc::ChQuery(sql.number, catalog, params, &plan); !s.ok()) return s;
+  std::vector<double> ours, theirs;
+  tpcc::ChRun run;
+  query::ResultRows sqlite_rows;
+  for (uint32_t r = 0; r < o.repeat; ++r) {
+    if (Status s = tpcc::RunChQuery(catalog, plan, false, &run); !s.ok()) return s;
+    ours.push_back(run.ms);
+    double start = NowSeconds();
+    Status s = sqlite->Run(sql.sql, ChSqlParams(params), run.rows.schema, &sqlite_rows);
+    if (!s.ok()) return s;
+    theirs.push_back((NowSeconds() - start) * 1e3);
+  }
+  f->n = sql.number;
+  f->ms = Median(ours);
+  f->sqlite_ms = Median(theirs);
+  f->rows = run.rows.rows.size();
+  f->rows_read = run.rows_read;
+  f->match = SameRows("Q" + std::to_string(sql.number), run.rows, sqlite_rows, sql.order_by,
+                      &f->difference);
+  return Status::OK();
+}
+
+void PrintRow(const QueryFigures& f) {
+  std::printf("Q%-3d %10.1f %12.1f %8.2f %10llu %12llu  %s\n", f.n, f.ms, f.sqlite_ms,
+              f.sqlite_ms / f.ms, static_cast<unsigned long long>(f.rows),
+              static_cast<unsigned long long>(f.rows_read), f.match ? "yes" : "NO");
+  if (!f.match) std::printf("     %s\n", f.difference.c_str());
+  std::fflush(stdout);
+}
+
+// ---- callgrind ----------------------------------------------------------------------------------
+
+// The child's side: one warm run, then one run inside the collected region.
+int ProfileQuery(const Options& o) {
+  std::unique_ptr<tpcc::SmEngine> engine;
+  query::Catalog catalog(nullptr);
+  if (Status s = OpenOurs(o, &engine, &catalog); !s.ok()) return Fail("open", s);
+  query::Plan plan;
+  if (Status s = tpcc::ChQuery(o.profile_query, catalog, tpcc::ChParams::Now(), &plan); !s.ok()) {
+    return Fail("plan", s);
+  }
+  tpcc::ChRun run;
+  if (Status s = tpcc::RunChQuery(catalog, plan, false, &run); !s.ok()) return Fail("warm run", s);
+  CALLGRIND_TOGGLE_COLLECT;
+  Status s = tpcc::RunChQuery(catalog, plan, false, &run);
+  CALLGRIND_DUMP_STATS_AT("query");
+  CALLGRIND_TOGGLE_COLLECT;
+  if (!s.ok()) return Fail("measured run", s);
+  return engine->Close().ok() ? 0 : 1;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "bench_query" : p.string();
+}
+
+// The parent's side: runs this binary with --profile-query under callgrind.
+bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) {
+  std::string command = icache::ShellQuote(SelfPath()) + " --dir " + icache::ShellQuote(o.dir) +
+                        " --buffer-pool-mib " + std::to_string(o.buffer_pool_mib) +
+                        " --sql " + icache::ShellQuote(o.sql) + " --profile-query " + std::to_string(n);
+  std::map<std::string, icache::Counters> parts;
+  std::string error;
+  icache::Geometry geometry;
+  std::printf("Q%d under callgrind (I1 %s, D1 %s)...\n", n, geometry.i1.c_str(),
+              geometry.d1.c_str());
+  std::fflush(stdout);
+  if (!icache::RunUnderCallgrind(command, geometry, o.dir + "/callgrind.q" + std::to_string(n),
+                                 false, &parts, &error) ||
+      parts.count("query") == 0 || rows_read == 0) {
+    std::fprintf(stderr, "bench_query: callgrind of Q%d: %s\n", n, error.c_str());
+    return false;
+  }
+  const icache::Counters& c = parts["query"];
+  double per = 1.0 / static_cast<double>(rows_read);
+  std::string key = "ch_q" + std::to_string(n) + "_";
+  (*figures)[key + "instructions_per_row_read"] = c.Instructions() * per;
+  (*figures)[key + "l1i_misses_per_row_read"] = c.L1iMisses() * per;
+  (*figures)[key + "l1d_misses_per_row_read"] = c.L1dMisses() * per;
+  (*figures)[key + "mispredicts_per_row_read"] = c.Mispredicts() * per;
+  std::printf("Q%-3d %12llu instructions: per row read %8.1f instructions, %6.3f L1-I misses, "
+              "%6.3f L1-D misses, %6.3f mispredicts\n",
+              n, static_cast<unsigned long long>(c.Instructions()), c.Instructions() * per,
+              c.L1iMisses() * per, c.L1dMisses() * per, c.Mispredicts() * per);
+  return true;
+}
+
+// ---- the run ------------------------------------------------------------------------------------
+
+bool Wanted(const std::vector<int>& list, int n) {
+  return list.empty() || std::find(list.begin(), list.end(), n) != list.end();
+}
+
+int Run(const Options& o) {
+  json manifest = ReadManifest(o);
+  if (!PrepareOurs(o, &manifest)) {
+    std::fprintf(stderr, "bench_query: preparing the database in %s failed\n", o.dir.c_str());
+    return 1;
+  }
+  std::vector<ChSql> sqls;
+  if (Status s = ReadChSqlFile(o.sql, &sqls); !s.ok()) return Fail("the SQL file", s);
+  std::unique_ptr<tpcc::SmEngine> engine;
+  query::Catalog catalog(nullptr);
+  if (Status s = OpenOurs(o, &engine, &catalog); !s.ok()) return Fail("open", s);
+  std::unique_ptr<ChSqlite> sqlite;
+  if (Status s = OpenSqlite(o, catalog, &manifest, &sqlite); !s.ok()) return Fail("SQLite", s);
+
+  tpcc::ChParams params = tpcc::ChParams::Now();
+  json figures = {{"warehouses", o.warehouses},
+                  {"repeat", o.repeat},
+                  {"buffer_pool_bytes", PoolBytes(o)}};
+  std::printf("%-4s %10s %12s %8s %10s %12s  %s\n", "q", "ours ms", "SQLite ms", "ratio",
+              "rows", "rows read", "same");
+  double total = 0, sqlite_total = 0;
+  int slower = 0;
+  bool all_match = true;
+  std::map<int, uint64_t> rows_read;
+  for (const ChSql& sql : sqls) {
+    if (!Wanted(o.queries, sql.number)) continue;
+    QueryFigures f;
+    if (Status s = MeasureQuery(o, catalog, sqlite.get(), sql, params, &f); !s.ok()) {
+      return Fail("Q" + std::to_string(sql.number), s);
+    }
+    PrintRow(f);
+    total += f.ms;
+    sqlite_total += f.sqlite_ms;
+    slower += f.ms > f.sqlite_ms;
+    all_match = all_match && f.match;
+    rows_read[f.n] = f.rows_read;
+    std::string key = "ch_q" + std::to_string(f.n) + "_";
+    figures[key + "ms"] = f.ms;
+    figures[key + "sqlite_ms"] = f.sqlite_ms;
+    figures[key + "sqlite_ratio"] = f.sqlite_ms / f.ms;
+    figures[key + "rows"] = f.rows;
+    figures[key + "rows_read"] = f.rows_read;
+  }
+  std::printf("total %10.1f %12.1f %8.2f\n", total, sqlite_total, sqlite_total / total);
+  figures["ch_total_ms"] = total;
+  figures["sqlite_total_ms"] = sqlite_total;
+  figures["sqlite_ratio"] = sqlite_total / total;
+  figures["queries_slower_than_sqlite"] = slower;
+  figures["results_match"] = all_match && o.queries.empty();
+  sqlite.reset();
+  if (Status s = engine->Close(); !s.ok()) return Fail("close", s);
+  for (int n : o.callgrind) {
+    if (!CallgrindQuery(o, n, rows_read[n], &figures)) return 1;
+  }
+  PrintJsonLine(figures);
+  return all_match ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace sm::bench
+
+int main(int argc, char** argv) {
+  sm::bench::Options o;
+  CLI::App app{"The 22 CH-benCHmark queries on the query layer and in SQLite, on the same data"};
+  app.add_option("--warehouses,-w", o.warehouses, "warehouses of the CH database")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  app.add_option("--tpcc-seconds", o.tpcc_seconds, "seconds of the TPC-C mix after the load")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--repeat", o.repeat, "runs of each query on each side (medians)")
+      ->check(CLI::Range(1u, 100u))
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "threads per query (the operators run on one)")
+      ->check(CLI::Range(1u, 1u))
+      ->capture_default_str();
+  app.add_option("--dir", o.dir, "where the databases and CSV files live (default ./data/"
+                                 "bench-query-<W>w)");
+  app.add_option("--tpcc", o.tpcc, "the tpcc driver binary")->capture_default_str();
+  app.add_option("--sql", o.sql, "the 22 queries in SQL (tests/query/ch_queries.sql)")
+      ->required();
+  app.add_option("--buffer-pool-mib", o.buffer_pool_mib,
+                 "our buffer pool and SQLite's page cache, in MiB")
+      ->check(CLI::Range(64u, 1u << 20))
+      ->capture_default_str();
+  app.add_option("--queries", o.queries, "only these queries (results_match is then false)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, sm::tpcc::kChQueries));
+  app.add_option("--callgrind", o.callgrind, "also profile these queries of ours under callgrind")
+      ->delimiter(',')
+      ->check(CLI::Range(1, sm::tpcc::kChQueries));
+  app.add_flag("--fresh", o.fresh, "load, run and export anew even if --dir holds the data");
+  app.add_option("--profile-query", o.profile_query)->group("");  // the callgrind child
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // 2: bad options, nothing done
+  }
+  if (o.dir.empty()) o.dir = "./data/bench-query-" + std::to_string(o.warehouses) + "w";
+  if (o.profile_query != 0) return sm::bench::ProfileQuery(o);
+  return sm::bench::Run(o);
+}
