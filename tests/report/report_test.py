@@ -79,6 +79,10 @@ expected = [
     "0.891x",              # steps-wall: mix_wall_speedup
     "btree.descend.inner",  # the placement's site
     "**passed**",          # crash-test
+    "**5.68x**",           # query: sqlite_ratio 5.6801
+    "| Q1 | 987.6 | 4,321.0 | 4.38x |",  # query: Q1's row
+    "| Q1 | 412 | 0.012 | 1.046 | 5.68 |",  # query: Q1's callgrind figures per row read
+    "all 22 results equal SQLite's",
 ]
 for text in expected:
     check(text in doc, f"the document lacks '{text}'")
@@ -89,6 +93,7 @@ text = read(readme)
 check(text.startswith(before) and text.endswith(after), "text outside the markers changed")
 check("an old table" not in text, "the old block is still there")
 check("54,321 tx/s" in text, "the headline lacks the TPC-C figure")
+check("12.3 s against SQLite's 70.1 s" in text, "the headline lacks the CH figures")
 check("(results.md#tpc-c)" in text, "the headline lacks its link to the TPC-C section")
 check("(results.md#against-the-steps-paper)" in text, "no link to the paper comparison")
 check(meta["commit"][:12] in text, "the headline lacks the commit")

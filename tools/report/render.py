@@ -222,6 +222,40 @@ def render_htap(record, _records):
                   "queries/h alone", "queries/h with TPC-C", "conditions 1-4"), rows)
 
 
+def render_query(record, _records):
+    """`bench query`: per query ours against SQLite, then the callgrind figures per row read."""
+    j = record["json"]
+    rows, profiled = [], []
+    for n in range(1, 23):
+        k = f"ch_q{n}_"
+        if k + "ms" not in j:
+            continue
+        rows.append((f"Q{n}", num(j[k + "ms"], 1), num(j.get(k + "sqlite_ms"), 1),
+                     ratio(j.get(k + "sqlite_ratio")), num(j.get(k + "rows")),
+                     num(j.get(k + "rows_read"))))
+        if k + "instructions_per_row_read" in j:
+            profiled.append((f"Q{n}", num(j[k + "instructions_per_row_read"]),
+                             num(j.get(k + "l1i_misses_per_row_read"), 3),
+                             num(j.get(k + "l1d_misses_per_row_read"), 3),
+                             num(j.get(k + "mispredicts_per_row_read"), 2)))
+    rows.append(("total", num(j.get("ch_total_ms"), 1), num(j.get("sqlite_total_ms"), 1),
+                 f"**{ratio(j.get('sqlite_ratio'))}**", "", ""))
+    match = {True: "all 22 results equal SQLite's", False: "**results differ from SQLite's**"}
+    out = (f"{j.get('warehouses', NA)} warehouses; medians of {j.get('repeat', NA)} runs per "
+           f"side, alternating; our buffer pool and SQLite's page cache "
+           f"{num(j.get('buffer_pool_bytes', 0) / 2**20)} MiB; "
+           f"{match.get(j.get('results_match'), NA)}; queries slower than SQLite: "
+           f"{j.get('queries_slower_than_sqlite', NA)}.\n\n" +
+           table(("query", "ours, ms", "SQLite, ms", "SQLite / ours", "rows out", "rows read"),
+                 rows))
+    if profiled:
+        out += ("\n\nPer row read from the tables (callgrind, L1-I 32 KiB 8-way, L1-D 48 KiB "
+                "12-way; the second run of the query in the process):\n\n" +
+                table(("query", "instructions", "L1-I misses", "L1-D misses", "mispredicts"),
+                      profiled))
+    return out
+
+
 def render_generic(record, _records):
     """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
     j = record["json"]

@@ -228,6 +228,15 @@ TOOLS = [
          "`tools/run bench bufferpool`: the buffer pool's hit path.",
          bench("bufferpool", ["--repeat", "1", "--ops", "200000"], [], ["--repeat", "11"]),
          render.render_bufferpool),
+    Tool("query", "CH-benCHmark queries against SQLite",
+         "`tools/run bench query`: the 22 CH-benCHmark queries on the query layer and, in the "
+         "same process, as SQL in SQLite 3 on the same data (exported as CSV after the TPC-C "
+         "mix ran for a minute; tables WITHOUT ROWID on the same keys, the same secondary "
+         "indexes), every result checked equal; one thread. `--callgrind` adds the footprint "
+         "per row read of a scan-and-aggregate (Q1), a selective scan (Q6) and a join (Q3).",
+         bench("query", ["-w", "1", "--tpcc-seconds", "2", "--repeat", "1"],
+               ["--callgrind", "1,6,3"], ["--repeat", "5", "--callgrind", "1,6,3"]),
+         render.render_query),
     Tool("htap", "HTAP: TPC-C beside the CH-benCHmark queries",
          "`tpcc htap`: three phases of equal length on a fresh CH database (`tpcc load --ch`): "
          "the TPC-C mix alone (10 users per warehouse, durable commits), the mix with one "
@@ -333,6 +342,17 @@ def _crash(records):
             f"{render.num(j.get('acknowledged_commits'))} acknowledged New-Orders ({verdict})")
 
 
+def _query(records):
+    j = _json(records, "query")
+    if "sqlite_ratio" not in j:
+        return None
+    same = "results equal" if j.get("results_match") else "results DIFFER"
+    return (f"{j.get('warehouses', 'n/a')} warehouses: "
+            f"{render.num(j['ch_total_ms'] / 1000, 1)} s against SQLite's "
+            f"{render.num(j.get('sqlite_total_ms', 0) / 1000, 1)} s "
+            f"(**{render.ratio(j['sqlite_ratio'])}** faster; {same})")
+
+
 def _htap(warehouses):
     def value(records):
         j = _json(records, "htap").get(f"w{warehouses}")
@@ -369,6 +389,7 @@ HEADLINE = [
     Headline("fiber direct switch (the CTX primitive)", "switch", _switch),
     Headline("durable commits with group commit", "log", _commits),
     Headline("crash torture (SIGKILL and recover)", "crash-test", _crash),
+    Headline("CH-benCHmark: the 22 queries on 1 thread, against SQLite", "query", _query),
     Headline("HTAP, 1 warehouse: TPC-C and one CH query stream", "htap", _htap(1)),
     Headline("HTAP, 10 warehouses: TPC-C and one CH query stream", "htap", _htap(10)),
 ]
