@@ -10,7 +10,9 @@
 #   tools/ (offline tools) include nothing of the engine; tools/admin (the database admin
 #   command) goes through the public API and the layers below it; tools/icache (the STEPS
 #   measurement harness, a benchmark run under valgrind) goes through the public API and the
-#   fiber primitives; tools/bench and tests/ may include all.
+#   fiber primitives; its callgrind runner and reader (tools/icache/callgrind_parts.h, module
+#   callgrind) includes nothing of the engine, and any tool may use it; tools/bench and tests/
+#   may include all.
 #
 # Quoted includes must name a path from the repository root ("threads/fiber.h").
 # Usage: cmake -DROOT=<repo> -DSTAMP=<file> -P check_layering.cmake
@@ -33,6 +35,8 @@ function(module_of path out)
     set(m bench)
   elseif(path MATCHES "^tools/admin/")
     set(m admin)
+  elseif(path MATCHES "^tools/icache/callgrind_parts\\.h$")
+    set(m callgrind)
   elseif(path MATCHES "^tools/icache/")
     set(m icache)
   elseif(path MATCHES "^(threads|steps|log|index|query|tpcc|tools|tests)/")
@@ -57,10 +61,12 @@ set(allowed_query common api query)
 set(allowed_tpcc common api steps query tpcc)
 set(allowed_tools tools)
 set(allowed_admin common threads io log core index api apiimpl admin)
-set(allowed_icache common threads steps api bench icache)
-set(allowed_bench common threads io testing steps log core index api apiimpl query tpcc bench)
+set(allowed_callgrind callgrind)
+set(allowed_icache common threads steps api bench callgrind icache)
+set(allowed_bench common threads io testing steps log core index api apiimpl query tpcc callgrind
+    bench)
 set(allowed_tests common threads io testing steps log core index api apiimpl query tpcc bench
-    icache tests)
+    callgrind icache tests)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT}
   ${ROOT}/sm/*.h ${ROOT}/sm/*.cc ${ROOT}/threads/*.h ${ROOT}/threads/*.cc
