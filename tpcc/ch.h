@@ -94,7 +94,9 @@ struct ChLoadResult {
 // The schemas of the nine TPC-C tables and, if the database has them, the three CH tables,
 // named as the CH-benCHmark's SQL names them (warehouse, district, customer, history,
 // new_order, oorder, order_line, item, stock, supplier, nation, region), with row estimates for
-// `warehouses` warehouses of `scale`.
+// `warehouses` warehouses of `scale`; and TPC-C's index of orders by customer as the table
+// oorder_by_customer (key columns o_w_id, o_d_id, o_c_id; no value columns), which plans
+// probe with an index join. ChTableNames() does not list it: it holds no data of its own.
 [[nodiscard]] Status RegisterChCatalog(Database* db, uint32_t warehouses, const Scale& scale,
                                        query::Catalog* catalog);
 

@@ -459,11 +459,8 @@ Plan Q22(const Catalog& c, const ChParams&) {
                      .Aggregate({}, {Avg(Col("c_balance")).As("avg_balance")});
   return Scan(c, "customer", {"c_w_id", "c_d_id", "c_id", "c_state", "c_phone", "c_balance"})
       .Filter(And(phone, Col("c_balance") > Scalar(average)))
-      .HashJoin(Scan(c, "oorder", {"o_w_id", "o_d_id", "o_c_id"}),
-                {{Col("c_w_id"), Col("o_w_id")},
-                 {Col("c_d_id"), Col("o_d_id")},
-                 {Col("c_id"), Col("o_c_id")}},
-                JoinType::kAnti)
+      .IndexJoin(c, "oorder_by_customer", {Col("c_w_id"), Col("c_d_id"), Col("c_id")}, {},
+                 JoinType::kAnti)
       .Aggregate({{Substr(Col("c_state"), 1, 1), "country"}},
                  {Count().As("numcust"), Sum(Col("c_balance")).As("totacctbal")})
       .Sort({"country"});
