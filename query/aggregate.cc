@@ -11,6 +11,7 @@
 //
 // Tuple lifetime: hash aggregation is blocking and keeps its output until Close; sort
 // aggregation builds each group's row in a TupleRing when the group ends.
+#include <algorithm>
 #include <memory>
 #include <unordered_set>
 
@@ -194,16 +195,25 @@ class AggregateBase : public Operator {
     const RowSchema& input = child(0)->schema();
     keys_.clear();
     key_types_.clear();
+    key_columns_.clear();
     for (const NamedExpr& g : group_by_) {
       std::unique_ptr<BoundExpr> bound;
       SM_TRY(Bind(g.expr, input, &bound));
       SM_TRY(bound->Prepare(ctx));
       key_types_.push_back(bound->type());
+      key_columns_.push_back(bound->column());
       keys_.push_back(std::move(bound));
     }
+    keys_are_columns_ = std::find(key_columns_.begin(), key_columns_.end(), -1) ==
+                        key_columns_.end();
     return accumulators_.Bind(aggs_, input, ctx);
   }
+  // Group keys that are plain columns (the common case) are copied without an evaluation call.
   void EvalKeys(const Value* row, Value* out) const {
+    if (keys_are_columns_) {
+      for (size_t i = 0; i < key_columns_.size(); ++i) out[i] = row[key_columns_[i]];
+      return;
+    }
     for (size_t i = 0; i < keys_.size(); ++i) out[i] = keys_[i]->Eval(row);
   }
   // Writes a group's output row: its keys, then each aggregate's result.
@@ -220,6 +230,8 @@ class AggregateBase : public Operator {
   std::string detail_;
   std::vector<std::unique_ptr<BoundExpr>> keys_;
   std::vector<Type> key_types_;
+  std::vector<int> key_columns_;  // per key, its input column, or -1 for an expression
+  bool keys_are_columns_ = false;
   Accumulators accumulators_;
 };
 

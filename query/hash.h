@@ -68,7 +68,9 @@ inline bool KeysEqual(const Value* a, const Value* b, const std::vector<Type>& t
       if (a[i].null != b[i].null) return false;
       continue;
     }
-    if (CompareValues(a[i], b[i], types[i]) != 0) return false;
+    if (IsIntegral(types[i]) ? a[i].i != b[i].i : CompareValues(a[i], b[i], types[i]) != 0) {
+      return false;
+    }
   }
   return true;
 }
