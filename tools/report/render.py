@@ -241,8 +241,9 @@ def render_query(record, _records):
     rows.append(("total", num(j.get("ch_total_ms"), 1), num(j.get("sqlite_total_ms"), 1),
                  f"**{ratio(j.get('sqlite_ratio'))}**", "", ""))
     match = {True: "all 22 results equal SQLite's", False: "**results differ from SQLite's**"}
-    out = (f"{j.get('warehouses', NA)} warehouses; medians of {j.get('repeat', NA)} runs per "
-           f"side, alternating; our buffer pool and SQLite's page cache "
+    out = (f"{j.get('warehouses', NA)} warehouses; the median of {j.get('repeat', NA)} runs of "
+           f"ours and of {j.get('sqlite_repeat', NA)} in SQLite, alternating; our buffer pool "
+           f"and SQLite's page cache "
            f"{num(j.get('buffer_pool_bytes', 0) / 2**20)} MiB; "
            f"{match.get(j.get('results_match'), NA)}; queries slower than SQLite: "
            f"{j.get('queries_slower_than_sqlite', NA)}.\n\n" +
