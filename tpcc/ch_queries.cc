@@ -145,9 +145,8 @@ Plan Q3(const Catalog& c, const ChParams&) {
 
 Plan Q4(const Catalog& c, const ChParams&) {
   return Scan(c, "oorder", {"o_w_id", "o_d_id", "o_id", "o_ol_cnt", "o_entry_d"})
-      .MergeJoin(LatestDeliveries(c),
-                 {{"o_w_id", "m_w_id"}, {"o_d_id", "m_d_id"}, {"o_id", "m_o_id"}})
-      .Filter(Col("max_delivery") >= Col("o_entry_d"))
+      .IndexJoin(c, "order_line", {Col("o_w_id"), Col("o_d_id"), Col("o_id")}, {"ol_delivery_d"},
+                 JoinType::kSemi, Col("ol_delivery_d") >= Col("o_entry_d"))
       .Aggregate({{Col("o_ol_cnt")}}, {Count().As("order_count")})
       .Sort({"o_ol_cnt"});
 }
