@@ -57,9 +57,17 @@ inline uint64_t HashValue(const Value& v, Type type) {
 
 inline uint64_t HashKeys(const Value* keys, const std::vector<Type>& types) {
   if (types.size() == 1) return HashValue(keys[0], types[0]);  // most joins and groups
-  uint64_t h = 0;
-  for (size_t i = 0; i < types.size(); ++i) h = MixHash(h ^ HashValue(keys[i], types[i])) + i;
-  return h;
+  // Several keys: integers enter by their bits, each step a multiply and a shift that carry
+  // every earlier key into the high bits, and one full mix at the end.
+  uint64_t h = types.size();
+  for (size_t i = 0; i < types.size(); ++i) {
+    const Value& v = keys[i];
+    uint64_t x = IsIntegral(types[i]) && !v.null ? static_cast<uint64_t>(v.i)
+                                                 : HashValue(v, types[i]);
+    h = (h ^ x) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 32;
+  }
+  return MixHash(h);
 }
 
 inline bool KeysEqual(const Value* a, const Value* b, const std::vector<Type>& types) {

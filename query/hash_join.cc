@@ -11,6 +11,7 @@
 // Tuple lifetime: build rows live in a RowStore until Close; inner and left-outer outputs are
 // built in a TupleRing; semi and anti joins return probe tuples, copied into the ring when the
 // window is above 1 (TupleRing::Keep).
+#include <algorithm>
 #include <memory>
 
 #include "query/expr_eval.h"
@@ -187,11 +188,11 @@ class HashJoinOperator final : public Operator {
   }
 
   void Combine(Value* out, const Value* build_row) const {
-    for (size_t i = 0; i < probe_width_; ++i) out[i] = probe_row_[i];
+    std::copy_n(probe_row_, probe_width_, out);
     if (build_row == nullptr) {
-      for (size_t i = 0; i < build_width_; ++i) out[probe_width_ + i] = Value::Null();
+      std::fill_n(out + probe_width_, build_width_, Value::Null());
     } else {
-      for (size_t i = 0; i < build_width_; ++i) out[probe_width_ + i] = build_row[i];
+      std::copy_n(build_row, build_width_, out + probe_width_);
     }
   }
 
