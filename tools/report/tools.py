@@ -353,6 +353,15 @@ def _query(records):
             f"(**{render.ratio(j['sqlite_ratio'])}** faster; {same})")
 
 
+def _htap_command(warehouses):
+    def command(records):
+        for c in (records.get("htap") or {}).get("commands") or []:
+            if " htap " in c and f"ch-{warehouses}w" in c:
+                return f"`{c}`"
+        return "n/a"
+    return command
+
+
 def _htap(warehouses):
     def value(records):
         j = _json(records, "htap").get(f"w{warehouses}")
@@ -390,6 +399,8 @@ HEADLINE = [
     Headline("durable commits with group commit", "log", _commits),
     Headline("crash torture (SIGKILL and recover)", "crash-test", _crash),
     Headline("CH-benCHmark: the 22 queries on 1 thread, against SQLite", "query", _query),
-    Headline("HTAP, 1 warehouse: TPC-C and one CH query stream", "htap", _htap(1)),
-    Headline("HTAP, 10 warehouses: TPC-C and one CH query stream", "htap", _htap(10)),
+    Headline("HTAP, 1 warehouse: TPC-C and one CH query stream", "htap", _htap(1),
+             _htap_command(1)),
+    Headline("HTAP, 10 warehouses: TPC-C and one CH query stream", "htap", _htap(10),
+             _htap_command(10)),
 ]
