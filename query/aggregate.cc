@@ -49,6 +49,59 @@ Status ResultType(const Agg& agg, Type in, Type* out) {
                                  " in " + agg.name);
 }
 
+// The (group, aggregate, value) triples COUNT(DISTINCT) has seen, for values held in 64 bits:
+// open addressing with linear probing, at most half full, and no allocation per value (one
+// aggregation can see millions).
+class DistinctBits {
+ public:
+  DistinctBits() : slots_(kInitialSlots) {}
+  // True if the triple is new.
+  bool Insert(uint64_t group, uint32_t agg, uint64_t bits) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    if (!Place(Entry{group, bits, agg, true})) return false;
+    ++size_;
+    return true;
+  }
+  void Clear() {
+    if (size_ == 0 && slots_.size() == kInitialSlots) return;  // a group without any
+    slots_.assign(kInitialSlots, Entry{});
+    size_ = 0;
+  }
+
+ private:
+  static constexpr size_t kInitialSlots = 16;
+  struct Entry {
+    uint64_t group = 0;
+    uint64_t bits = 0;
+    uint32_t agg = 0;
+    bool used = false;
+    bool Same(const Entry& e) const { return group == e.group && bits == e.bits && agg == e.agg; }
+  };
+  // False if an equal entry is there already.
+  bool Place(const Entry& e) {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = MixHash((e.group * 0x9e3779b97f4a7c15ULL) ^ e.bits ^ (uint64_t{e.agg} << 56));
+         ; ++i) {
+      Entry& slot = slots_[i & mask];
+      if (!slot.used) {
+        slot = e;
+        return true;
+      }
+      if (slot.Same(e)) return false;
+    }
+  }
+  void Grow() {
+    std::vector<Entry> old;
+    old.swap(slots_);
+    slots_.assign(old.size() * 2, Entry{});
+    for (const Entry& e : old) {
+      if (e.used) Place(e);
+    }
+  }
+  std::vector<Entry> slots_;  // a power of two in size
+  size_t size_ = 0;
+};
+
 // The running state of one aggregate of one group.
 struct AggState {
   int64_t count = 0;
@@ -114,7 +167,10 @@ class Accumulators {
     return Value::Null();
   }
   // Forgets the distinct values seen (a sort aggregation's next group).
-  void ClearDistinct() { distinct_.clear(); }
+  void ClearDistinct() {
+    distinct_bits_.Clear();
+    distinct_strings_.clear();
+  }
 
  private:
   Status Accumulate(uint64_t group, size_t i, AggState* st, const Value& v, Arena* arena) {
@@ -124,16 +180,21 @@ class Accumulators {
         ++st->count;
         break;
       case AggKind::kCountDistinct: {
-        // One set for every group: the group, the aggregate and the value, which for an
-        // integer is short enough to be held without an allocation.
+        // One set for every group and aggregate: a value in 64 bits goes in whole (a double
+        // with -0.0 made 0.0, as equality has it), a string as bytes after the group and
+        // aggregate.
+        if (t != Type::kString) {
+          Value x = v;
+          if (t == Type::kDouble && x.d == 0.0) x.d = 0.0;
+          if (distinct_bits_.Insert(group, static_cast<uint32_t>(i), static_cast<uint64_t>(x.i))) {
+            ++st->count;
+          }
+          break;
+        }
         std::string key(reinterpret_cast<const char*>(&group), sizeof(group));
         key.push_back(static_cast<char>(i));
-        if (t == Type::kString) {
-          key.append(v.str());
-        } else {
-          key.append(reinterpret_cast<const char*>(&v.i), sizeof(v.i));
-        }
-        if (distinct_.insert(std::move(key)).second) ++st->count;
+        key.append(v.str());
+        if (distinct_strings_.insert(std::move(key)).second) ++st->count;
         break;
       }
       case AggKind::kSum:
@@ -161,7 +222,9 @@ class Accumulators {
   std::vector<Agg> aggs_;
   std::vector<std::unique_ptr<BoundExpr>> args_;
   std::vector<Type> arg_types_;
-  std::unordered_set<std::string> distinct_;  // the values COUNT(DISTINCT) has seen
+  // The values COUNT(DISTINCT) has seen.
+  DistinctBits distinct_bits_;
+  std::unordered_set<std::string> distinct_strings_;
 };
 
 std::string AggText(const std::vector<NamedExpr>& group_by, const std::vector<Agg>& aggs) {

@@ -131,6 +131,31 @@ TEST_CASE("groups on expressions and NULL keys", "[unit][query]") {
   CHECK(by_maybe.rows == std::vector<TextRow>{{"", "2"}, {"5", "2"}});  // NULLs group together
 }
 
+TEST_CASE("COUNT DISTINCT of strings, doubles and ints, per group and over many values",
+          "[unit][query]") {
+  ScratchDb scratch;
+  // Group a=1: names x, x, y; doubles 0.0, -0.0 (equal), 1.5; group a=2: name x, double 1.5.
+  std::vector<std::pair<uint32_t, TestRow>> rows = {
+      {1, MakeRow(1, 0, "x", 0.0, 0, 0, 0, "")},
+      {2, MakeRow(1, 0, "x", -0.0, 0, 0, 0, "")},
+      {3, MakeRow(1, 0, "y", 1.5, 0, 0, 0, "")},
+      {4, MakeRow(2, 0, "x", 1.5, 0, 0, 0, "")}};
+  // Group a=3: 5,000 rows with 1,000 distinct b values, enough to grow the set many times.
+  for (uint32_t i = 0; i < 5000; ++i) {
+    rows.push_back({100 + i, MakeRow(3, static_cast<int32_t>(i % 1000), "z", 2.0, 0, 0, 0, "")});
+  }
+  LoadTestTable(scratch.db(), "t", rows);
+  Catalog catalog(scratch.db());
+  REQUIRE(catalog.Register(TestSchema("t", "t")).ok());
+  Plan scan = Plan::Scan(catalog, "t", {"a", "b", "name", "d"});
+  std::vector<Agg> aggs = {CountDistinct(Col("name")).As("names"),
+                           CountDistinct(Col("d")).As("doubles"),
+                           CountDistinct(Col("b")).As("bs")};
+  std::vector<TextRow> want = {{"1", "2", "2", "1"}, {"2", "1", "1", "1"}, {"3", "1", "1", "1000"}};
+  CHECK(Run(catalog, scan.Aggregate({{Col("a")}}, aggs).Sort({"a"})).rows == want);
+  CHECK(Run(catalog, scan.Aggregate({{Col("a")}}, aggs, AggStrategy::kSort)).rows == want);
+}
+
 TEST_CASE("malformed aggregations are refused", "[unit][query]") {
   ScratchDb scratch;
   LoadTestTable(scratch.db(), "t", {});
