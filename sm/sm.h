@@ -5,7 +5,7 @@
 // a small metadata file ("sm.meta"). It stores tables: ordered maps from byte-string keys to
 // byte-string values, each a B+-tree. Keys compare with memcmp (encode composite keys with
 // sm::KeyEncoder from index/key_encoding.h, or any memcmp-comparable encoding); a key is at
-// most 1024 bytes and key + value at most 1976 bytes (larger is InvalidArgument).
+// most 1024 bytes and key + value at most 1974 bytes (larger is InvalidArgument).
 //
 // Transactions are serializable by default (two-phase locking with key-range locks, so no
 // phantoms) or read committed, chosen per transaction. Every change is logged; Open runs
