@@ -9,6 +9,8 @@ namespace sm::query {
 
 ResultCursor::~ResultCursor() {
   if (open_) Close().PermitUnchecked();
+  // A stored failure was returned by the call that met it (and by every Next since).
+  error_.PermitUnchecked();
 }
 
 Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryOptions& options,
