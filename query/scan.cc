@@ -89,12 +89,12 @@ class ScanOperator final : public Operator {
       started_ = true;
       if (!cursor_->Valid()) return Status::OK();
       take(cursor_->key(), cursor_->value());
-      SM_TRY(error);
+      if (!error.ok()) return error;  // (SM_TRY would copy it and leave it unchecked)
     }
     while (produced_ == returned_ && !exhausted_) {
       size_t visited = 0;
       SM_TRY(cursor_->NextBatch(kBatchRows * 64, take, &visited));
-      SM_TRY(error);
+      if (!error.ok()) return error;
       exhausted_ = !cursor_->Valid();
     }
     return Status::OK();
