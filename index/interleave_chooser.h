@@ -10,7 +10,7 @@
 // kProbeEpochs epochs alternating without and with interleaving; interleaving is then chosen if
 // the median rate of its epochs beats the others' by kMargin. Medians, because one epoch that
 // a checkpoint or the background writer slowed would move a mean, and a margin, because a tie
-// does not repay the yields (they cost TPC-C at one warehouse and pay in random lookups of a
+// does not repay the yields (they can cost where leaves are cached and pay in random lookups of a
 // large table: tpcc run's throughput_tx_per_s and bench_btree's lookups_per_s_1w, each with
 // --miss-interleaving on against off). The run after a probe lasts kMinRunEpochs when the probe
 // changed the choice, twice the previous run when it confirmed it, up to kMaxRunEpochs, so a
@@ -40,7 +40,7 @@ namespace sm::index {
 
 class InterleaveChooser {
  public:
-  static constexpr int64_t kEpochNs = 20'000'000;  // 20 ms
+  static constexpr int64_t kEpochNs = 20'000'000;  // an epoch, in nanoseconds
   static constexpr uint32_t kClockEvery = 64;
   static constexpr uint32_t kProbeEpochs = 8;
   static constexpr uint32_t kMinRunEpochs = 25;   // 0.5 s
