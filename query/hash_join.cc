@@ -3,14 +3,21 @@
 // predicate over the probe's columns followed by the build's.
 //
 // Owns: HashJoinNode and HashJoinOperator, whose build and probe phases are separate methods
-// (Build, Probe*), as the two modules of the join.
+// (Build; FillBatch and Probe*), as the two modules of the join.
+//
+// The table: build rows in a RowStore, and an open-addressing array of slots, one per distinct
+// key (the high half of its hash and its first row; the key's other rows are chained), so a
+// lookup touches a slot and one row. When the table is larger than the L2 cache, the probe
+// side is read in batches whose lookups are prefetched together (FillBatch).
 //
 // Semantics: a NULL key matches nothing (SQL equality), so a probe row with a NULL key is kept
 // by left outer and anti joins and dropped by inner and semi ones; a match needs equal keys
 // and a true residual.
 // Tuple lifetime: build rows live in a RowStore until Close; inner and left-outer outputs are
 // built in a TupleRing; semi and anti joins return probe tuples, copied into the ring when the
-// window is above 1 (TupleRing::Keep).
+// window is above 1 (TupleRing::Keep). A batched probe asks its child for a window of a batch.
+#include <unistd.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -61,17 +68,26 @@ class HashJoinOperator final : public Operator {
     SM_TRY(build()->Open(ctx));
     SM_TRY(Build());
     ring_.Init(schema().size(), requested_window());
+    size_t threshold = ctx->hash_join_batch_bytes != 0 ? ctx->hash_join_batch_bytes : CacheBytes();
+    bool batched = TableBytes() > threshold;
+    if (batched) probe()->RequestWindow(kProbeBatch);
+    SM_TRY(probe()->Open(ctx));
+    batch_capacity_ = batched ? std::min<uint32_t>(probe()->window(), kProbeBatch) : 1;
+    batch_size_ = batch_pos_ = 0;
+    probe_done_ = false;
     probe_row_ = nullptr;
-    return probe()->Open(ctx);
+    return Status::OK();
   }
 
   Status NextImpl(const Value** row) override {
     for (;;) {
       if (probe_row_ == nullptr) {
-        SM_TRY(probe()->Next(&probe_row_));
-        if (probe_row_ == nullptr) {
-          *row = nullptr;
-          return Status::OK();
+        if (batch_pos_ == batch_size_) {
+          SM_TRY(FillBatch());
+          if (batch_size_ == 0) {
+            *row = nullptr;
+            return Status::OK();
+          }
         }
         StartProbe();
       }
@@ -84,16 +100,59 @@ class HashJoinOperator final : public Operator {
 
   void CloseImpl() override {
     table_.Clear();
-    heads_.clear();
+    slots_.clear();
+    slots_.shrink_to_fit();
     next_.clear();
-    hashes_.clear();
+    next_.shrink_to_fit();
   }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  // Probe rows matched together; the misses of a batch's lookups overlap (see FillBatch).
+  static constexpr uint32_t kProbeBatch = 16;
+
+  // A slot of the open-addressing table: one distinct key, by the high half of its hash and
+  // the first build row (in input order) that has it; the others follow through next_.
+  struct Slot {
+    uint32_t tag;
+    uint32_t row;
+  };
+  // A probe row of the current batch.
+  struct Pending {
+    const Value* row;
+    uint64_t hash;
+    bool null_key;
+  };
+
+  // A table within this many bytes stays in the cache between probes: its lookups are not
+  // batched, which spares the probe child a window (and the copies that may cost it).
+  static size_t CacheBytes() {
+    static const size_t bytes = [] {
+      long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return l2 > 0 ? static_cast<size_t>(l2) : size_t{1} << 20;
+    }();
+    return bytes;
+  }
+  size_t TableBytes() const {
+    return slots_.size() * sizeof(Slot) + table_.size() * table_.width() * sizeof(Value);
+  }
 
   Operator* probe() const { return child(0); }
   Operator* build() const { return child(1); }
+  static uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
+  // Whether a build row matches probe keys `keys` (given that their hashes' tags are equal).
+  bool StoredKeysEqual(uint32_t r, const Value* keys) const {
+    const Value* stored = table_.row(r);
+    for (size_t i = 0; i < key_at_.size(); ++i) {
+      if (!ValuesEqual(stored[key_at_[i]], keys[i], key_types_[i])) return false;
+    }
+    return true;
+  }
+  static bool ValuesEqual(const Value& a, const Value& b, Type type) {
+    SM_DASSERT(!a.null && !b.null);  // NULL keys are never stored nor looked up
+    return IsIntegral(type) ? a.i == b.i : CompareValues(a, b, type) == 0;
+  }
+  const Value* StoredRow(uint32_t r) const { return table_.row(r); }
 
   Status BindKeys(ExecContext* ctx) {
     std::vector<Expr> left, right;
@@ -117,55 +176,146 @@ class HashJoinOperator final : public Operator {
     }
     probe_width_ = probe()->schema().size();
     build_width_ = build()->schema().size();
+    LayOutStoredRows();
     scratch_.assign(probe_width_ + build_width_, Value());
-    key_values_.assign(keys_.size(), Value());
+    batch_.assign(kProbeBatch, Pending());
+    batch_keys_.assign(kProbeBatch * keys_.size(), Value());
     return Status::OK();
   }
 
-  // The build phase: every build row with non-NULL keys, stored with its key values after its
-  // columns, chained from its hash bucket.
+  // What a stored build row holds: the build's columns if the join returns them or the
+  // residual reads them, then each key that is not one of those columns. The table is the
+  // join's working set, so it holds nothing a probe does not read.
+  void LayOutStoredRows() {
+    stored_columns_ = EmitsBuildColumns(type_) || residual_ != nullptr ? build_width_ : 0;
+    key_at_.clear();
+    size_t width = stored_columns_;
+    for (const auto& k : build_keys_) {
+      bool is_stored_column = k->column() >= 0 && static_cast<size_t>(k->column()) < stored_columns_;
+      key_at_.push_back(is_stored_column ? k->column() : width++);
+    }
+    table_.Reset(width);
+  }
+
+  // The build phase: every build row with non-NULL keys, stored as LayOutStoredRows says; then
+  // one slot per distinct key, at most half the slots used.
   Status Build() {
-    table_.Reset(build_width_ + keys_.size());
-    hashes_.clear();
-    next_.clear();
-    std::vector<Value> row_and_keys(build_width_ + keys_.size());
+    table_.Reset();
+    std::vector<uint64_t> hashes;
+    std::vector<Value> keys(keys_.size());
     for (;;) {
       const Value* row = nullptr;
       SM_TRY(build()->Next(&row));
       if (row == nullptr) break;
       bool null_key = false;
       for (size_t i = 0; i < keys_.size(); ++i) {
-        row_and_keys[build_width_ + i] = build_keys_[i]->Eval(row);
-        null_key |= row_and_keys[build_width_ + i].null;
+        keys[i] = build_keys_[i]->Eval(row);
+        null_key |= keys[i].null;
       }
       if (null_key) continue;
-      for (size_t i = 0; i < build_width_; ++i) row_and_keys[i] = row[i];
-      const Value* stored = table_.Append(row_and_keys.data());
-      hashes_.push_back(HashKeys(stored + build_width_, key_types_));
+      Value* stored = table_.AppendEmpty();
+      Arena& arena = table_.arena();
+      for (size_t i = 0; i < stored_columns_; ++i) stored[i] = arena.Own(row[i]);
+      for (size_t i = 0; i < keys_.size(); ++i) {
+        if (key_at_[i] >= stored_columns_) stored[key_at_[i]] = arena.Own(keys[i]);
+      }
+      hashes.push_back(HashKeys(keys.data(), key_types_));
     }
-    size_t buckets = 16;
-    while (buckets < table_.size() * 2) buckets *= 2;
-    heads_.assign(buckets, kNone);
+    SM_ASSERT(table_.size() < kNone);
+    size_t slots = 16;
+    while (slots < table_.size() * 2) slots *= 2;
+    slots_.assign(slots, Slot{0, kNone});
     next_.assign(table_.size(), kNone);
-    mask_ = buckets - 1;
-    // Chains in insertion order (the last row inserted first would reverse duplicates).
+    mask_ = slots - 1;
+    // Inserted last row first, so that each key's chain lists its rows in input order.
+    constexpr size_t kAhead = 8;
     for (size_t r = table_.size(); r-- > 0;) {
-      size_t b = hashes_[r] & mask_;
-      next_[r] = heads_[b];
-      heads_[b] = static_cast<uint32_t>(r);
+      if (r >= kAhead) __builtin_prefetch(&slots_[hashes[r - kAhead] & mask_]);
+      Insert(static_cast<uint32_t>(r), hashes[r]);
+    }
+    return Status::OK();
+  }
+
+  void Insert(uint32_t r, uint64_t hash) {
+    for (size_t s = hash & mask_;; s = (s + 1) & mask_) {
+      Slot& slot = slots_[s];
+      if (slot.row == kNone) {
+        slot = Slot{Tag(hash), r};
+        return;
+      }
+      if (slot.tag == Tag(hash) && SameKeys(slot.row, r)) {
+        next_[r] = slot.row;
+        slot.row = r;
+        return;
+      }
+    }
+  }
+
+  bool SameKeys(uint32_t a, uint32_t b) const {
+    for (size_t i = 0; i < key_at_.size(); ++i) {
+      if (!ValuesEqual(StoredRow(a)[key_at_[i]], StoredRow(b)[key_at_[i]], key_types_[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The first build row whose keys equal `keys`, or kNone.
+  uint32_t Find(const Value* keys, uint64_t hash) const {
+    for (size_t s = hash & mask_;; s = (s + 1) & mask_) {
+      Slot slot = slots_[s];
+      if (slot.row == kNone) return kNone;
+      if (slot.tag == Tag(hash) && StoredKeysEqual(slot.row, keys)) {
+        return slot.row;
+      }
+    }
+  }
+
+  // Reads the next batch of probe rows and computes their keys' hashes. Each lookup costs a
+  // miss on its slot and one on the build row it compares keys with; the batch prefetches all
+  // of its slots, then the rows its slots name, before the first lookup, so that these misses
+  // overlap rather than follow one another (group prefetching).
+  Status FillBatch() {
+    batch_size_ = batch_pos_ = 0;
+    size_t k = keys_.size();
+    while (!probe_done_ && batch_size_ < batch_capacity_) {
+      const Value* row = nullptr;
+      SM_TRY(probe()->Next(&row));
+      if (row == nullptr) {
+        probe_done_ = true;
+        break;
+      }
+      Pending& p = batch_[batch_size_];
+      Value* keys = &batch_keys_[batch_size_ * k];
+      p.row = row;
+      p.null_key = false;
+      for (size_t i = 0; i < k; ++i) {
+        keys[i] = probe_keys_[i]->Eval(row);
+        p.null_key |= keys[i].null;
+      }
+      p.hash = p.null_key ? 0 : HashKeys(keys, key_types_);
+      __builtin_prefetch(&slots_[p.hash & mask_]);
+      ++batch_size_;
+    }
+    for (uint32_t i = 0; i < batch_size_; ++i) {
+      Slot slot = slots_[batch_[i].hash & mask_];
+      if (!batch_[i].null_key && slot.row != kNone) __builtin_prefetch(StoredRow(slot.row));
     }
     return Status::OK();
   }
 
   void StartProbe() {
-    bool null_key = false;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      key_values_[i] = probe_keys_[i]->Eval(probe_row_);
-      null_key |= key_values_[i].null;
-    }
-    probe_hash_ = null_key ? 0 : HashKeys(key_values_.data(), key_types_);
-    candidate_ = null_key ? kNone : heads_[probe_hash_ & mask_];
+    SM_DASSERT(batch_pos_ < batch_size_);
+    const Pending& p = batch_[batch_pos_];
+    probe_row_ = p.row;
+    candidate_ = p.null_key ? kNone : Find(&batch_keys_[batch_pos_ * keys_.size()], p.hash);
     matched_ = false;
+  }
+
+  // Ends the current probe row.
+  void FinishProbe() {
+    probe_row_ = nullptr;
+    ++batch_pos_;
   }
 
   // The next build row that matches the current probe row, or kNone.
@@ -173,13 +323,8 @@ class HashJoinOperator final : public Operator {
     while (candidate_ != kNone) {
       uint32_t r = candidate_;
       candidate_ = next_[r];
-      const Value* stored = table_.row(r);
-      if (hashes_[r] != probe_hash_ ||
-          !KeysEqual(stored + build_width_, key_values_.data(), key_types_)) {
-        continue;
-      }
       if (residual_ != nullptr) {
-        Combine(scratch_.data(), stored);
+        Combine(scratch_.data(), StoredRow(r));
         if (!residual_->Test(scratch_.data())) continue;
       }
       return r;
@@ -197,47 +342,36 @@ class HashJoinOperator final : public Operator {
   }
 
   // One step of the probe phase for the current probe row: an output tuple, or null when the
-  // row is done (probe_row_ is then cleared).
+  // row is done (FinishProbe has then been called).
   const Value* ProbeStep() {
     uint32_t r = NextMatch();
+    const Value* out = nullptr;
     switch (type_) {
       case JoinType::kInner:
-        if (r != kNone) return Emit(table_.row(r));
+        if (r != kNone) return Emit(StoredRow(r));
         break;
       case JoinType::kLeftOuter:
         if (r != kNone) {
           matched_ = true;
-          return Emit(table_.row(r));
+          return Emit(StoredRow(r));
         }
-        if (!matched_) {
-          const Value* out = Emit(nullptr);
-          probe_row_ = nullptr;
-          return out;
-        }
+        if (!matched_) out = Emit(nullptr);
         break;
       case JoinType::kSemi:
-        if (r != kNone) {
-          const Value* out = ring_.Keep(probe_row_);
-          probe_row_ = nullptr;
-          return out;
-        }
+        if (r != kNone) out = ring_.Keep(probe_row_);
         break;
       case JoinType::kAnti:
-        if (r == kNone) {
-          const Value* out = ring_.Keep(probe_row_);
-          probe_row_ = nullptr;
-          return out;
-        }
+        if (r == kNone) out = ring_.Keep(probe_row_);
         break;
     }
-    probe_row_ = nullptr;
-    return nullptr;
+    FinishProbe();
+    return out;
   }
 
   const Value* Emit(const Value* build_row) {
     Value* out = ring_.Advance();
     Combine(out, build_row);
-    ring_.Own(out);
+    ring_.OwnFirst(out, probe_width_);  // build rows' strings live until Close
     return out;
   }
 
@@ -250,15 +384,21 @@ class HashJoinOperator final : public Operator {
   std::vector<Type> key_types_;
   size_t probe_width_ = 0, build_width_ = 0;
 
-  RowStore table_;                // build rows, each followed by its key values
-  std::vector<uint64_t> hashes_;  // per build row
-  std::vector<uint32_t> heads_;   // per bucket: the first build row, or kNone
-  std::vector<uint32_t> next_;    // per build row: the next in its bucket's chain
+  size_t stored_columns_ = 0;   // build columns at the start of a stored row
+  std::vector<size_t> key_at_;  // per key: where a stored row holds it
+  RowStore table_;              // stored build rows
+  std::vector<Slot> slots_;    // a power of two of them, linear probing
+  std::vector<uint32_t> next_;  // per build row: the next row with its keys, or kNone
   size_t mask_ = 0;
 
-  const Value* probe_row_ = nullptr;
-  std::vector<Value> key_values_;
-  uint64_t probe_hash_ = 0;
+  std::vector<Pending> batch_;
+  std::vector<Value> batch_keys_;  // keys_.size() per row of the batch
+  uint32_t batch_capacity_ = 1;    // at most the probe child's window
+  uint32_t batch_size_ = 0;
+  uint32_t batch_pos_ = 0;  // the batch row being probed, or batch_size_ when all are done
+  bool probe_done_ = false;
+
+  const Value* probe_row_ = nullptr;  // batch_[batch_pos_].row while it is being probed
   uint32_t candidate_ = kNone;
   bool matched_ = false;
   std::vector<Value> scratch_;

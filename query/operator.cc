@@ -67,18 +67,19 @@ void TupleRing::Init(size_t width, uint32_t window, bool own_strings) {
   bytes_.assign(slots_, std::string());
 }
 
-void TupleRing::Own(Value* tuple) {
+void TupleRing::OwnFirst(Value* tuple, size_t columns) {
   if (!own_strings_) return;
   SM_DASSERT(tuple == &values_[current_ * width_]);
+  SM_DASSERT(columns <= width_);
   // A Value with len > 0 is a string (value.h, invariant 4); an empty one needs no bytes.
   size_t total = 0;
-  for (size_t i = 0; i < width_; ++i) {
+  for (size_t i = 0; i < columns; ++i) {
     if (!tuple[i].null && tuple[i].len > 0) total += tuple[i].len;
   }
   std::string& bytes = bytes_[current_];
   bytes.resize(total);
   char* out = bytes.data();
-  for (size_t i = 0; i < width_; ++i) {
+  for (size_t i = 0; i < columns; ++i) {
     Value& v = tuple[i];
     if (v.null || v.len == 0) continue;
     std::memcpy(out, v.s, v.len);

@@ -56,6 +56,8 @@ struct ExecContext {
   Database* db = nullptr;
   Transaction* txn = nullptr;
   bool analyze = false;  // time every Open and Next (EXPLAIN ANALYZE)
+  // A hash join's table above this many bytes is probed in batches; 0: the L2 cache's size.
+  size_t hash_join_batch_bytes = 0;
   // Rows read by operator trees that are not part of the query's tree (scalar subqueries).
   uint64_t subquery_rows_read = 0;
   // The results of materialized plan nodes, computed once per execution and shared by every
@@ -154,7 +156,10 @@ class TupleRing {
     return &values_[current_ * width_];
   }
   // Makes the current tuple's string Values point at bytes its slot owns (if owns_strings()).
-  void Own(Value* tuple);
+  void Own(Value* tuple) { OwnFirst(tuple, width_); }
+  // The same for its first `columns` Values only: the others point at bytes that outlive the
+  // window (a hash join's build rows, kept until Close).
+  void OwnFirst(Value* tuple, size_t columns);
   // A tuple to return that stays valid for the window: `tuple` itself with a window of 1 (it
   // lives until the child's next call), else a copy in the next slot.
   const Value* Keep(const Value* tuple) {

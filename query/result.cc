@@ -28,6 +28,7 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   cursor->ctx_.db = cursor->db_;
   cursor->ctx_.txn = txn;
   cursor->ctx_.analyze = options.analyze;
+  cursor->ctx_.hash_join_batch_bytes = options.hash_join_batch_bytes;
   cursor->open_ = true;
   if (Status s = cursor->root_->Open(&cursor->ctx_); !s.ok()) {
     cursor->Fail(s);

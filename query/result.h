@@ -34,6 +34,9 @@ struct QueryOptions {
   Transaction* txn = nullptr;
   // Time every operator (EXPLAIN ANALYZE); costs a clock read per call.
   bool analyze = false;
+  // A hash join whose table is larger than this probes in prefetched batches (query.md, "The
+  // hash join's table"); 0 means the machine's L2 cache size.
+  size_t hash_join_batch_bytes = 0;
 };
 
 class ResultCursor {

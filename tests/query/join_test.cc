@@ -1,5 +1,6 @@
 // Joins against a model: hash, index nested-loop and merge joins of every type, with duplicate
 // keys, NULL keys, residual predicates, and the errors of malformed joins.
+#include <algorithm>
 #include <map>
 
 #include "query/query.h"
@@ -36,8 +37,10 @@ struct JoinFixture {
 std::string MaybeText(int32_t v) { return v == 0 ? "" : std::to_string(v); }
 
 // The model of a join on l.a = r.a (or, with on_maybe, l.maybe = r.maybe, NULLs never
-// matching) with the residual r.id > l.id.
-std::vector<TextRow> ModelJoin(const JoinFixture& f, JoinType type, bool on_maybe, bool residual) {
+// matching) with the residual r.id > l.id, sorted (or, with in_order, in the order of r1, then
+// of r2).
+std::vector<TextRow> ModelJoin(const JoinFixture& f, JoinType type, bool on_maybe, bool residual,
+                               bool in_order = false) {
   std::vector<TextRow> out;
   for (const auto& [lid, l] : f.r1) {
     TextRow left{std::to_string(lid), std::to_string(l.a), MaybeText(l.maybe), View(l.name)};
@@ -64,22 +67,82 @@ std::vector<TextRow> ModelJoin(const JoinFixture& f, JoinType type, bool on_mayb
       out.push_back(row);
     }
   }
-  return Sorted(out);
+  return in_order ? out : Sorted(out);
 }
+
+// The two ways a hash join probes: a row at a time (a table the cache holds), and in
+// prefetched batches (a larger table; forced here with a threshold of one byte).
+const QueryOptions kProbeModes[] = {QueryOptions{}, [] {
+                                      QueryOptions o;
+                                      o.hash_join_batch_bytes = 1;
+                                      return o;
+                                    }()};
 
 TEST_CASE("hash joins of every type match the model", "[random][query]") {
   JoinFixture f(TestSeed("hash joins"));
-  for (JoinType type : {JoinType::kInner, JoinType::kLeftOuter, JoinType::kSemi, JoinType::kAnti}) {
-    for (bool on_maybe : {false, true}) {
-      for (bool residual : {false, true}) {
-        INFO(JoinTypeName(type) << (on_maybe ? " on maybe" : " on a")
-                                << (residual ? " with residual" : ""));
-        Expr key_l = on_maybe ? Col("l.maybe") : Col("l.a");
-        Expr key_r = on_maybe ? Col("r.maybe") : Col("r.a");
-        Plan join = f.Left().HashJoin(f.Right(), {{key_l, key_r}}, type,
-                                      residual ? Col("r.id") > Col("l.id") : Expr());
-        CHECK(Sorted(Run(f.catalog, join).rows) == ModelJoin(f, type, on_maybe, residual));
+  for (const QueryOptions& mode : kProbeModes) {
+    for (JoinType type :
+         {JoinType::kInner, JoinType::kLeftOuter, JoinType::kSemi, JoinType::kAnti}) {
+      for (bool on_maybe : {false, true}) {
+        for (bool residual : {false, true}) {
+          INFO(JoinTypeName(type) << (on_maybe ? " on maybe" : " on a")
+                                  << (residual ? " with residual" : "")
+                                  << (mode.hash_join_batch_bytes ? ", batched" : ""));
+          Expr key_l = on_maybe ? Col("l.maybe") : Col("l.a");
+          Expr key_r = on_maybe ? Col("r.maybe") : Col("r.a");
+          Plan join = f.Left().HashJoin(f.Right(), {{key_l, key_r}}, type,
+                                        residual ? Col("r.id") > Col("l.id") : Expr());
+          CHECK(Sorted(Run(f.catalog, join, mode).rows) ==
+                ModelJoin(f, type, on_maybe, residual));
+        }
       }
+    }
+  }
+}
+
+TEST_CASE("a hash join keeps probe order, and build order among a row's matches", "[unit][query]") {
+  JoinFixture f(TestSeed("hash join order"));
+  auto by_id = [](const auto& x, const auto& y) { return x.first < y.first; };
+  std::sort(f.r1.begin(), f.r1.end(), by_id);  // the scans' order
+  std::sort(f.r2.begin(), f.r2.end(), by_id);
+  for (const QueryOptions& mode : kProbeModes) {
+    for (JoinType type :
+         {JoinType::kInner, JoinType::kLeftOuter, JoinType::kSemi, JoinType::kAnti}) {
+      INFO(JoinTypeName(type) << (mode.hash_join_batch_bytes ? ", batched" : ""));
+      Plan join = f.Left().HashJoin(f.Right(), {{Col("l.a"), Col("r.a")}}, type);
+      CHECK(Run(f.catalog, join, mode).rows == ModelJoin(f, type, false, false, true));
+    }
+  }
+}
+
+TEST_CASE("a hash join on several keys, one of them computed, matches the model",
+          "[unit][query]") {
+  // Keys that are build columns are not stored twice; a computed one is stored after them.
+  JoinFixture f(TestSeed("hash join keys"));
+  for (const QueryOptions& mode : kProbeModes) {
+    for (JoinType type : {JoinType::kInner, JoinType::kSemi}) {
+      INFO(JoinTypeName(type) << (mode.hash_join_batch_bytes ? ", batched" : ""));
+      Plan join = f.Left().HashJoin(
+          f.Right(), {{Col("l.a"), Col("r.a")}, {Col("l.id") % 7, (Col("r.id") / 2) % 7}}, type);
+      std::vector<TextRow> model;
+      for (const auto& [lid, l] : f.r1) {
+        TextRow left{std::to_string(lid), std::to_string(l.a), MaybeText(l.maybe), View(l.name)};
+        bool matched = false;
+        for (const auto& [rid, r] : f.r2) {
+          if (l.a != r.a || lid % 7 != (rid / 2) % 7) continue;
+          matched = true;
+          if (type == JoinType::kInner) {
+            TextRow row = left;
+            for (auto& v : TextRow{std::to_string(rid), std::to_string(r.a), MaybeText(r.maybe),
+                                   FormatMoney(r.cents)}) {
+              row.push_back(v);
+            }
+            model.push_back(row);
+          }
+        }
+        if (type == JoinType::kSemi && matched) model.push_back(left);
+      }
+      CHECK(Sorted(Run(f.catalog, join, mode).rows) == Sorted(model));
     }
   }
 }
