@@ -4,12 +4,15 @@
 // read off the SQL are these, used throughout:
 //   - order_line and oorder are both stored in (w, d, o) order, so they meet in a merge join,
 //     and per-order aggregates of order_line are sort aggregations of its scan;
+//   - customers join orders, not order lines: orders probe the hash join with customers, whose
+//     output keeps the probe's order, before they meet the lines (OrdersWithCustomers);
 //   - a stock row's supplier, mod(s_w_id * s_i_id, 10000), is computed from the order line's
 //     own warehouse and item once the query equates them with the stock row's (ol_w_id = s_w_id
 //     or ol_supply_w_id = s_w_id, ol_i_id = s_i_id), so the supplier join runs before the stock
 //     join, which then only confirms that the stock row exists (a semi join);
-//   - NOT EXISTS (a later delivery in the same order) and EXISTS (a delivery after the entry)
-//     compare with the order's latest delivery, which one sort aggregation computes.
+//   - EXISTS over an order's lines (Q4) and NOT EXISTS of a later delivery in the same order
+//     (Q21) probe the order's lines in their B-tree, by the order's key prefix, once the rows
+//     that reach the probe are few.
 #include "tpcc/ch_queries.h"
 
 #include <sys/stat.h>
@@ -53,25 +56,35 @@ Plan NationNamed(const Catalog& c, const char* name, const char* alias = "") {
       .Filter(Col(prefix + "n_name") == Str(name));
 }
 
-// Order lines joined with their orders (merge join on the shared (w, d, o) order).
-Plan LinesWithOrders(const Catalog& c, std::vector<std::string> line_columns,
-                     std::vector<std::string> order_columns, const Expr& order_filter = Expr()) {
+// Orders (their key columns first, then `columns`) in key order, optionally filtered.
+Plan Orders(const Catalog& c, std::vector<std::string> columns, const Expr& filter = Expr()) {
+  columns.insert(columns.begin(), {"o_w_id", "o_d_id", "o_id"});
+  Plan orders = Scan(c, "oorder", columns);
+  return filter.valid() ? orders.Filter(filter) : orders;
+}
+
+// Orders joined with their customers (o_c_id among the order's columns). The orders probe the
+// join, whose output keeps their key order, so the join runs once per order, not once per
+// order line, and the lines still meet the result in a merge join.
+Plan OrdersWithCustomers(const Plan& orders, const Plan& customers, const Expr& residual = Expr()) {
+  return orders.HashJoin(customers,
+                         {{Col("o_w_id"), Col("c_w_id")},
+                          {Col("o_d_id"), Col("c_d_id")},
+                          {Col("o_c_id"), Col("c_id")}},
+                         JoinType::kInner, residual);
+}
+
+// Order lines joined with their orders (merge join on the shared (w, d, o) order); `orders`
+// is in key order (Orders, OrdersWithCustomers).
+Plan LinesWithOrders(const Catalog& c, std::vector<std::string> line_columns, const Plan& orders) {
   line_columns.insert(line_columns.begin(), {"ol_w_id", "ol_d_id", "ol_o_id"});
-  order_columns.insert(order_columns.begin(), {"o_w_id", "o_d_id", "o_id"});
-  Plan orders = Scan(c, "oorder", order_columns);
-  if (order_filter.valid()) orders = orders.Filter(order_filter);
   return Scan(c, "order_line", line_columns)
       .MergeJoin(orders, {{"ol_w_id", "o_w_id"}, {"ol_d_id", "o_d_id"}, {"ol_o_id", "o_id"}});
 }
-
-// Each order's latest delivery (NULL while undelivered): max_delivery by (ol_w_id, ol_d_id,
-// ol_o_id), in key order.
-Plan LatestDeliveries(const Catalog& c) {
-  return Scan(c, "order_line", {"ol_w_id", "ol_d_id", "ol_o_id", "ol_delivery_d"}, "l2")
-      .Aggregate({{Col("l2.ol_w_id"), "m_w_id"},
-                  {Col("l2.ol_d_id"), "m_d_id"},
-                  {Col("l2.ol_o_id"), "m_o_id"}},
-                 {Max(Col("l2.ol_delivery_d")).As("max_delivery")}, AggStrategy::kSort);
+Plan LinesWithOrders(const Catalog& c, std::vector<std::string> line_columns,
+                     std::vector<std::string> order_columns, const Expr& order_filter = Expr()) {
+  return LinesWithOrders(c, std::move(line_columns),
+                         Orders(c, std::move(order_columns), order_filter));
 }
 
 // Keeps the rows whose stock row (w, i) exists.
@@ -155,14 +168,14 @@ Plan Q5(const Catalog& c, const ChParams&) {
   Plan suppliers =
       Scan(c, "supplier", {"su_suppkey", "su_nationkey"})
           .HashJoin(NationsOf(c, "Europe"), {{Col("su_nationkey"), Col("n_nationkey")}});
-  Plan customers = Scan(c, "customer", {"c_w_id", "c_d_id", "c_id", "c_state"});
-  Plan lines = LinesWithOrders(c, {"ol_i_id", "ol_amount"}, {"o_c_id", "o_entry_d"},
-                               Col("o_entry_d") >= Date(kSince2007));
-  Plan joined = lines.HashJoin(suppliers, {{Supplier("ol_w_id", "ol_i_id"), Col("su_suppkey")}})
-                    .HashJoin(customers,
-                              {{Col("o_w_id"), Col("c_w_id")},
-                               {Col("o_d_id"), Col("c_d_id")},
-                               {Col("o_c_id"), Col("c_id")}},
+  // The customer's nation equals the supplier's, which is European: so is the customer's.
+  Plan customers = Scan(c, "customer", {"c_w_id", "c_d_id", "c_id", "c_state"})
+                       .HashJoin(NationsOf(c, "Europe"), {{CustomerNation(), Col("n_nationkey")}},
+                                 JoinType::kSemi);
+  Plan orders = OrdersWithCustomers(
+      Orders(c, {"o_c_id", "o_entry_d"}, Col("o_entry_d") >= Date(kSince2007)), customers);
+  Plan joined = LinesWithOrders(c, {"ol_i_id", "ol_amount"}, orders)
+                    .HashJoin(suppliers, {{Supplier("ol_w_id", "ol_i_id"), Col("su_suppkey")}},
                               JoinType::kInner, CustomerNation() == Col("su_nationkey"));
   return WithStock(joined, c, "ol_w_id", "ol_i_id")
       .Aggregate({{Col("n_name")}}, {Sum(Col("ol_amount")).As("revenue")})
@@ -188,13 +201,10 @@ Plan Q7(const Catalog& c, const ChParams&) {
                        .HashJoin(customer_nations, {{CustomerNation(), Col("n2.n_nationkey")}});
   Expr crossed = Or(And(Col("n1.n_name") == Str("Germany"), Col("n2.n_name") == Str("Cambodia")),
                     And(Col("n1.n_name") == Str("Cambodia"), Col("n2.n_name") == Str("Germany")));
+  Plan orders = OrdersWithCustomers(Orders(c, {"o_c_id", "o_entry_d"}), customers);
   Plan joined =
-      LinesWithOrders(c, {"ol_supply_w_id", "ol_i_id", "ol_amount"}, {"o_c_id", "o_entry_d"})
-          .HashJoin(suppliers, {{Supplier("ol_supply_w_id", "ol_i_id"), Col("su_suppkey")}})
-          .HashJoin(customers,
-                    {{Col("o_w_id"), Col("c_w_id")},
-                     {Col("o_d_id"), Col("c_d_id")},
-                     {Col("o_c_id"), Col("c_id")}},
+      LinesWithOrders(c, {"ol_supply_w_id", "ol_i_id", "ol_amount"}, orders)
+          .HashJoin(suppliers, {{Supplier("ol_supply_w_id", "ol_i_id"), Col("su_suppkey")}},
                     JoinType::kInner, crossed);
   return WithStock(joined, c, "ol_supply_w_id", "ol_i_id")
       .Aggregate({{Col("su_nationkey"), "supp_nation"},
@@ -248,13 +258,16 @@ Plan Q9(const Catalog& c, const ChParams&) {
 }
 
 Plan Q10(const Catalog& c, const ChParams&) {
-  // Revenue is summed per customer (w, d, c) before the customer's strings are joined; the
+  // Revenue is summed per order (a sort aggregation: the lines arrive in order, and o_c_id is
+  // the order's), then per customer (w, d, c) before the customer's strings are joined; the
   // published grouping by c_id alone then adds the districts' sums together.
-  Plan per_customer = LinesWithOrders(c, {"ol_amount", "ol_delivery_d"}, {"o_c_id", "o_entry_d"},
-                                      Col("o_entry_d") >= Date(kSince2007))
-                          .Filter(Col("o_entry_d") <= Col("ol_delivery_d"))
-                          .Aggregate({{Col("o_w_id")}, {Col("o_d_id")}, {Col("o_c_id")}},
-                                     {Sum(Col("ol_amount")).As("customer_revenue")});
+  Plan per_order = LinesWithOrders(c, {"ol_amount", "ol_delivery_d"}, {"o_c_id", "o_entry_d"},
+                                   Col("o_entry_d") >= Date(kSince2007))
+                       .Filter(Col("o_entry_d") <= Col("ol_delivery_d"))
+                       .Aggregate({{Col("o_w_id")}, {Col("o_d_id")}, {Col("o_id")}, {Col("o_c_id")}},
+                                  {Sum(Col("ol_amount")).As("order_revenue")}, AggStrategy::kSort);
+  Plan per_customer = per_order.Aggregate({{Col("o_w_id")}, {Col("o_d_id")}, {Col("o_c_id")}},
+                                          {Sum(Col("order_revenue")).As("customer_revenue")});
   Plan customers =
       Scan(c, "customer", {"c_w_id", "c_d_id", "c_id", "c_last", "c_city", "c_phone", "c_state"});
   return per_customer
@@ -437,14 +450,17 @@ Plan Q21(const Catalog& c, const ChParams&) {
   Plan german = Scan(c, "supplier", {"su_suppkey", "su_name", "su_nationkey"})
                     .HashJoin(NationNamed(c, "Germany"),
                               {{Col("su_nationkey"), Col("n_nationkey")}}, JoinType::kSemi);
-  Plan lines = Scan(c, "order_line", {"ol_w_id", "ol_d_id", "ol_o_id", "ol_i_id", "ol_delivery_d"})
-                   .MergeJoin(LatestDeliveries(c),
-                              {{"ol_w_id", "m_w_id"}, {"ol_d_id", "m_d_id"}, {"ol_o_id", "m_o_id"}})
-                   .Filter(Col("ol_delivery_d") == Col("max_delivery"))  // no later delivery
-                   .MergeJoin(Scan(c, "oorder", {"o_w_id", "o_d_id", "o_id", "o_entry_d"}),
-                              {{"ol_w_id", "o_w_id"}, {"ol_d_id", "o_d_id"}, {"ol_o_id", "o_id"}})
-                   .Filter(Col("ol_delivery_d") > Col("o_entry_d"))
-                   .HashJoin(german, {{Supplier("ol_w_id", "ol_i_id"), Col("su_suppkey")}});
+  // The German suppliers' lines first (the join keeps the lines' order for the merge join);
+  // NOT EXISTS (a later delivery in the same order) then probes the few late ones' orders.
+  Plan lines =
+      Scan(c, "order_line", {"ol_w_id", "ol_d_id", "ol_o_id", "ol_i_id", "ol_delivery_d"})
+          .HashJoin(german, {{Supplier("ol_w_id", "ol_i_id"), Col("su_suppkey")}})
+          .MergeJoin(Orders(c, {"o_entry_d"}),
+                     {{"ol_w_id", "o_w_id"}, {"ol_d_id", "o_d_id"}, {"ol_o_id", "o_id"}})
+          .Filter(Col("ol_delivery_d") > Col("o_entry_d"))
+          .IndexJoin(c, "order_line", {Col("ol_w_id"), Col("ol_d_id"), Col("ol_o_id")},
+                     {"ol_delivery_d"}, JoinType::kAnti,
+                     Col("l2.ol_delivery_d") > Col("ol_delivery_d"), "l2");
   return WithStock(lines, c, "ol_w_id", "ol_i_id")
       .Aggregate({{Col("su_name")}}, {Count().As("numwait")})
       .Sort({Desc("numwait"), "su_name"});
