@@ -52,10 +52,46 @@ class Constant final : public BoundExpr {
     if (type == Type::kString && !value_.null) value_ = Value::String(bytes_);
   }
   Value Eval(const Value*) const override { return value_; }
+  const Value* constant() const override { return &value_; }
 
  private:
   Value value_;
   std::string bytes_;
+};
+
+// The two operands of a binary node, read without a virtual call when they are columns or
+// literals (most are). Resolved once the node's children are final (BoundExpr::Bound).
+class BinaryOperands {
+ public:
+  void Resolve(const std::vector<std::unique_ptr<BoundExpr>>& children) {
+    SM_ASSERT(children.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      expr_[i] = children[i].get();
+      column_[i] = expr_[i]->column();
+      const Value* literal = expr_[i]->constant();
+      kind_[i] = column_[i] >= 0 ? Kind::kColumn : literal ? Kind::kLiteral : Kind::kExpr;
+      if (literal != nullptr) literal_[i] = *literal;
+    }
+  }
+  Value Get(size_t i, const Value* row) const {
+    SM_DASSERT(expr_[i] != nullptr);  // the tree was bound
+    switch (kind_[i]) {
+      case Kind::kColumn:
+        return row[column_[i]];
+      case Kind::kLiteral:
+        return literal_[i];
+      case Kind::kExpr:
+        break;
+    }
+    return expr_[i]->Eval(row);
+  }
+
+ private:
+  enum class Kind : uint8_t { kExpr, kColumn, kLiteral };
+  const BoundExpr* expr_[2] = {nullptr, nullptr};
+  int column_[2] = {-1, -1};
+  Kind kind_[2] = {Kind::kExpr, Kind::kExpr};
+  Value literal_[2];
 };
 
 // How a numeric operand becomes a double.
@@ -97,18 +133,22 @@ class Comparison final : public BoundExpr {
   Comparison(CompareOp op, Type compared_as, AsDouble left, AsDouble right)
       : BoundExpr(Type::kBool), op_(op), type_(compared_as), left_(left), right_(right) {}
   Value Eval(const Value* row) const override {
-    Value a = children_[0]->Eval(row);
-    Value b = children_[1]->Eval(row);
+    Value a = operands_.Get(0, row);
+    Value b = operands_.Get(1, row);
     if (a.null || b.null) return Value::Null();
     return Value::Int(Decide(a, b) ? 1 : 0);
   }
   bool Test(const Value* row) const override {
-    Value a = children_[0]->Eval(row);
-    Value b = children_[1]->Eval(row);
+    Value a = operands_.Get(0, row);
+    Value b = operands_.Get(1, row);
     return !a.null && !b.null && Decide(a, b);
   }
 
+ protected:
+  void Bound() override { operands_.Resolve(children_); }
+
  private:
+  BinaryOperands operands_;
   bool Decide(const Value& a, const Value& b) const {
     if (type_ == Type::kDouble) {
       double x = ToDoubleAs(a, left_), y = ToDoubleAs(b, right_);
@@ -168,8 +208,8 @@ class IntArithmetic final : public BoundExpr {
  public:
   IntArithmetic(Type type, ArithOp op) : BoundExpr(type), op_(op) {}
   Value Eval(const Value* row) const override {
-    Value a = children_[0]->Eval(row);
-    Value b = children_[1]->Eval(row);
+    Value a = operands_.Get(0, row);
+    Value b = operands_.Get(1, row);
     if (a.null || b.null) return Value::Null();
     switch (op_) {
       case ArithOp::kAdd:
@@ -186,7 +226,11 @@ class IntArithmetic final : public BoundExpr {
     return Value::Null();
   }
 
+ protected:
+  void Bound() override { operands_.Resolve(children_); }
+
  private:
+  BinaryOperands operands_;
   ArithOp op_;
 };
 
@@ -195,8 +239,8 @@ class DoubleArithmetic final : public BoundExpr {
   DoubleArithmetic(ArithOp op, AsDouble left, AsDouble right)
       : BoundExpr(Type::kDouble), op_(op), left_(left), right_(right) {}
   Value Eval(const Value* row) const override {
-    Value a = children_[0]->Eval(row);
-    Value b = children_[1]->Eval(row);
+    Value a = operands_.Get(0, row);
+    Value b = operands_.Get(1, row);
     if (a.null || b.null) return Value::Null();
     double x = ToDoubleAs(a, left_), y = ToDoubleAs(b, right_);
     switch (op_) {
@@ -214,7 +258,11 @@ class DoubleArithmetic final : public BoundExpr {
     return Value::Null();
   }
 
+ protected:
+  void Bound() override { operands_.Resolve(children_); }
+
  private:
+  BinaryOperands operands_;
   ArithOp op_;
   AsDouble left_, right_;
 };
@@ -821,7 +869,9 @@ Status Binder::BindScalar(const Expr& e, std::unique_ptr<BoundExpr>* out) {
 
 Status Bind(const Expr& expr, const RowSchema& input, std::unique_ptr<BoundExpr>* out) {
   Binder binder(input);
-  return binder.Bind(expr, out);
+  SM_TRY(binder.Bind(expr, out));
+  (*out)->FinishBinding();
+  return Status::OK();
 }
 
 Status BindPredicate(const Expr& expr, const RowSchema& input, std::unique_ptr<BoundExpr>* out) {

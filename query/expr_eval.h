@@ -45,13 +45,23 @@ class BoundExpr {
   }
   // Prepares the children, then this node.
   [[nodiscard]] Status Prepare(ExecContext* ctx);
+  // Tells the children, then this node, that the tree is bound (Bind calls it).
+  void FinishBinding() {
+    for (auto& child : children_) child->FinishBinding();
+    Bound();
+  }
   // The input column this expression is, or -1 if it is not a plain column reference.
   virtual int column() const { return -1; }
+  // The value this expression always has (it lives as long as the node), or null if it is not
+  // a literal.
+  virtual const Value* constant() const { return nullptr; }
 
   std::vector<std::unique_ptr<BoundExpr>>& children() { return children_; }
 
  protected:
   virtual Status PrepareSelf(ExecContext*) { return Status::OK(); }
+  // The node's children are final.
+  virtual void Bound() {}
   std::vector<std::unique_ptr<BoundExpr>> children_;
 
  private:
