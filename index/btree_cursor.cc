@@ -149,10 +149,12 @@ Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, con
   bool unlocked = ctx_.locks == nullptr || ctx_.locks->ReadsCommittedWithoutLocks();
   int last = -1;
   *more = true;
+  // Keys ascend within a leaf: when its last key is in range, all of them are.
+  bool leaf_in_range = n.count() > 0 && !AboveUpper(n.KeyAt(static_cast<uint16_t>(n.count() - 1)));
   for (; index < n.count() && *visited < max_rows; ++index) {
     auto at = static_cast<uint16_t>(index);
     std::string_view key = n.KeyAt(at);
-    if (AboveUpper(key)) break;  // Next locks the key after the range
+    if (!leaf_in_range && AboveUpper(key)) break;  // Next locks the key after the range
     if (!unlocked) {
       LockWait wait;
       SM_TRY(tree_->TryLock(ctx_, KeyLockRequest{key, false, KeyLockPurpose::kRead}, &wait));
