@@ -5,6 +5,7 @@
 //
 // Tuple lifetime (operator.h): tuples live in the scan's ring of slots, strings copied into
 // them (a batch is read under the page's latch, so nothing may point into the page after).
+#include <bit>
 #include <cstring>
 #include <memory>
 
@@ -47,7 +48,8 @@ class ScanOperator final : public Operator {
     }
     width_ = schema().size();
     window_ = requested_window();
-    capacity_ = window_ + kBatchRows;
+    SM_ASSERT(window_ <= kMaxWindow);
+    capacity_ = std::bit_ceil(window_ + kBatchRows);  // a mask, not a division, finds a slot
     slots_.assign(static_cast<size_t>(capacity_) * width_, Value());
     if (has_strings_) bytes_.assign(capacity_, std::string());
     produced_ = returned_ = 0;
@@ -68,8 +70,9 @@ class ScanOperator final : public Operator {
 
  private:
   static constexpr uint32_t kBatchRows = 64;
+  static constexpr uint32_t kMaxWindow = 1u << 24;  // a parent holds at most this many tuples
 
-  Value* Slot(uint64_t n) { return &slots_[(n % capacity_) * width_]; }
+  Value* Slot(uint64_t n) { return &slots_[(n & (capacity_ - 1)) * width_]; }
 
   // Decodes rows until at least one passes the predicate or the range ends.
   Status Fill() {
@@ -105,10 +108,12 @@ class ScanOperator final : public Operator {
   void Accept(std::string_view key, std::string_view value) {
     uint64_t n = produced_;
     Value* out = Slot(n);
-    for (size_t i = 0; i < columns_.size(); ++i) out[i] = DecodeColumn(*columns_[i], key, value);
+    const Column* const* columns = columns_.data();
+    const size_t count = columns_.size();
+    for (size_t i = 0; i < count; ++i) out[i] = DecodeColumn(*columns[i], key, value);
     if (predicate_ != nullptr && !predicate_->Test(out)) return;
     if (has_strings_) {
-      std::string& bytes = bytes_[n % capacity_];
+      std::string& bytes = bytes_[n & (capacity_ - 1)];
       size_t total = 0;
       for (size_t i = 0; i < width_; ++i) total += out[i].null ? 0 : out[i].len;
       bytes.resize(total);
