@@ -43,8 +43,8 @@ class InterleaveChooser {
   static constexpr int64_t kEpochNs = 20'000'000;  // an epoch, in nanoseconds
   static constexpr uint32_t kClockEvery = 64;
   static constexpr uint32_t kProbeEpochs = 8;
-  static constexpr uint32_t kMinRunEpochs = 25;   // 0.5 s
-  static constexpr uint32_t kMaxRunEpochs = 100;  // 2 s: a changed workload waits no longer
+  static constexpr uint32_t kMinRunEpochs = 25;   // the run after a probe that changed the mode
+  static constexpr uint32_t kMaxRunEpochs = 100;  // a changed workload waits no longer
   static constexpr double kMargin = 0.05;
 
   // Whether the descent at hand interleaves.
