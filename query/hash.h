@@ -70,15 +70,18 @@ inline uint64_t HashKeys(const Value* keys, const std::vector<Type>& types) {
   return MixHash(h);
 }
 
+// Equality of two non-NULL key values of one type; integers compared inline.
+inline bool KeyValuesEqual(const Value& a, const Value& b, Type type) {
+  return IsIntegral(type) ? a.i == b.i : CompareValues(a, b, type) == 0;
+}
+
 inline bool KeysEqual(const Value* a, const Value* b, const std::vector<Type>& types) {
   for (size_t i = 0; i < types.size(); ++i) {
     if (a[i].null || b[i].null) {
       if (a[i].null != b[i].null) return false;
       continue;
     }
-    if (IsIntegral(types[i]) ? a[i].i != b[i].i : CompareValues(a[i], b[i], types[i]) != 0) {
-      return false;
-    }
+    if (!KeyValuesEqual(a[i], b[i], types[i])) return false;
   }
   return true;
 }

@@ -140,17 +140,13 @@ class HashJoinOperator final : public Operator {
   Operator* probe() const { return child(0); }
   Operator* build() const { return child(1); }
   static uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
-  // Whether a build row matches probe keys `keys` (given that their hashes' tags are equal).
+  // Whether a build row matches probe keys `keys` (NULL keys are never stored nor looked up).
   bool StoredKeysEqual(uint32_t r, const Value* keys) const {
     const Value* stored = table_.row(r);
     for (size_t i = 0; i < key_at_.size(); ++i) {
-      if (!ValuesEqual(stored[key_at_[i]], keys[i], key_types_[i])) return false;
+      if (!KeyValuesEqual(stored[key_at_[i]], keys[i], key_types_[i])) return false;
     }
     return true;
-  }
-  static bool ValuesEqual(const Value& a, const Value& b, Type type) {
-    SM_DASSERT(!a.null && !b.null);  // NULL keys are never stored nor looked up
-    return IsIntegral(type) ? a.i == b.i : CompareValues(a, b, type) == 0;
   }
   const Value* StoredRow(uint32_t r) const { return table_.row(r); }
 
@@ -200,7 +196,7 @@ class HashJoinOperator final : public Operator {
   // The build phase: every build row with non-NULL keys, stored as LayOutStoredRows says; then
   // one slot per distinct key, at most half the slots used.
   Status Build() {
-    table_.Reset();
+    SM_DASSERT(table_.empty());  // LayOutStoredRows reset it for this execution
     std::vector<uint64_t> hashes;
     std::vector<Value> keys(keys_.size());
     for (;;) {
@@ -253,7 +249,7 @@ class HashJoinOperator final : public Operator {
 
   bool SameKeys(uint32_t a, uint32_t b) const {
     for (size_t i = 0; i < key_at_.size(); ++i) {
-      if (!ValuesEqual(StoredRow(a)[key_at_[i]], StoredRow(b)[key_at_[i]], key_types_[i])) {
+      if (!KeyValuesEqual(StoredRow(a)[key_at_[i]], StoredRow(b)[key_at_[i]], key_types_[i])) {
         return false;
       }
     }
@@ -294,9 +290,10 @@ class HashJoinOperator final : public Operator {
         p.null_key |= keys[i].null;
       }
       p.hash = p.null_key ? 0 : HashKeys(keys, key_types_);
-      __builtin_prefetch(&slots_[p.hash & mask_]);
+      if (batch_capacity_ > 1) __builtin_prefetch(&slots_[p.hash & mask_]);
       ++batch_size_;
     }
+    if (batch_capacity_ == 1) return Status::OK();  // a cached table: nothing to overlap
     for (uint32_t i = 0; i < batch_size_; ++i) {
       Slot slot = slots_[batch_[i].hash & mask_];
       if (!batch_[i].null_key && slot.row != kNone) __builtin_prefetch(StoredRow(slot.row));
