@@ -3,7 +3,7 @@
 // lifetime contract.
 //
 // Owns: Operator (the non-virtual Open/Next/Close wrappers that count rows and, when a query is
-// analyzed, time each call), ExecContext, and TupleRing (the output slots of an operator that
+// analyzed or profiled, time each call or run it in the operator's profile slot), ExecContext, and TupleRing (the output slots of an operator that
 // builds its own tuples).
 //
 // Tuple lifetime. Next hands out a pointer to the tuple's Values, which stay valid (with the
@@ -50,6 +50,15 @@ namespace sm::query {
 class PlanNode;
 
 inline constexpr uint32_t kUnboundedWindow = UINT32_MAX;
+
+// Profiling by function (QueryOptions::profile_operators). The first kProfileSlots operators of a
+// tree, numbered in preorder, run their Open, Next and Close inside functions whose names carry
+// that number (sm::query::OperatorSlot::Next<7u>, ...), so that a profiler which attributes
+// inclusive costs to functions (callgrind) gives each operator its own: an operator's self cost
+// is its slot functions' inclusive cost less its children's, because a child is opened, pulled
+// and closed only from inside its parent's calls.
+inline constexpr uint32_t kProfileSlots = 64;
+inline constexpr uint32_t kNoProfileSlot = UINT32_MAX;
 
 // What the operators of one query execution share.
 struct ExecContext {
@@ -99,14 +108,19 @@ class Operator {
   [[nodiscard]] Status Open(ExecContext* ctx);
   // *row: the next tuple, or null at the end.
   [[nodiscard]] Status Next(const Value** row) {
-    if (!timed_) [[likely]] {
+    if (instrumented_next_ == nullptr) [[likely]] {
       Status s = NextImpl(row);
       if (*row != nullptr) ++stats_.rows;
       return s;
     }
-    return TimedNext(row);
+    return instrumented_next_(this, row);
   }
   void Close();
+
+  // Before Open: numbers this operator and those below it in preorder from *next on, while the
+  // numbers last (see kProfileSlots); the others keep kNoProfileSlot.
+  void AssignProfileSlots(uint32_t* next);
+  uint32_t profile_slot() const { return profile_slot_; }
 
   const Stats& stats() const { return stats_; }
   // rows_read of this operator and every operator below it.
@@ -125,13 +139,20 @@ class Operator {
   void CountRowRead() { ++stats_.rows_read; }
 
  private:
-  Status TimedNext(const Value** row);
+  friend struct OperatorSlot;
+  using InstrumentedNextFn = Status (*)(Operator*, const Value**);
+  static Status TimedNext(Operator* op, const Value** row);
+  Status CountedNext(const Value** row);  // NextImpl, timed if analyzed, its rows counted
+  void CloseTree();  // CloseImpl, then the children's Close
 
   std::string name_;
   RowSchema schema_;
   std::vector<std::unique_ptr<Operator>> children_;
   uint32_t requested_window_ = 1;
   bool timed_ = false;
+  // Set by Open when the query is analyzed (TimedNext) or profiled (the slot's Next).
+  InstrumentedNextFn instrumented_next_ = nullptr;
+  uint32_t profile_slot_ = kNoProfileSlot;
   double estimated_rows_ = -1;
   Stats stats_;
 };

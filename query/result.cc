@@ -20,6 +20,10 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   std::unique_ptr<ResultCursor> cursor(new ResultCursor());
   cursor->db_ = catalog.db();
   SM_TRY(plan.node()->Instantiate(&cursor->root_));
+  if (options.profile_operators) {
+    uint32_t next_slot = 0;
+    cursor->root_->AssignProfileSlots(&next_slot);
+  }
   Transaction* txn = options.txn;
   if (txn == nullptr) {
     SM_TRY(cursor->db_->Begin(&cursor->own_txn_, options.isolation));

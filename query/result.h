@@ -37,6 +37,9 @@ struct QueryOptions {
   // A hash join whose table is larger than this probes in prefetched batches (query.md, "The
   // hash join's table"); 0 means the machine's L2 cache size.
   size_t hash_join_batch_bytes = 0;
+  // Run each operator's calls in its profile slot (operator.h, kProfileSlots), so that callgrind
+  // attributes costs per operator; costs a call per Next.
+  bool profile_operators = false;
 };
 
 class ResultCursor {
@@ -51,6 +54,8 @@ class ResultCursor {
   const RowSchema& schema() const { return root_->schema(); }
   // The operator tree with estimated and actual rows and (when analyzed) times.
   std::string ExplainAnalyze() const;
+  // The operator tree (its stats, and profile slots when profiled).
+  const Operator& operators() const { return *root_; }
   // Rows the query has read from the database's tables so far.
   uint64_t rows_read() const { return root_->TreeRowsRead() + ctx_.subquery_rows_read; }
 

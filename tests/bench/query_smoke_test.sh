@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench_query end to end on one warehouse: it prepares the data (load, a short run of the mix,
 # export, SQLite), reuses it on a second call, checks all 22 results equal, profiles one query
-# under callgrind, and refuses bad options with exit status 2.
+# under callgrind (as a whole and per operator), and refuses bad options with exit status 2.
 # Usage: query_smoke_test.sh BENCH_QUERY TPCC SQL_FILE SCRATCH_DIR
 set -eu
 bench="$1" tpcc="$2" sql="$3" dir="$4"
@@ -27,6 +27,12 @@ grep -q '^SQLite loaded' "$dir/second.out" && fail "the second run loaded SQLite
 last=$(tail -n 1 "$dir/second.out")
 echo "$last" | grep -q '"ch_q6_instructions_per_row_read":[1-9]' ||
   fail "no callgrind figure for Q6: $last"
+# Q6 by operator: an aggregation over a scan, each with instructions of its own.
+echo "$last" | grep -Eq '"ch_q6_operators":\[\{"depth":0,[^}]*"operator":"HashAggregate"' ||
+  fail "no aggregation at the root of Q6's operators: $last"
+echo "$last" | grep -Eq '\{"depth":1,[^}]*"operator":"TableScan","rows":[1-9][0-9]*,"rows_in":[1-9][0-9]*,"self_instructions":[1-9]' ||
+  fail "no scan with rows and instructions under Q6's root: $last"
+grep -q 'TableScan order_line' "$dir/second.out" || fail "Q6's operator tree was not printed"
 echo "$last" | grep -q '"results_match":false' || fail "a subset claimed all 22 match: $last"
 
 for bad in "--threads 2" "--queries 23" "--callgrind 0" "--repeat 0"; do

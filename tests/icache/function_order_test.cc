@@ -39,7 +39,7 @@ constexpr const char* kDump =
     "+8 8 20 0\n"
     "totals: 77 2\n";
 
-TEST_CASE("the functions of a callgrind dump: own instructions and calls", "[unit]") {
+TEST_CASE("the functions of a callgrind dump: own instructions, calls, inclusive costs", "[unit]") {
   test::ScratchDir dir;
   const std::string path = dir.path() + "/callgrind.out.1";
   std::ofstream(path) << kDump;
@@ -53,10 +53,17 @@ TEST_CASE("the functions of a callgrind dump: own instructions and calls", "[uni
   CHECK(profile.calls.at({"main", "_Z4leafv"}) == 3);
   CHECK(profile.calls.at({"main", "_Z3midv"}) == 1);
   CHECK(profile.calls.at({"_Z3midv", "_Z4leafv"}) == 2);
+  // The calls into a function, every event: _Z4leafv from main (30, 2) and from _Z3midv (20, 0).
+  CHECK(profile.called.at("_Z4leafv").Instructions() == 50);
+  CHECK(profile.called.at("_Z4leafv").L1iMisses() == 2);
+  CHECK(profile.called.at("_Z3midv").Instructions() == 50);
+  CHECK(profile.called.at("_Z3midv").L1iMisses() == 1);
+  CHECK(profile.called.count("main") == 0);
   // A second file adds to the first.
   REQUIRE(AddCallgrindFunctions(path, &profile));
   CHECK(profile.self_ir.at("main") == 14);
   CHECK(profile.calls.at({"main", "_Z4leafv"}) == 6);
+  CHECK(profile.called.at("_Z4leafv").Instructions() == 100);
   CHECK_FALSE(AddCallgrindFunctions(dir.path() + "/missing", &profile));
 }
 

@@ -172,6 +172,48 @@ TEST_CASE("EXPLAIN shows the tree, ANALYZE adds rows and times", "[unit][query]"
   REQUIRE(cursor->Close().ok());
 }
 
+// The slots of a profiled run, in preorder from the root: slot k is the k-th operator met.
+void CollectSlots(const Operator& op, std::vector<uint32_t>* slots) {
+  slots->push_back(op.profile_slot());
+  for (const auto& c : op.children()) CollectSlots(*c, slots);
+}
+
+TEST_CASE("a profiled run numbers operators in preorder and returns the same rows",
+          "[unit][query]") {
+  Fixture f;
+  // A tree deeper than the slots last: a join over two chains of limits that pass every row.
+  Plan left = f.Scan();
+  for (int i = 0; i < 40; ++i) left = left.Limit(100000 + i);
+  Plan right = f.Scan("u").Project({{Col("id"), "uid"}});
+  for (int i = 0; i < 40; ++i) right = right.Limit(100000 + i);
+  Plan q = left.HashJoin(right, {{Col("id"), Col("uid")}}).Aggregate({{Col("name")}}, {Count().As("n")});
+  REQUIRE(q.status().ok());
+  ResultRows plain = Run(f.catalog, q);
+  for (bool analyze : {false, true}) {
+    QueryOptions options;
+    options.profile_operators = true;
+    options.analyze = analyze;
+    std::unique_ptr<ResultCursor> cursor;
+    REQUIRE(ResultCursor::Open(f.catalog, q, options, &cursor).ok());
+    const Value* row = nullptr;
+    size_t n = 0;
+    while (cursor->Next(&row).ok() && row != nullptr) ++n;
+    CHECK(n == plain.rows.size());
+    std::vector<uint32_t> slots;
+    CollectSlots(cursor->operators(), &slots);
+    REQUIRE(slots.size() > kProfileSlots);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      CHECK(slots[i] == (i < kProfileSlots ? i : kNoProfileSlot));
+    }
+    CHECK(cursor->operators().stats().rows == plain.rows.size());
+    // The join's probe input: all of t.
+    const Operator& join = *cursor->operators().children()[0];
+    CHECK(join.children()[0]->stats().rows == f.rows.size());
+    CHECK((cursor->ExplainAnalyze().find(" ms") != std::string::npos) == analyze);
+    REQUIRE(cursor->Close().ok());
+  }
+}
+
 TEST_CASE("an error travels up a chain of builder calls", "[unit][query]") {
   Fixture f;
   Plan bad = Plan::Scan(f.catalog, "nope", {"a"}).Filter(Col("a") > 1).Sort({"a"}).Limit(3);

@@ -15,13 +15,16 @@
 // SQLite's runs are long and steady enough for one. SQLite's page cache is as large as our
 // buffer pool. --callgrind Q,... also runs those queries of ours under callgrind
 // (tools/icache/callgrind_parts.h; one warm run, then one measured) and prints instructions,
-// L1-I and L1-D misses and mispredicted branches per row the query read from its tables.
+// L1-I and L1-D misses and mispredicted branches per row the query read from its tables, and
+// the same per operator (tools/bench/operator_profile.h): EXPLAIN ANALYZE in instructions.
 //
 // Last line JSON: ch_q<n>_ms, ch_q<n>_sqlite_ms, ch_q<n>_sqlite_ratio, ch_q<n>_rows,
 // ch_q<n>_rows_read for n = 1..22; ch_total_ms, sqlite_total_ms, sqlite_ratio (SQLite's total
 // over ours), queries_slower_than_sqlite, results_match (all 22 equal); warehouses, repeat,
 // sqlite_repeat, buffer_pool_bytes; with --callgrind,
-// ch_q<n>_{instructions,l1i_misses,l1d_misses,mispredicts}_per_row_read.
+// ch_q<n>_{instructions,l1i_misses,l1d_misses,mispredicts}_per_row_read and ch_q<n>_operators
+// (a list in preorder of operator, depth, rows, rows_in, instructions, self_instructions,
+// self_l1i_misses, self_l1d_misses, self_mispredicts).
 //
 // Exit status: 0 when every result matched SQLite's, 1 when one did not or the work failed,
 // 2 for bad options.
@@ -44,6 +47,7 @@
 #include "sm/sm.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/ch_sqlite.h"
+#include "tools/bench/operator_profile.h"
 #include "tools/icache/callgrind_parts.h"
 #include "tpcc/ch.h"
 #include "tpcc/ch_queries.h"
@@ -70,6 +74,7 @@ struct Options {
   std::vector<int> callgrind;  // queries to profile
   bool fresh = false;
   int profile_query = 0;  // internal: run this query under callgrind's client requests
+  std::string profile_tree;  // internal: where that run writes its operator tree
 };
 
 uint64_t PoolBytes(const Options& o) { return o.buffer_pool_mib << 20; }
@@ -232,6 +237,20 @@ void PrintRow(const QueryFigures& f) {
 
 // ---- callgrind ----------------------------------------------------------------------------------
 
+// Runs `plan` with its operators in profile slots; *tree: the operator tree after the run.
+Status RunProfiled(const query::Catalog& catalog, const query::Plan& plan, json* tree) {
+  query::QueryOptions options;
+  options.profile_operators = true;
+  std::unique_ptr<query::ResultCursor> cursor;
+  SM_TRY(query::ResultCursor::Open(catalog, plan, options, &cursor));
+  for (const query::Value* row = nullptr;;) {
+    SM_TRY(cursor->Next(&row));
+    if (row == nullptr) break;
+  }
+  *tree = OperatorTreeJson(cursor->operators());
+  return cursor->Close();
+}
+
 // The child's side: one warm run without instrumentation (valgrind runs it several times
 // faster: it reads the pages into the pool), then one run instrumented and collected. The
 // simulated caches start cold with it, which a query of this size does not notice.
@@ -250,8 +269,17 @@ int ProfileQuery(const Options& o) {
   Status s = tpcc::RunChQuery(catalog, plan, false, &run);
   CALLGRIND_DUMP_STATS_AT("query");
   CALLGRIND_TOGGLE_COLLECT;
-  CALLGRIND_STOP_INSTRUMENTATION;
   if (!s.ok()) return Fail("measured run", s);
+  // Once more with each operator in its profile slot (a call more per tuple, so the figures of
+  // the whole query come from the run above).
+  json tree;
+  CALLGRIND_TOGGLE_COLLECT;
+  s = RunProfiled(catalog, plan, &tree);
+  CALLGRIND_DUMP_STATS_AT("operators");
+  CALLGRIND_TOGGLE_COLLECT;
+  CALLGRIND_STOP_INSTRUMENTATION;
+  if (!s.ok()) return Fail("profiled run", s);
+  std::ofstream(o.profile_tree) << tree.dump() << "\n";
   return engine->Close().ok() ? 0 : 1;
 }
 
@@ -263,21 +291,27 @@ std::string SelfPath() {
 
 // The parent's side: runs this binary with --profile-query under callgrind.
 bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) {
+  const std::string prefix = o.dir + "/callgrind.q" + std::to_string(n);
+  const std::string tree_path = prefix + ".tree.json";
   std::string command = icache::ShellQuote(SelfPath()) + " --dir " + icache::ShellQuote(o.dir) +
                         " --buffer-pool-mib " + std::to_string(o.buffer_pool_mib) +
-                        " --sql " + icache::ShellQuote(o.sql) + " --profile-query " + std::to_string(n);
+                        " --sql " + icache::ShellQuote(o.sql) + " --profile-query " +
+                        std::to_string(n) + " --profile-tree " + icache::ShellQuote(tree_path);
   std::vector<icache::Part> parts;
   std::string error;
   icache::Geometry geometry;
   std::printf("Q%d under callgrind (I1 %s, D1 %s)...\n", n, geometry.i1.c_str(),
               geometry.d1.c_str());
   std::fflush(stdout);
-  bool ran = icache::RunUnderCallgrindParts(command, geometry,
-                                            o.dir + "/callgrind.q" + std::to_string(n),
-                                            "--instr-atstart=no", 0, false, false, &parts, &error);
-  auto part = std::find_if(parts.begin(), parts.end(),
-                           [](const icache::Part& p) { return p.label == "query"; });
-  if (!ran || part == parts.end() || rows_read == 0) {
+  bool ran = icache::RunUnderCallgrindParts(command, geometry, prefix, "--instr-atstart=no", 0,
+                                            /*functions=*/true, false, &parts, &error);
+  auto find = [&parts](const char* label) {
+    return std::find_if(parts.begin(), parts.end(),
+                        [label](const icache::Part& p) { return p.label == label; });
+  };
+  auto part = find("query");
+  auto profiled = find("operators");
+  if (!ran || part == parts.end() || profiled == parts.end() || rows_read == 0) {
     std::fprintf(stderr, "bench_query: callgrind of Q%d: %s\n", n, error.c_str());
     return false;
   }
@@ -292,6 +326,19 @@ bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) 
               "%6.3f L1-D misses, %6.3f mispredicts\n",
               n, static_cast<unsigned long long>(c.Instructions()), c.Instructions() * per,
               c.L1iMisses() * per, c.L1dMisses() * per, c.Mispredicts() * per);
+  std::ifstream tree_file(tree_path);
+  json tree = json::parse(tree_file, nullptr, /*allow_exceptions=*/false);
+  tree_file.close();
+  fs::remove(tree_path);
+  json costs;
+  std::printf("Q%d by operator (a second run, each operator in its profile slot):\n", n);
+  if (tree.is_discarded() ||
+      !OperatorCosts(tree, profiled->functions, profiled->counters, &costs, &error)) {
+    std::fprintf(stderr, "bench_query: Q%d by operator: %s\n", n,
+                 tree.is_discarded() ? "no operator tree" : error.c_str());
+    return false;
+  }
+  (*figures)[key + "operators"] = std::move(costs);
   return true;
 }
 
@@ -400,6 +447,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, sm::tpcc::kChQueries));
   app.add_flag("--fresh", o.fresh, "load, run and export anew even if --dir holds the data");
   app.add_option("--profile-query", o.profile_query)->group("");  // the callgrind child
+  app.add_option("--profile-tree", o.profile_tree)->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -171,25 +171,31 @@ bool AddCallgrindFunctions(const std::string& path, FunctionProfile* profile) {
   std::string fn, callee;
   uint64_t pending_calls = 0;
   bool call_cost = false;
-  size_t subpositions = 1;  // then Ir, the first event
+  size_t subpositions = 1;  // then the events, Ir first
+  std::vector<std::string> events;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const char c = line[0];
     if (c == '+' || c == '-' || c == '*' || std::isdigit(static_cast<unsigned char>(c))) {
+      std::vector<std::string> words = SplitWords(line);
       if (call_cost) {  // the call's inclusive cost: the callee's, not this function's own
         call_cost = false;
         profile->calls[{fn, callee}] += pending_calls;
+        Counters& called = profile->called[callee];
+        for (size_t i = 0; i < events.size() && subpositions + i < words.size(); ++i) {
+          called.events[events[i]] += std::strtoull(words[subpositions + i].c_str(), nullptr, 10);
+        }
         continue;
       }
-      std::vector<std::string> words = SplitWords(line);
       if (words.size() > subpositions) {
         profile->self_ir[fn] += std::strtoull(words[subpositions].c_str(), nullptr, 10);
       }
     } else if (StartsWith(line, "positions: ")) {
       subpositions = std::max<size_t>(SplitWords(line.substr(11)).size(), 1);
-    } else if (StartsWith(line, "events: ") && !StartsWith(line, "events: Ir")) {
-      return false;  // the costs are not instructions first
+    } else if (StartsWith(line, "events: ")) {
+      events = SplitWords(line.substr(8));
+      if (events.empty() || events[0] != "Ir") return false;  // not instructions first
     } else if (StartsWith(line, "fn=")) {
       fn = CompressedName(line.substr(3), &fn_names);
     } else if (StartsWith(line, "cfn=")) {

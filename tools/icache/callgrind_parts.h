@@ -42,14 +42,20 @@ struct Counters {
 };
 
 // Where a run spent its instructions, by function: each function's own instructions (Ir, its
-// callees' not included) and how often each function called each other one. Names as
-// callgrind wrote them (mangled with --demangle=no).
+// callees' not included), how often each function called each other one, and every event of
+// the calls into each function (its inclusive cost, callees included, summed over its callers;
+// a function that recurses counts its nested calls twice). Names as callgrind wrote them
+// (mangled with --demangle=no).
 struct FunctionProfile {
   std::map<std::string, uint64_t> self_ir;
   std::map<std::pair<std::string, std::string>, uint64_t> calls;  // (caller, callee) -> calls
+  std::map<std::string, Counters> called;
   void Add(const FunctionProfile& other) {  // sums another run's
     for (const auto& [name, ir] : other.self_ir) self_ir[name] += ir;
     for (const auto& [arc, count] : other.calls) calls[arc] += count;
+    for (const auto& [name, c] : other.called) {
+      for (const auto& [event, n] : c.events) called[name].events[event] += n;
+    }
   }
 };
 
@@ -63,7 +69,8 @@ struct Part {
   FunctionProfile functions;  // read only when asked for
 };
 
-// Adds one callgrind output file's function costs and call counts to *profile. Reads the name
+// Adds one callgrind output file's function costs, call counts and inclusive costs of calls to
+// *profile. Reads the name
 // compression ("fn=(12) name" once, then "fn=(12)") and drops callgrind's context suffixes
 // ("'2"). False if the file cannot be read.
 bool AddCallgrindFunctions(const std::string& path, FunctionProfile* profile);

@@ -254,7 +254,27 @@ def render_query(record, _records):
                 "12-way; the second run of the query in the process):\n\n" +
                 table(("query", "instructions", "L1-I misses", "L1-D misses", "mispredicts"),
                       profiled))
+    for n in range(1, 23):
+        operators = j.get(f"ch_q{n}_operators")
+        if isinstance(operators, list) and operators:
+            out += f"\n\nQ{n} by operator (callgrind; self: its children excluded):\n\n"
+            out += render_operators(operators)
     return out
+
+
+def render_operators(operators):
+    """One profiled query's operators, indented as a tree, with their own costs."""
+    rows = []
+    for op in operators:
+        rows_in = op.get("rows_in", 0)
+        self_ir = op.get("self_instructions", 0)
+        rows.append(("&nbsp;" * 2 * op.get("depth", 0) + str(op.get("operator", NA)),
+                     num(rows_in), num(op.get("rows")), num(op.get("instructions")),
+                     num(self_ir), num(self_ir / rows_in, 1) if rows_in else NA,
+                     num(op.get("self_l1i_misses")), num(op.get("self_l1d_misses")),
+                     num(op.get("self_mispredicts"))))
+    return table(("operator", "rows in", "rows out", "instructions", "self", "self per row in",
+                  "self L1-I misses", "self L1-D misses", "self mispredicts"), rows)
 
 
 def render_generic(record, _records):
