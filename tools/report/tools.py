@@ -233,7 +233,8 @@ TOOLS = [
          "same process, as SQL in SQLite 3 on the same data (exported as CSV after the TPC-C "
          "mix ran for a minute; tables WITHOUT ROWID on the same keys, the same secondary "
          "indexes), every result checked equal; one thread. `--callgrind` adds the footprint "
-         "per row read of a scan-and-aggregate (Q1), a selective scan (Q6) and a join (Q3).",
+         "per row read of a scan-and-aggregate (Q1), a selective scan (Q6) and a join (Q3), "
+         "and the same per operator.",
          bench("query", ["-w", "1", "--tpcc-seconds", "2", "--repeat", "1"],
                ["--callgrind", "1,6,3"], ["--repeat", "5", "--callgrind", "1,6,3"]),
          render.render_query),
