@@ -108,6 +108,14 @@ void Operator::CloseTree() {
   for (auto& c : children_) c->Close();
 }
 
+void Operator::InsertAboveChild(size_t i, std::unique_ptr<Operator> op) {
+  SM_ASSERT(i < children_.size());
+  SM_ASSERT(op != nullptr && op->children_.empty());
+  SM_ASSERT(op->schema_.size() == children_[i]->schema_.size());
+  op->children_.push_back(std::move(children_[i]));
+  children_[i] = std::move(op);
+}
+
 void Operator::AssignProfileSlots(uint32_t* next) {
   if (*next < kProfileSlots) profile_slot_ = (*next)++;
   for (auto& c : children_) c->AssignProfileSlots(next);

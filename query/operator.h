@@ -94,6 +94,9 @@ class Operator {
   const RowSchema& schema() const { return schema_; }
   const std::vector<std::unique_ptr<Operator>>& children() const { return children_; }
   void AddChild(std::unique_ptr<Operator> child) { children_.push_back(std::move(child)); }
+  // Before Open: puts `op` (childless, with the same schema) between this operator and its
+  // child i, which becomes op's only child.
+  void InsertAboveChild(size_t i, std::unique_ptr<Operator> op);
   // Materializes all its input before its first output.
   virtual bool blocking() const { return false; }
 

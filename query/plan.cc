@@ -163,6 +163,11 @@ Plan Plan::Limit(uint64_t n) const {
   return Plan(MakeLimitNode(node_, n));
 }
 
+Plan Plan::Buffer(uint32_t tuples) const {
+  SM_PLAN_PASS_ERRORS();
+  return Plan(MakeBufferNode(node_, tuples));
+}
+
 Plan Plan::Materialize() const {
   SM_PLAN_PASS_ERRORS();
   return Plan(MakeMaterializeNode(node_));

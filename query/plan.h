@@ -43,6 +43,10 @@
 
 namespace sm::query {
 
+// A buffer's default size (the paper's: no gain above it) and the largest one accepted.
+inline constexpr uint32_t kDefaultBufferTuples = 1000;
+inline constexpr uint32_t kMaxBufferTuples = 1u << 20;
+
 class PlanNode {
  public:
   // A stored error is handed out as copies (status()), which callers check; the stored one is
@@ -185,6 +189,9 @@ class Plan {
   Plan Sort(std::vector<SortKey> keys) const;
   Plan TopN(std::vector<SortKey> keys, uint64_t n) const;
   Plan Limit(uint64_t n) const;
+  // This plan's rows pulled `tuples` at a time and then served one per call (the buffer
+  // operator of Zhou & Ross): the code below and above it runs in turns of `tuples` calls.
+  Plan Buffer(uint32_t tuples = kDefaultBufferTuples) const;
   // Computes this plan's rows once per execution and serves them to every place the returned
   // plan is used (a view or subquery read twice).
   Plan Materialize() const;

@@ -20,6 +20,7 @@
 #include "query/expr.h"      // IWYU pragma: export
 #include "query/operator.h"  // IWYU pragma: export
 #include "query/plan.h"      // IWYU pragma: export
+#include "query/refine.h"    // IWYU pragma: export
 #include "query/result.h"    // IWYU pragma: export
 #include "query/schema.h"    // IWYU pragma: export
 #include "query/value.h"     // IWYU pragma: export

@@ -20,6 +20,7 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   std::unique_ptr<ResultCursor> cursor(new ResultCursor());
   cursor->db_ = catalog.db();
   SM_TRY(plan.node()->Instantiate(&cursor->root_));
+  SM_TRY(PlaceBuffers(options.buffers, cursor->root_.get()));
   if (options.profile_operators) {
     uint32_t next_slot = 0;
     cursor->root_->AssignProfileSlots(&next_slot);
@@ -72,6 +73,16 @@ Status ResultCursor::Close() {
 }
 
 std::string ResultCursor::ExplainAnalyze() const { return ExplainOperators(*root_, ctx_.analyze); }
+
+Status ExplainOperatorTree(const Plan& plan, const QueryOptions& options, std::string* out) {
+  out->clear();
+  SM_TRY(plan.status());
+  std::unique_ptr<Operator> root;
+  SM_TRY(plan.node()->Instantiate(&root));
+  SM_TRY(PlaceBuffers(options.buffers, root.get()));
+  *out = ExplainOperators(*root, /*analyzed=*/false);
+  return Status::OK();
+}
 
 Status RunToRows(const Catalog& catalog, const Plan& plan, const QueryOptions& options,
                  ResultRows* out) {

@@ -24,6 +24,7 @@
 
 #include "query/operator.h"
 #include "query/plan.h"
+#include "query/refine.h"
 #include "sm/sm.h"
 
 namespace sm::query {
@@ -40,6 +41,8 @@ struct QueryOptions {
   // Run each operator's calls in its profile slot (operator.h, kProfileSlots), so that callgrind
   // attributes costs per operator; costs a call per Next.
   bool profile_operators = false;
+  // Where buffer operators go (refine.h); none by default.
+  BufferOptions buffers;
 };
 
 class ResultCursor {
@@ -70,6 +73,11 @@ class ResultCursor {
   bool open_ = false;
   Status error_;
 };
+
+// The operator tree a cursor runs for `plan` with `options` (buffers placed), with estimated
+// rows: EXPLAIN of what will run.
+[[nodiscard]] Status ExplainOperatorTree(const Plan& plan, const QueryOptions& options,
+                                         std::string* out);
 
 // All rows of a query as text (FormatValue), for tests and small results.
 struct ResultRows {

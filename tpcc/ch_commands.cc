@@ -94,6 +94,14 @@ void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q) {
   cmd->add_option("--repeat", q->repeat, "runs of each query; times are medians")
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
+  cmd->add_option("--buffers", q->buffers,
+                  "buffer operators (Zhou & Ross): off, or on (one above every operator that "
+                  "is neither blocking nor the root)")
+      ->check(CLI::IsMember({"off", "on"}))
+      ->capture_default_str();
+  cmd->add_option("--buffer-size", q->buffer_size, "tuples each buffer holds")
+      ->check(CLI::Range(1u, query::kMaxBufferTuples))
+      ->capture_default_str();
 }
 
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
@@ -108,6 +116,10 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
     return rc;
   }
   ChParams params = ChParams::Now();
+  query::QueryOptions options;
+  options.analyze = q.analyze;
+  options.buffers.mode = q.buffers == "on" ? query::BufferMode::kOn : query::BufferMode::kOff;
+  options.buffers.tuples = q.buffer_size;
   json results = json::array();
   double total_ms = 0;
   for (int n : queries) {
@@ -115,11 +127,18 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
     if (Status s = ChQuery(n, catalog, params, &plan); !s.ok()) {
       return Failure(o, "query " + std::to_string(n), s);
     }
-    if (q.explain) Say(o, "Q%d plan:\n%s", n, plan.Explain().c_str());
+    if (q.explain) {
+      std::string text;
+      if (Status s = query::ExplainOperatorTree(plan, options, &text); !s.ok()) {
+        engine->Close().PermitUnchecked();
+        return Failure(o, "query " + std::to_string(n), s);
+      }
+      Say(o, "Q%d plan:\n%s", n, text.c_str());
+    }
     std::vector<double> times;
     ChRun run;
     for (uint32_t r = 0; r < q.repeat; ++r) {
-      if (Status s = RunChQuery(catalog, plan, q.analyze, &run); !s.ok()) {
+      if (Status s = RunChQuery(catalog, plan, options, &run); !s.ok()) {
         engine->Close().PermitUnchecked();
         return Failure(o, "query " + std::to_string(n), s);
       }
@@ -254,7 +273,7 @@ class QueryStreams {
       query::Plan plan;
       ChRun run;
       Status s = ChQuery(n, *catalog_, params, &plan);
-      if (s.ok()) s = RunChQuery(*catalog_, plan, false, &run);
+      if (s.ok()) s = RunChQuery(*catalog_, plan, {}, &run);
       std::lock_guard<std::mutex> lock(mu_);
       if (!s.ok()) {
         if (error_.ok()) error_ = s;

@@ -518,11 +518,9 @@ const char* ChAdaptation(int n) {
   }
 }
 
-Status RunChQuery(const query::Catalog& catalog, const query::Plan& plan, bool analyze,
-                  ChRun* run) {
+Status RunChQuery(const query::Catalog& catalog, const query::Plan& plan,
+                  const query::QueryOptions& options, ChRun* run) {
   auto start = std::chrono::steady_clock::now();
-  query::QueryOptions options;
-  options.analyze = analyze;
   std::unique_ptr<query::ResultCursor> cursor;
   SM_TRY(query::ResultCursor::Open(catalog, plan, options, &cursor));
   const query::RowSchema schema = cursor->schema();
@@ -536,7 +534,7 @@ Status RunChQuery(const query::Catalog& catalog, const query::Plan& plan, bool a
     rows.Append(row);
   }
   run->rows_read = cursor->rows_read();
-  if (analyze) run->explain_analyze = cursor->ExplainAnalyze();
+  if (options.analyze) run->explain_analyze = cursor->ExplainAnalyze();
   SM_TRY(cursor->Close());
   run->ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

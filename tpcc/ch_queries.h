@@ -51,7 +51,7 @@ struct ChRun {
   std::string explain_analyze;
 };
 [[nodiscard]] Status RunChQuery(const query::Catalog& catalog, const query::Plan& plan,
-                                bool analyze, ChRun* run);
+                                const query::QueryOptions& options, ChRun* run);
 
 // Writes every table of `catalog` named in ChTableNames() to dir/<name>.csv: a header line of
 // column names, then one line per row in key order (RFC 4180 quoting; NULL an empty field;

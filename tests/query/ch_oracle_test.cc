@@ -235,10 +235,20 @@ bool Compare(const query::Catalog& catalog, ChSqlite* sqlite, const ChSql& q,
   query::Plan plan;
   Status s = tpcc::ChQuery(q.number, catalog, params, &plan);
   tpcc::ChRun ours;
-  if (s.ok()) s = tpcc::RunChQuery(catalog, plan, /*analyze=*/false, &ours);
+  if (s.ok()) s = tpcc::RunChQuery(catalog, plan, {}, &ours);
   INFO(label << " (ours): " << s.ToString());
   CHECK(s.ok());
   if (!s.ok()) return false;
+  // With a buffer above every operator one may go above (small, so that it refills often): the
+  // same rows in the same order.
+  query::QueryOptions buffered;
+  buffered.buffers.mode = query::BufferMode::kOn;
+  buffered.buffers.tuples = 7;
+  tpcc::ChRun with_buffers;
+  s = tpcc::RunChQuery(catalog, plan, buffered, &with_buffers);
+  INFO(label << " (ours, buffered): " << s.ToString());
+  CHECK(s.ok());
+  CHECK(with_buffers.rows.rows == ours.rows.rows);
   auto start = std::chrono::steady_clock::now();
   ResultRows theirs;
   s = sqlite->Run(q.sql, ChSqlParams(params), ours.rows.schema, &theirs);

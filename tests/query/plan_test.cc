@@ -12,63 +12,8 @@ namespace {
 
 using namespace sm::query;  // NOLINT: the plan vocabulary
 
-struct Fixture {
-  ScratchDb scratch;
-  Catalog catalog{nullptr};
-  std::vector<std::pair<uint32_t, TestRow>> rows;
-  explicit Fixture(uint32_t n = 300) {
-    std::mt19937_64 rng(42);
-    rows = RandomRows(&rng, n, 25);
-    LoadTestTable(scratch.db(), "t", rows);
-    LoadTestTable(scratch.db(), "u", rows);
-    catalog = Catalog(scratch.db());
-    REQUIRE(catalog.Register(TestSchema("t", "t")).ok());
-    REQUIRE(catalog.Register(TestSchema("u", "u")).ok());
-  }
-  Plan Scan(const char* table = "t") const {
-    return Plan::Scan(catalog, table, {"id", "a", "name", "tail", "maybe"});
-  }
-};
-
-// Pulls every tuple of `plan` with a window of `window` requested, holding the last `window`
-// tuples by pointer, and checks each held tuple still reads as it did when it arrived until it
-// leaves the window. Returns the tuples seen.
-size_t CheckWindow(const Catalog& catalog, const Plan& plan, uint32_t window) {
-  REQUIRE(plan.status().ok());
-  std::unique_ptr<Operator> op;
-  REQUIRE(plan.node()->Instantiate(&op).ok());
-  std::unique_ptr<Transaction> txn;
-  REQUIRE(catalog.db()->Begin(&txn, Isolation::kReadCommitted).ok());
-  ExecContext ctx;
-  ctx.db = catalog.db();
-  ctx.txn = txn.get();
-  op->RequestWindow(window);
-  REQUIRE(op->Open(&ctx).ok());
-  CHECK(op->window() >= window);
-  const RowSchema& schema = op->schema();
-  auto text = [&](const Value* row) {
-    std::string out;
-    for (size_t i = 0; i < schema.size(); ++i) out += FormatValue(row[i], schema[i].type) + "|";
-    return out;
-  };
-  std::vector<std::pair<const Value*, std::string>> held;
-  size_t seen = 0;
-  for (;;) {
-    const Value* row = nullptr;
-    REQUIRE(op->Next(&row).ok());
-    if (row == nullptr) break;
-    ++seen;
-    held.emplace_back(row, text(row));
-    if (held.size() > window) held.erase(held.begin());
-    for (const auto& [ptr, snapshot] : held) REQUIRE(text(ptr) == snapshot);
-  }
-  op->Close();
-  REQUIRE(txn->Commit().ok());
-  return seen;
-}
-
 TEST_CASE("a parent may hold the window of tuples it asked for", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   std::vector<std::pair<const char*, Plan>> plans = {
       {"scan", f.Scan()},
       {"filtered scan", f.Scan().Filter(Col("a") > 3)},
@@ -97,7 +42,7 @@ TEST_CASE("a parent may hold the window of tuples it asked for", "[unit][query]"
 }
 
 TEST_CASE("a scalar subquery runs once and acts as a constant", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   int64_t total = 0, count = 0;
   for (const auto& [id, r] : f.rows) {
     total += r.a;
@@ -121,7 +66,7 @@ TEST_CASE("a scalar subquery runs once and acts as a constant", "[unit][query]")
 }
 
 TEST_CASE("a materialized plan is computed once for all its readers", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   Plan per_name = f.Scan().Aggregate({{Col("name")}}, {Count().As("n")}).Materialize();
   Plan busiest = per_name.Aggregate({}, {Max(Col("n")).As("top")});
   Plan q = per_name.Filter(Col("n") == Scalar(busiest));
@@ -140,7 +85,7 @@ TEST_CASE("a materialized plan is computed once for all its readers", "[unit][qu
 }
 
 TEST_CASE("key ranges scan the keys that start with their bounds", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   ResultRows rows = Run(f.catalog, Plan::Scan(f.catalog, "t", {"id"}, KeyRange{{10}, {19}}));
   REQUIRE(rows.rows.size() == 10);
   CHECK(rows.rows.front()[0] == "10");
@@ -151,7 +96,7 @@ TEST_CASE("key ranges scan the keys that start with their bounds", "[unit][query
 }
 
 TEST_CASE("EXPLAIN shows the tree, ANALYZE adds rows and times", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   Plan q = f.Scan().Filter(Col("a") > 3).Aggregate({{Col("name")}}, {Count()}).Sort({"name"});
   std::string plan = q.Explain();
   INFO(plan);
@@ -180,7 +125,7 @@ void CollectSlots(const Operator& op, std::vector<uint32_t>* slots) {
 
 TEST_CASE("a profiled run numbers operators in preorder and returns the same rows",
           "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   // A tree deeper than the slots last: a join over two chains of limits that pass every row.
   Plan left = f.Scan();
   for (int i = 0; i < 40; ++i) left = left.Limit(100000 + i);
@@ -215,7 +160,7 @@ TEST_CASE("a profiled run numbers operators in preorder and returns the same row
 }
 
 TEST_CASE("an error travels up a chain of builder calls", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   Plan bad = Plan::Scan(f.catalog, "nope", {"a"}).Filter(Col("a") > 1).Sort({"a"}).Limit(3);
   CHECK(bad.status().IsInvalidArgument());
   CHECK(bad.status().ToString().find("nope") != std::string::npos);
@@ -229,7 +174,7 @@ TEST_CASE("an error travels up a chain of builder calls", "[unit][query]") {
 }
 
 TEST_CASE("schemas are validated when registered", "[unit][query]") {
-  Fixture f;
+  PlanFixture f;
   Catalog catalog(f.scratch.db());
   TableSchema overlap("x", "t", 4, 8);
   overlap.ValueColumn("a", Type::kInt, Encoding::kI64, 4);
@@ -261,7 +206,7 @@ TEST_CASE("a row shorter than its schema is corruption, not a crash", "[unit][qu
 }
 
 TEST_CASE("a read-committed query never sees a write that aborts", "[unit][query]") {
-  Fixture f(50);
+  PlanFixture f(50);
   Table* table = nullptr;
   REQUIRE(f.scratch.db()->OpenTable("t", &table).ok());
   std::unique_ptr<Transaction> writer;

@@ -165,4 +165,63 @@ inline std::vector<std::pair<uint32_t, TestRow>> RandomRows(std::mt19937_64* rng
   return rows;
 }
 
+// Tables t and u of the same random rows.
+struct PlanFixture {
+  ScratchDb scratch;
+  query::Catalog catalog{nullptr};
+  std::vector<std::pair<uint32_t, TestRow>> rows;
+  explicit PlanFixture(uint32_t n = 300) {
+    std::mt19937_64 rng(42);
+    rows = RandomRows(&rng, n, 25);
+    LoadTestTable(scratch.db(), "t", rows);
+    LoadTestTable(scratch.db(), "u", rows);
+    catalog = query::Catalog(scratch.db());
+    REQUIRE(catalog.Register(TestSchema("t", "t")).ok());
+    REQUIRE(catalog.Register(TestSchema("u", "u")).ok());
+  }
+  query::Plan Scan(const char* table = "t") const {
+    return query::Plan::Scan(catalog, table, {"id", "a", "name", "tail", "maybe"});
+  }
+};
+
+// Pulls every tuple of `plan` with a window of `window` requested, holding the last `window`
+// tuples by pointer, and checks each held tuple still reads as it did when it arrived until it
+// leaves the window. Returns the tuples seen.
+inline size_t CheckWindow(const query::Catalog& catalog, const query::Plan& plan,
+                          uint32_t window) {
+  REQUIRE(plan.status().ok());
+  std::unique_ptr<query::Operator> op;
+  REQUIRE(plan.node()->Instantiate(&op).ok());
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(catalog.db()->Begin(&txn, Isolation::kReadCommitted).ok());
+  query::ExecContext ctx;
+  ctx.db = catalog.db();
+  ctx.txn = txn.get();
+  op->RequestWindow(window);
+  REQUIRE(op->Open(&ctx).ok());
+  CHECK(op->window() >= window);
+  const query::RowSchema& schema = op->schema();
+  auto text = [&](const query::Value* row) {
+    std::string out;
+    for (size_t i = 0; i < schema.size(); ++i) {
+      out += query::FormatValue(row[i], schema[i].type) + "|";
+    }
+    return out;
+  };
+  std::vector<std::pair<const query::Value*, std::string>> held;
+  size_t seen = 0;
+  for (;;) {
+    const query::Value* row = nullptr;
+    REQUIRE(op->Next(&row).ok());
+    if (row == nullptr) break;
+    ++seen;
+    held.emplace_back(row, text(row));
+    if (held.size() > window) held.erase(held.begin());
+    for (const auto& [ptr, snapshot] : held) REQUIRE(text(ptr) == snapshot);
+  }
+  op->Close();
+  REQUIRE(txn->Commit().ok());
+  return seen;
+}
+
 }  // namespace sm::test

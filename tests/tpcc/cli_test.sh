@@ -78,6 +78,9 @@ expect 2 "1 to 22"           -- query seven --db "$db"
 expect 2 "format"            -- query 1 --format xml --db "$db"
 expect 0 "Q6: 1 rows"        -- query 6 --db "$db"
 expect 0 "HashAggregate"     -- query 1 --explain --analyze --format none --db "$db"
+expect 0 "Buffer 64 tuples"  -- query 1 --explain --buffers on --buffer-size 64 --format none --db "$db"
+expect 2 "buffers"           -- query 1 --buffers sometimes --db "$db"
+expect 2 "buffer-size"       -- query 1 --buffers on --buffer-size 0 --db "$db"
 out=$("$tpcc" query all --db "$db" --format none --output json 2>&1 | tail -1)
 for key in '"result_sha256"' '"rows_read"' '"total_ms"' '"query":22'; do
   if ! printf '%s' "$out" | grep -q -- "$key"; then

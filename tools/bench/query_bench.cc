@@ -207,7 +207,7 @@ Status MeasureQuery(const Options& o, const query::Catalog& catalog, ChSqlite* s
   query::ResultRows sqlite_rows;
   for (uint32_t r = 0; r < std::max(o.repeat, o.sqlite_repeat); ++r) {
     if (r < o.repeat) {
-      if (Status s = tpcc::RunChQuery(catalog, plan, false, &run); !s.ok()) return s;
+      if (Status s = tpcc::RunChQuery(catalog, plan, {}, &run); !s.ok()) return s;
       ours.push_back(run.ms);
     }
     if (r < o.sqlite_repeat) {
@@ -263,10 +263,10 @@ int ProfileQuery(const Options& o) {
     return Fail("plan", s);
   }
   tpcc::ChRun run;
-  if (Status s = tpcc::RunChQuery(catalog, plan, false, &run); !s.ok()) return Fail("warm run", s);
+  if (Status s = tpcc::RunChQuery(catalog, plan, {}, &run); !s.ok()) return Fail("warm run", s);
   CALLGRIND_START_INSTRUMENTATION;
   CALLGRIND_TOGGLE_COLLECT;
-  Status s = tpcc::RunChQuery(catalog, plan, false, &run);
+  Status s = tpcc::RunChQuery(catalog, plan, {}, &run);
   CALLGRIND_DUMP_STATS_AT("query");
   CALLGRIND_TOGGLE_COLLECT;
   if (!s.ok()) return Fail("measured run", s);
