@@ -242,6 +242,14 @@ std::string AggText(const std::vector<NamedExpr>& group_by, const std::vector<Ag
   return out;
 }
 
+// An aggregate function's footprint module, after "aggregate.": its name, in one word.
+std::string AggModuleName(AggKind kind) {
+  std::string name = AggKindName(kind);  // "count(*)", "count distinct", "sum", ...
+  if (kind == AggKind::kCountStar) return "count_star";
+  std::replace(name.begin(), name.end(), ' ', '_');
+  return name;
+}
+
 // What both strategies share: the group key expressions and the aggregates.
 class AggregateBase : public Operator {
  public:
@@ -254,6 +262,11 @@ class AggregateBase : public Operator {
   std::string detail() const override { return detail_; }
 
  protected:
+  // `base`, then one module per aggregate function ("aggregate.sum", ...).
+  void AddModules(const char* base, std::vector<std::string>* out) const {
+    out->push_back(base);
+    for (const Agg& a : aggs_) out->push_back("aggregate." + AggModuleName(a.kind));
+  }
   Status BindAggregates(ExecContext* ctx) {
     const RowSchema& input = child(0)->schema();
     keys_.clear();
@@ -302,6 +315,12 @@ class HashAggregateOperator final : public AggregateBase {
  public:
   using AggregateBase::AggregateBase;
   bool blocking() const override { return true; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("hash_aggregate.output");
+  }
+  void InputModules(size_t, std::vector<std::string>* out) const override {
+    AddModules("hash_aggregate", out);
+  }
   uint32_t window() const override { return kUnboundedWindow; }
 
  protected:
@@ -387,6 +406,9 @@ class HashAggregateOperator final : public AggregateBase {
 class SortAggregateOperator final : public AggregateBase {
  public:
   using AggregateBase::AggregateBase;
+  void OutputModules(std::vector<std::string>* out) const override {
+    AddModules("sort_aggregate", out);
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -25,11 +25,14 @@ namespace {
 
 class BufferOperator final : public Operator {
  public:
-  BufferOperator(RowSchema schema, uint32_t capacity)
-      : Operator("Buffer", std::move(schema)), capacity_(capacity) {
+  BufferOperator(RowSchema schema, uint32_t capacity, std::string note)
+      : Operator("Buffer", std::move(schema)), capacity_(capacity), note_(std::move(note)) {
     SM_ASSERT(capacity >= 1);
   }
-  std::string detail() const override { return std::to_string(capacity_) + " tuples"; }
+  std::string detail() const override {
+    return std::to_string(capacity_) + " tuples" + (note_.empty() ? "" : "; " + note_);
+  }
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("buffer"); }
   uint32_t window() const override {
     const uint32_t w = child(0)->window();
     if (w == kUnboundedWindow) return w;
@@ -85,6 +88,7 @@ class BufferOperator final : public Operator {
   }
 
   const uint32_t capacity_;
+  const std::string note_;
   std::vector<const Value*> tuples_;
   uint32_t next_ = 0;
   uint32_t count_ = 0;
@@ -115,9 +119,10 @@ class BufferNode final : public PlanNode {
 
 }  // namespace
 
-std::unique_ptr<Operator> MakeBufferOperator(RowSchema schema, uint32_t tuples) {
+std::unique_ptr<Operator> MakeBufferOperator(RowSchema schema, uint32_t tuples,
+                                             std::string note) {
   SM_ASSERT(tuples >= 1 && tuples <= kMaxBufferTuples);
-  return std::make_unique<BufferOperator>(std::move(schema), tuples);
+  return std::make_unique<BufferOperator>(std::move(schema), tuples, std::move(note));
 }
 
 NodePtr MakeBufferNode(NodePtr child, uint32_t tuples) {

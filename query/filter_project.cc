@@ -33,6 +33,7 @@ class FilterOperator final : public Operator {
   FilterOperator(RowSchema schema, const Expr& predicate)
       : Operator("Filter", std::move(schema)), predicate_expr_(predicate) {}
   std::string detail() const override { return predicate_expr_.ToString(); }
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("filter"); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
@@ -89,6 +90,7 @@ class ProjectOperator final : public Operator {
   ProjectOperator(RowSchema schema, std::vector<NamedExpr> columns)
       : Operator("Project", std::move(schema)), columns_(std::move(columns)) {}
   std::string detail() const override { return JoinNames(columns_); }
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("project"); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
@@ -162,6 +164,7 @@ class LimitOperator final : public Operator {
   LimitOperator(RowSchema schema, uint64_t limit)
       : Operator("Limit", std::move(schema)), limit_(limit) {}
   std::string detail() const override { return std::to_string(limit_); }
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("limit"); }
   uint32_t window() const override { return child(0)->window(); }
 
  protected:

@@ -61,6 +61,12 @@ class HashJoinOperator final : public Operator {
         residual_expr_(residual),
         detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("hash_join.probe");
+  }
+  void InputModules(size_t child, std::vector<std::string>* out) const override {
+    out->push_back(child == 1 ? "hash_join.build" : "hash_join.probe");
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -48,6 +48,9 @@ class IndexJoinOperator final : public Operator {
   IndexJoinOperator(RowSchema schema, const IndexJoinSpec& spec, std::string detail)
       : Operator("IndexJoin", std::move(schema)), spec_(spec), detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("index_join");
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

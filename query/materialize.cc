@@ -29,6 +29,12 @@ class MaterializeOperator final : public Operator {
   bool blocking() const override { return true; }
   uint32_t window() const override { return kUnboundedWindow; }
   std::string detail() const override { return computed_here_ ? "" : "(shared)"; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("materialize.output");
+  }
+  void InputModules(size_t, std::vector<std::string>* out) const override {
+    out->push_back("materialize");
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

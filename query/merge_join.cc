@@ -34,6 +34,9 @@ class MergeJoinOperator final : public Operator {
         type_(type),
         detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("merge_join");
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -37,8 +37,9 @@ NodePtr MakeSortNode(NodePtr child, std::vector<SortKey> keys, uint64_t limit);
 NodePtr MakeLimitNode(NodePtr child, uint64_t n);
 NodePtr MakeBufferNode(NodePtr child, uint32_t tuples);
 // A buffer operator without its child (for Operator::InsertAboveChild); 1 <= tuples <=
-// kMaxBufferTuples.
-std::unique_ptr<Operator> MakeBufferOperator(RowSchema schema, uint32_t tuples);
+// kMaxBufferTuples; `note` (why it is there) follows its size in EXPLAIN.
+std::unique_ptr<Operator> MakeBufferOperator(RowSchema schema, uint32_t tuples,
+                                             std::string note = std::string());
 NodePtr MakeMaterializeNode(NodePtr child);
 
 // Resolves sort keys against a schema: column indexes and directions.

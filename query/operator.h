@@ -99,6 +99,14 @@ class Operator {
   void InsertAboveChild(size_t i, std::unique_ptr<Operator> op);
   // Materializes all its input before its first output.
   virtual bool blocking() const { return false; }
+  // The footprint modules (footprints.h) whose code runs while this operator returns a tuple,
+  // and while it takes in child i's tuples: the same for a pipelined operator; a blocking one
+  // takes its input in while it opens (a sort's run building, a hash join's build).
+  virtual void OutputModules(std::vector<std::string>* out) const { (void)out; }
+  virtual void InputModules(size_t child, std::vector<std::string>* out) const {
+    (void)child;
+    OutputModules(out);
+  }
 
   // Before Open: keep at least `tuples` of the returned tuples valid (see above).
   void RequestWindow(uint32_t tuples) {

@@ -37,6 +37,9 @@ class ScanOperator final : public Operator {
   }
 
   std::string detail() const override { return detail_; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back(predicate_expr_.valid() ? "scan.predicate" : "scan");
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -33,6 +33,12 @@ class SortOperator final : public Operator {
       : Operator("Sort", std::move(schema)), keys_(std::move(keys)), detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
   bool blocking() const override { return true; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("sort.output");
+  }
+  void InputModules(size_t, std::vector<std::string>* out) const override {
+    out->push_back("sort");
+  }
   uint32_t window() const override { return kUnboundedWindow; }
 
  protected:
@@ -80,6 +86,12 @@ class TopNOperator final : public Operator {
         detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
   bool blocking() const override { return true; }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("top_n.output");
+  }
+  void InputModules(size_t, std::vector<std::string>* out) const override {
+    out->push_back("top_n");
+  }
   uint32_t window() const override { return kUnboundedWindow; }
 
  protected:

@@ -95,9 +95,10 @@ void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q) {
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
   cmd->add_option("--buffers", q->buffers,
-                  "buffer operators (Zhou & Ross): off, or on (one above every operator that "
-                  "is neither blocking nor the root)")
-      ->check(CLI::IsMember({"off", "on"}))
+                  "buffer operators (Zhou & Ross): off; on (one above every operator that is "
+                  "neither blocking nor the root); auto (where plan refinement puts them, from "
+                  "the operators' measured footprints and this machine's L1-I)")
+      ->check(CLI::IsMember({"off", "on", "auto"}))
       ->capture_default_str();
   cmd->add_option("--buffer-size", q->buffer_size, "tuples each buffer holds")
       ->check(CLI::Range(1u, query::kMaxBufferTuples))
@@ -118,7 +119,9 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
   ChParams params = ChParams::Now();
   query::QueryOptions options;
   options.analyze = q.analyze;
-  options.buffers.mode = q.buffers == "on" ? query::BufferMode::kOn : query::BufferMode::kOff;
+  options.buffers.mode = q.buffers == "on"     ? query::BufferMode::kOn
+                         : q.buffers == "auto" ? query::BufferMode::kAuto
+                                               : query::BufferMode::kOff;
   options.buffers.tuples = q.buffer_size;
   json results = json::array();
   double total_ms = 0;

@@ -19,7 +19,7 @@ struct QueryCliOptions {
   bool explain = false;          // print the plan before running
   bool analyze = false;          // print the plan with rows and times after running
   uint32_t repeat = 1;           // runs per query (the figures are the medians)
-  std::string buffers = "off";   // buffer operators: off or on (query/refine.h)
+  std::string buffers = "off";   // buffer operators: off, on or auto (query/refine.h)
   uint32_t buffer_size = 1000;   // tuples per buffer
 };
 void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q);

@@ -239,16 +239,21 @@ bool Compare(const query::Catalog& catalog, ChSqlite* sqlite, const ChSql& q,
   INFO(label << " (ours): " << s.ToString());
   CHECK(s.ok());
   if (!s.ok()) return false;
-  // With a buffer above every operator one may go above (small, so that it refills often): the
-  // same rows in the same order.
-  query::QueryOptions buffered;
-  buffered.buffers.mode = query::BufferMode::kOn;
-  buffered.buffers.tuples = 7;
-  tpcc::ChRun with_buffers;
-  s = tpcc::RunChQuery(catalog, plan, buffered, &with_buffers);
-  INFO(label << " (ours, buffered): " << s.ToString());
-  CHECK(s.ok());
-  CHECK(with_buffers.rows.rows == ours.rows.rows);
+  // With a buffer above every operator one may go above, and where refinement puts them for a
+  // small L1-I (small buffers, so that they refill often): the same rows in the same order.
+  for (query::BufferMode mode : {query::BufferMode::kOn, query::BufferMode::kAuto}) {
+    query::QueryOptions buffered;
+    buffered.buffers.mode = mode;
+    buffered.buffers.tuples = 7;
+    buffered.buffers.l1i_bytes = 8192;
+    buffered.buffers.threshold_rows = 1;
+    tpcc::ChRun with_buffers;
+    s = tpcc::RunChQuery(catalog, plan, buffered, &with_buffers);
+    INFO(label << " (ours, buffers " << (mode == query::BufferMode::kOn ? "on" : "auto")
+               << "): " << s.ToString());
+    CHECK(s.ok());
+    CHECK(with_buffers.rows.rows == ours.rows.rows);
+  }
   auto start = std::chrono::steady_clock::now();
   ResultRows theirs;
   s = sqlite->Run(q.sql, ChSqlParams(params), ours.rows.schema, &theirs);

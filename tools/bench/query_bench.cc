@@ -46,6 +46,7 @@
 #include "query/query.h"
 #include "sm/sm.h"
 #include "tools/bench/bench_util.h"
+#include "tools/bench/ch_db.h"
 #include "tools/bench/ch_sqlite.h"
 #include "tools/bench/operator_profile.h"
 #include "tools/icache/callgrind_parts.h"
@@ -145,20 +146,7 @@ bool PrepareOurs(const Options& o, json* manifest) {
 
 Status OpenOurs(const Options& o, std::unique_ptr<tpcc::SmEngine>* engine,
                 query::Catalog* catalog) {
-  tpcc::SmEngineOptions eo;
-  eo.db.path = DbDir(o);
-  eo.db.create_if_missing = false;
-  eo.db.buffer_pool_bytes = PoolBytes(o);
-  eo.db.workers = 1;
-  eo.db.commit_mode = CommitMode::kAsync;
-  if (Status s = tpcc::SmEngine::Open(eo, engine); !s.ok()) return s;
-  tpcc::DatabaseInfo info;
-  if (Status s = tpcc::OpenLoaded(engine->get(), 0, &info); !s.ok()) return s;
-  bool has = false;
-  if (Status s = tpcc::HasCh((*engine)->database(), &has); !s.ok()) return s;
-  if (!has) return Status::InvalidArgument("the database in " + DbDir(o) + " has no CH tables");
-  *catalog = query::Catalog((*engine)->database());
-  return tpcc::RegisterChCatalog((*engine)->database(), info.warehouses, info.scale, catalog);
+  return OpenChDatabase(DbDir(o), PoolBytes(o), engine, catalog);
 }
 
 // Opens SQLite's copy, loading it from the CSV files first if the manifest has none.
@@ -283,11 +271,6 @@ int ProfileQuery(const Options& o) {
   return engine->Close().ok() ? 0 : 1;
 }
 
-std::string SelfPath() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "bench_query" : p.string();
-}
 
 // The parent's side: runs this binary with --profile-query under callgrind.
 bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) {

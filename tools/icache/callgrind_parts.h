@@ -102,6 +102,17 @@ bool ParseCallgrindFile(const std::string& path, uint32_t line_bytes, Part* part
 // starts from the same state); false, with a message on stderr, on failure.
 bool FreshCopy(const std::string& from, const std::string& to);
 
+// A binary's defined functions, from its symbol table (nm -S).
+struct FunctionSymbols {
+  std::map<std::string, uint64_t> sizes;  // by (mangled) name, in bytes
+  // The other names of the same code (a constructor's complete-object name, C1, is an alias
+  // of its base-object one, C2, whose section bears that name): name -> its aliases.
+  std::map<std::string, std::vector<std::string>> aliases;
+};
+
+// Reads `binary`'s functions. False (with *error) if nm fails or finds none.
+bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error);
+
 // `s` as one shell word: single-quoted, its own single quotes escaped.
 std::string ShellQuote(const std::string& s);
 

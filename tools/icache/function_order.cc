@@ -83,41 +83,6 @@ std::vector<std::string> CallChainOrder(const FunctionProfile& profile,
   return order;
 }
 
-bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error) {
-  const std::string cmd = "nm -S --defined-only " + ShellQuote(binary) + " 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    *error = "cannot run nm (Debian package binutils)";
-    return false;
-  }
-  std::map<std::string, std::vector<std::string>> at;  // address -> names
-  char buf[8192];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) {
-    // "<address> <size> <type> <name>"; symbols without a size have three fields.
-    std::istringstream line(buf);
-    std::string address, size, type, name;
-    if (!(line >> address >> size >> type >> name)) continue;
-    if (type != "t" && type != "T" && type != "w" && type != "W") continue;
-    if (symbols->sizes.emplace(name, std::strtoull(size.c_str(), nullptr, 16)).second) {
-      at[address].push_back(name);
-    }
-  }
-  const int rc = pclose(pipe);
-  if (rc != 0 || symbols->sizes.empty()) {
-    *error = "nm found no functions in " + binary;
-    return false;
-  }
-  for (const auto& [address, names] : at) {
-    if (names.size() < 2) continue;
-    for (const std::string& name : names) {
-      for (const std::string& other : names) {
-        if (other != name) symbols->aliases[name].push_back(other);
-      }
-    }
-  }
-  return true;
-}
-
 std::string LayoutFileText(const std::vector<std::string>& order,
                            const std::map<std::string, std::vector<std::string>>& aliases,
                            const std::string& header) {

@@ -31,17 +31,6 @@ std::vector<std::string> CallChainOrder(const FunctionProfile& profile,
                                         const std::map<std::string, uint64_t>& sizes,
                                         uint64_t cluster_bytes);
 
-// A binary's defined functions, from its symbol table (nm -S).
-struct FunctionSymbols {
-  std::map<std::string, uint64_t> sizes;  // by (mangled) name, in bytes
-  // The other names of the same code (a constructor's complete-object name, C1, is an alias
-  // of its base-object one, C2, whose section bears that name): name -> its aliases.
-  std::map<std::string, std::vector<std::string>> aliases;
-};
-
-// Reads `binary`'s functions. False (with *error) if nm fails or finds none.
-bool ReadFunctionSymbols(const std::string& binary, FunctionSymbols* symbols, std::string* error);
-
 // The empty, page-aligned section that threads/fiber_switch.cc defines for the layout file to
 // list first: the hot functions then start on a page boundary (see there).
 inline constexpr const char* kHotCodeStart = "sm_hot_code_start";

@@ -1,0 +1,46 @@
+// Instruction footprints of the operators' code (Zhou & Ross, SIGMOD 2004, section 6.1): per
+// module (a scan, a scan with a predicate, a hash join's build and its probe, an aggregation
+// and each aggregate function, ...), the functions it runs and their code bytes, measured under
+// callgrind by tools/bench/query_footprints.cc on calibration plans and checked in as
+// query/footprints.txt, which is compiled in.
+//
+// A group of modules has the footprint of the union of their functions, each counted once
+// (modules share much code: value decoding, expression evaluation), not the sum of theirs.
+//
+// The file: '#' starts a comment; "function ID BYTES NAME" gives a function (its mangled name
+// and code size in the binary that was measured); "module NAME ID..." lists a module's functions.
+//
+// Invariants: every module's function ids are defined; a name appears once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sm/common/status.h"
+
+namespace sm::query {
+
+class FootprintTable {
+ public:
+  // Reads the file format above; InvalidArgument (naming `source` and the line) if malformed.
+  [[nodiscard]] static Status Parse(std::string_view text, const std::string& source,
+                                    FootprintTable* out);
+  // query/footprints.txt as compiled in.
+  static const FootprintTable& Default();
+
+  bool Has(const std::string& module) const { return modules_.count(module) != 0; }
+  // The code bytes of the union of the modules' functions; modules not in the table add
+  // nothing (*unknown, if given, lists them).
+  uint64_t Bytes(const std::vector<std::string>& modules,
+                 std::vector<std::string>* unknown = nullptr) const;
+  std::vector<std::string> ModuleNames() const;
+
+ private:
+  std::vector<uint32_t> function_bytes_;                    // by function id
+  std::map<std::string, std::vector<uint32_t>> modules_;  // module -> function ids
+};
+
+}  // namespace sm::query
