@@ -35,7 +35,7 @@ echo "$last" | grep -Eq '\{"depth":1,[^}]*"operator":"TableScan","rows":[1-9][0-
 grep -q 'TableScan order_line' "$dir/second.out" || fail "Q6's operator tree was not printed"
 echo "$last" | grep -q '"results_match":false' || fail "a subset claimed all 22 match: $last"
 
-for bad in "--threads 2" "--queries 23" "--callgrind 0" "--repeat 0"; do
+for bad in "--threads 2" "--queries 23" "--callgrind 0" "--repeat 0" "--buffers some" "--i1 big"; do
   set +e
   # shellcheck disable=SC2086
   run $bad > "$dir/bad.out" 2>&1

@@ -17,11 +17,13 @@
 // (tools/icache/callgrind_parts.h; one warm run, then one measured) and prints instructions,
 // L1-I and L1-D misses and mispredicted branches per row the query read from its tables, and
 // the same per operator (tools/bench/operator_profile.h): EXPLAIN ANALYZE in instructions.
+// --buffers runs our plans with buffer operators (query/refine.h); --i1 sets the L1-I that
+// callgrind simulates and that refinement plans for.
 //
 // Last line JSON: ch_q<n>_ms, ch_q<n>_sqlite_ms, ch_q<n>_sqlite_ratio, ch_q<n>_rows,
 // ch_q<n>_rows_read for n = 1..22; ch_total_ms, sqlite_total_ms, sqlite_ratio (SQLite's total
 // over ours), queries_slower_than_sqlite, results_match (all 22 equal); warehouses, repeat,
-// sqlite_repeat, buffer_pool_bytes; with --callgrind,
+// sqlite_repeat, buffer_pool_bytes, buffers, l1i_geometry; with --callgrind,
 // ch_q<n>_{instructions,l1i_misses,l1d_misses,mispredicts}_per_row_read and ch_q<n>_operators
 // (a list in preorder of operator, depth, rows, rows_in, instructions, self_instructions,
 // self_l1i_misses, self_l1d_misses, self_mispredicts).
@@ -74,11 +76,23 @@ struct Options {
   std::vector<int> queries;    // empty: all 22
   std::vector<int> callgrind;  // queries to profile
   bool fresh = false;
+  std::string buffers = "off";      // buffer operators in our plans: off, on or auto
+  std::string i1 = icache::Geometry{}.i1;  // the L1-I callgrind simulates
   int profile_query = 0;  // internal: run this query under callgrind's client requests
   std::string profile_tree;  // internal: where that run writes its operator tree
 };
 
 uint64_t PoolBytes(const Options& o) { return o.buffer_pool_mib << 20; }
+
+// How our queries run: with the buffers --buffers asks for (refinement reads the L1-I of --i1).
+query::QueryOptions OurOptions(const Options& o) {
+  query::QueryOptions q;
+  q.buffers.mode = o.buffers == "on"     ? query::BufferMode::kOn
+                   : o.buffers == "auto" ? query::BufferMode::kAuto
+                                         : query::BufferMode::kOff;
+  q.buffers.l1i_bytes = std::strtoull(o.i1.c_str(), nullptr, 10);
+  return q;
+}
 std::string PoolOption(const Options& o) {
   return " --buffer-pool " + std::to_string(o.buffer_pool_mib) + "M";
 }
@@ -195,7 +209,7 @@ Status MeasureQuery(const Options& o, const query::Catalog& catalog, ChSqlite* s
   query::ResultRows sqlite_rows;
   for (uint32_t r = 0; r < std::max(o.repeat, o.sqlite_repeat); ++r) {
     if (r < o.repeat) {
-      if (Status s = tpcc::RunChQuery(catalog, plan, {}, &run); !s.ok()) return s;
+      if (Status s = tpcc::RunChQuery(catalog, plan, OurOptions(o), &run); !s.ok()) return s;
       ours.push_back(run.ms);
     }
     if (r < o.sqlite_repeat) {
@@ -226,8 +240,8 @@ void PrintRow(const QueryFigures& f) {
 // ---- callgrind ----------------------------------------------------------------------------------
 
 // Runs `plan` with its operators in profile slots; *tree: the operator tree after the run.
-Status RunProfiled(const query::Catalog& catalog, const query::Plan& plan, json* tree) {
-  query::QueryOptions options;
+Status RunProfiled(const query::Catalog& catalog, const query::Plan& plan,
+                   query::QueryOptions options, json* tree) {
   options.profile_operators = true;
   std::unique_ptr<query::ResultCursor> cursor;
   SM_TRY(query::ResultCursor::Open(catalog, plan, options, &cursor));
@@ -251,10 +265,13 @@ int ProfileQuery(const Options& o) {
     return Fail("plan", s);
   }
   tpcc::ChRun run;
-  if (Status s = tpcc::RunChQuery(catalog, plan, {}, &run); !s.ok()) return Fail("warm run", s);
+  const query::QueryOptions options = OurOptions(o);
+  if (Status s = tpcc::RunChQuery(catalog, plan, options, &run); !s.ok()) {
+    return Fail("warm run", s);
+  }
   CALLGRIND_START_INSTRUMENTATION;
   CALLGRIND_TOGGLE_COLLECT;
-  Status s = tpcc::RunChQuery(catalog, plan, {}, &run);
+  Status s = tpcc::RunChQuery(catalog, plan, options, &run);
   CALLGRIND_DUMP_STATS_AT("query");
   CALLGRIND_TOGGLE_COLLECT;
   if (!s.ok()) return Fail("measured run", s);
@@ -262,7 +279,7 @@ int ProfileQuery(const Options& o) {
   // the whole query come from the run above).
   json tree;
   CALLGRIND_TOGGLE_COLLECT;
-  s = RunProfiled(catalog, plan, &tree);
+  s = RunProfiled(catalog, plan, options, &tree);
   CALLGRIND_DUMP_STATS_AT("operators");
   CALLGRIND_TOGGLE_COLLECT;
   CALLGRIND_STOP_INSTRUMENTATION;
@@ -279,10 +296,12 @@ bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) 
   std::string command = icache::ShellQuote(SelfPath()) + " --dir " + icache::ShellQuote(o.dir) +
                         " --buffer-pool-mib " + std::to_string(o.buffer_pool_mib) +
                         " --sql " + icache::ShellQuote(o.sql) + " --profile-query " +
-                        std::to_string(n) + " --profile-tree " + icache::ShellQuote(tree_path);
+                        std::to_string(n) + " --profile-tree " + icache::ShellQuote(tree_path) +
+                        " --buffers " + o.buffers + " --i1 " + o.i1;
   std::vector<icache::Part> parts;
   std::string error;
   icache::Geometry geometry;
+  geometry.i1 = o.i1;
   std::printf("Q%d under callgrind (I1 %s, D1 %s)...\n", n, geometry.i1.c_str(),
               geometry.d1.c_str());
   std::fflush(stdout);
@@ -347,6 +366,8 @@ int Run(const Options& o) {
 
   tpcc::ChParams params = tpcc::ChParams::Now();
   json figures = {{"warehouses", o.warehouses},
+                  {"buffers", o.buffers},
+                  {"l1i_geometry", o.i1},
                   {"repeat", o.repeat},
                   {"sqlite_repeat", o.sqlite_repeat},
                   {"buffer_pool_bytes", PoolBytes(o)}};
@@ -429,6 +450,20 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::Range(1, sm::tpcc::kChQueries));
   app.add_flag("--fresh", o.fresh, "load, run and export anew even if --dir holds the data");
+  app.add_option("--buffers", o.buffers,
+                 "buffer operators in our plans: off, on (above every eligible operator) or "
+                 "auto (plan refinement)")
+      ->check(CLI::IsMember({"off", "on", "auto"}))
+      ->capture_default_str();
+  app.add_option("--i1", o.i1,
+                 "the L1-I callgrind simulates, SIZE,WAYS,LINE (refinement with --buffers "
+                 "auto plans for its size)")
+      ->check([](const std::string& g) {
+        sm::icache::Geometry geometry;
+        geometry.i1 = g;
+        return geometry.Valid() ? std::string() : "not SIZE,WAYS,LINE";
+      })
+      ->capture_default_str();
   app.add_option("--profile-query", o.profile_query)->group("");  // the callgrind child
   app.add_option("--profile-tree", o.profile_tree)->group("");
   try {
