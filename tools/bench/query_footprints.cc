@@ -163,6 +163,7 @@ struct Options {
   std::string db;      // the one-warehouse CH database (loaded with --tpcc if missing)
   std::string tpcc = "tpcc";
   std::string output;  // the footprint file to write
+  std::vector<std::string> modules;  // only these (empty: all)
   std::string child;   // internal: measure this module's plan under callgrind
 };
 
@@ -378,7 +379,18 @@ int Parent(const Options& o) {
     std::fprintf(stderr, "query_footprints: %s\n", error.c_str());
     return 1;
   }
-  const std::vector<Calibration> all = Calibrations();
+  std::vector<Calibration> all = Calibrations();
+  if (!o.modules.empty()) {
+    for (const std::string& m : o.modules) {
+      if (FindCalibration(all, m) == nullptr) {
+        std::fprintf(stderr, "query_footprints: no module '%s'\n", m.c_str());
+        return 2;
+      }
+    }
+    std::erase_if(all, [&o](const Calibration& c) {
+      return std::find(o.modules.begin(), o.modules.end(), c.module) == o.modules.end();
+    });
+  }
   std::map<std::string, std::string> toggles;
   if (Status s = AllToggleArgs(o, all, &toggles); !s.ok()) return Fail("the plans", s);
   std::map<std::string, Measured> modules;
@@ -416,6 +428,8 @@ int main(int argc, char** argv) {
   app.add_option("--tpcc", o.tpcc, "the tpcc driver binary, to load the database")
       ->capture_default_str();
   app.add_option("--output", o.output, "the footprint file to write (query/footprints.txt)");
+  app.add_option("--modules", o.modules, "only these modules (a partial table, for a quick look)")
+      ->delimiter(',');
   app.add_option("--child", o.child)->group("");  // the measured child
   try {
     app.parse(argc, argv);
