@@ -1,5 +1,6 @@
 // InterleaveChooser: whether a worker's B-tree descents interleave their leaf misses
-// (MissInterleaving::kAdaptive, btree.h "Miss interleaving"), chosen by measuring.
+// (MissInterleaving::kAdaptive, btree.h "Miss interleaving"), chosen from the worker's own
+// rate of descents.
 //
 // Owns: one worker thread's choice and the counts behind it. Interleaving pays where the
 // leaves a worker reads are not in the CPU cache and costs where they are, and which holds

@@ -1,14 +1,14 @@
 // Instruction footprints of the operators' code (Zhou & Ross, SIGMOD 2004, section 6.1): per
 // module (a scan, a scan with a predicate, a hash join's build and its probe, an aggregation
-// and each aggregate function, ...), the functions it runs and their code bytes, measured under
-// callgrind by tools/bench/query_footprints.cc on calibration plans and checked in as
+// and each aggregate function, ...), the functions it runs and their code bytes, as
+// `tools/run query-footprints` (tools/bench/query_footprints.cc) writes them to
 // query/footprints.txt, which is compiled in.
 //
 // A group of modules has the footprint of the union of their functions, each counted once
 // (modules share much code: value decoding, expression evaluation), not the sum of theirs.
 //
 // The file: '#' starts a comment; "function ID BYTES NAME" gives a function (its mangled name
-// and code size in the binary that was measured); "module NAME ID..." lists a module's functions.
+// and code size); "module NAME ID..." lists a module's functions.
 //
 // Invariants: every module's function ids are defined; a name appears once.
 #pragma once
