@@ -60,15 +60,15 @@ class Refiner {
   void Refine(Operator* op, std::vector<std::string>* group) {
     group->clear();
     const bool joins = Eligible(*op);
-    if (joins) op->OutputModules(group);
+    std::vector<std::string> output;
+    op->OutputModules(&output);
+    if (joins) *group = output;
     for (size_t i = 0; i < op->children().size(); ++i) {
       std::vector<std::string> below;
       Refine(op->children()[i].get(), &below);
       if (below.empty()) continue;
       std::vector<std::string> input;
       op->InputModules(i, &input);
-      std::vector<std::string> output;
-      op->OutputModules(&output);
       // An input taken in while the operator returns tuples runs with the operator's group;
       // one taken in another phase (a build, a blocking operator's input) runs alone.
       const bool same_phase = joins && input == output;
