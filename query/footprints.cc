@@ -1,6 +1,8 @@
 // The footprint table (contract in footprints.h).
 #include "query/footprints.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -19,6 +21,7 @@ Status FootprintTable::Parse(std::string_view text, const std::string& source,
                              FootprintTable* out) {
   FootprintTable table;
   std::set<std::string> names;
+  bool has_threshold = false;
   std::istringstream in{std::string(text)};
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -46,8 +49,24 @@ Status FootprintTable::Parse(std::string_view text, const std::string& source,
         ids.push_back(static_cast<uint32_t>(id));
       }
       if (!words.eof()) return bad("a module's functions are ids");
+    } else if (kind == "threshold") {
+      std::string rows;
+      if (has_threshold) return bad("a second threshold line");
+      std::string extra;
+      if (!(words >> rows) || words >> extra) return bad("a threshold line is 'threshold ROWS'");
+      has_threshold = true;
+      if (rows == "none") {
+        table.threshold_rows_ = std::numeric_limits<double>::infinity();
+      } else {
+        char* end = nullptr;
+        const double value = std::strtod(rows.c_str(), &end);
+        if (*end != '\0' || !(value >= 0) || !std::isfinite(value)) {
+          return bad("a threshold is a number of rows or 'none', not '" + rows + "'");
+        }
+        table.threshold_rows_ = value;
+      }
     } else {
-      return bad("expected 'function' or 'module', not '" + kind + "'");
+      return bad("expected 'function', 'module' or 'threshold', not '" + kind + "'");
     }
   }
   *out = std::move(table);
@@ -62,6 +81,28 @@ const FootprintTable& FootprintTable::Default() {
     return t;
   }();
   return table;
+}
+
+const char* FootprintTable::DefaultText() { return kDefaultFootprints; }
+
+std::string FootprintTable::WithThreshold(std::string_view text, double threshold_rows) {
+  std::string line = threshold_rows < 0 || std::isinf(threshold_rows)
+                         ? "threshold none"
+                         : "threshold " + std::to_string(std::llround(threshold_rows));
+  std::string out;
+  bool replaced = false;
+  std::istringstream in{std::string(text)};
+  for (std::string l; std::getline(in, l);) {
+    std::istringstream words(l);
+    std::string kind;
+    if (words >> kind && kind == "threshold") {
+      l = line;
+      replaced = true;
+    }
+    out += l + "\n";
+  }
+  if (!replaced) out += line + "\n";
+  return out;
 }
 
 uint64_t FootprintTable::Bytes(const std::vector<std::string>& modules,

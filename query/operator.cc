@@ -27,6 +27,29 @@ uint64_t NowNanos() {
   return s;
 }
 
+namespace {
+// Up to `max` tuples from `pull` (one per call, null at the end) into rows[0, *count).
+template <typename PullOne>
+Status PullUpTo(const PullOne& pull, const Value** rows, uint32_t max, uint32_t* count) {
+  *count = 0;
+  while (*count < max) {
+    const Value* row = nullptr;
+    SM_TRY(pull(&row));
+    if (row == nullptr) break;
+    rows[(*count)++] = row;
+  }
+  return Status::OK();
+}
+}  // namespace
+
+Status Operator::NextBatchImpl(const Value** rows, uint32_t max, uint32_t* count) {
+  return PullUpTo([this](const Value** row) { return NextImpl(row); }, rows, max, count);
+}
+
+Status Operator::NextEach(const Value** rows, uint32_t max, uint32_t* count) {
+  return PullUpTo([this](const Value** row) { return Next(row); }, rows, max, count);
+}
+
 // The functions that carry an operator's profile slot in their names. noipa keeps every
 // instantiation a distinct function (no inlining, no identical-code folding), and the empty asm
 // after each call keeps the call a call rather than a tail jump, so the callee's costs nest

@@ -3,8 +3,8 @@
 // lifetime contract.
 //
 // Owns: Operator (the non-virtual Open/Next/Close wrappers that count rows and, when a query is
-// analyzed or profiled, time each call or run it in the operator's profile slot), ExecContext, and TupleRing (the output slots of an operator that
-// builds its own tuples).
+// analyzed or profiled, time each call or run it in the operator's profile slot), ExecContext, and
+// TupleRing (the output slots of an operator that builds its own tuples).
 //
 // Tuple lifetime. Next hands out a pointer to the tuple's Values, which stay valid (with the
 // string bytes they point at) until the operator has returned window() further tuples, or is
@@ -42,6 +42,7 @@
 
 #include "query/schema.h"
 #include "query/value.h"
+#include "sm/common/assert.h"
 #include "sm/common/status.h"
 #include "sm/sm.h"
 
@@ -126,6 +127,22 @@ class Operator {
     }
     return instrumented_next_(this, row);
   }
+  // The next tuples, as many as the operator has at hand (a scan: the rest of its decoded
+  // batch) up to `max`, into rows[0, *count): *count is 0 only at the end. The tuples obey the
+  // lifetime contract as if returned by as many Next calls; a parent that takes more than one
+  // must have asked for a window at least as large. One virtual call per batch instead of one
+  // per tuple: the buffer operator fills itself this way. Analyzed or profiled, it calls Next
+  // per tuple, so that every tuple is timed and attributed as before.
+  [[nodiscard]] Status NextBatch(const Value** rows, uint32_t max, uint32_t* count) {
+    SM_DASSERT(max >= 1);
+    if (instrumented_next_ == nullptr) [[likely]] {
+      Status s = NextBatchImpl(rows, max, count);
+      SM_DASSERT(*count <= max);
+      stats_.rows += *count;
+      return s;
+    }
+    return NextEach(rows, max, count);
+  }
   void Close();
 
   // Before Open: numbers this operator and those below it in preorder from *next on, while the
@@ -139,10 +156,16 @@ class Operator {
   // The optimizer-free estimate of rows this operator returns, for EXPLAIN; < 0 if unknown.
   double estimated_rows() const { return estimated_rows_; }
   void set_estimated_rows(double rows) { estimated_rows_ = rows; }
+  // What plan refinement decided for this operator (its execution group's footprint, or why it
+  // joined none), for EXPLAIN; empty if the tree was not refined.
+  const std::string& refinement() const { return refinement_; }
+  void set_refinement(std::string note) { refinement_ = std::move(note); }
 
  protected:
   virtual Status OpenImpl(ExecContext* ctx) = 0;
   virtual Status NextImpl(const Value** row) = 0;
+  // NextBatch's work; by default NextImpl until `max` tuples or the end.
+  virtual Status NextBatchImpl(const Value** rows, uint32_t max, uint32_t* count);
   virtual void CloseImpl() {}
   // Opens every child (the usual first step of OpenImpl).
   Status OpenChildren(ExecContext* ctx);
@@ -154,6 +177,7 @@ class Operator {
   using InstrumentedNextFn = Status (*)(Operator*, const Value**);
   static Status TimedNext(Operator* op, const Value** row);
   Status CountedNext(const Value** row);  // NextImpl, timed if analyzed, its rows counted
+  Status NextEach(const Value** rows, uint32_t max, uint32_t* count);  // Next per tuple
   void CloseTree();  // CloseImpl, then the children's Close
 
   std::string name_;
@@ -165,6 +189,7 @@ class Operator {
   InstrumentedNextFn instrumented_next_ = nullptr;
   uint32_t profile_slot_ = kNoProfileSlot;
   double estimated_rows_ = -1;
+  std::string refinement_;
   Stats stats_;
 };
 

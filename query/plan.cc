@@ -273,6 +273,7 @@ void ExplainOperator(const Operator& op, bool analyzed, int depth, std::string* 
   std::string detail = op.detail();
   if (!detail.empty()) *out += " " + detail;
   *out += "  (est. rows " + Rows(op.estimated_rows());
+  if (!op.refinement().empty()) *out += "; " + op.refinement();
   if (analyzed) {
     uint64_t children_nanos = 0;
     for (const auto& c : op.children()) children_nanos += c->stats().nanos;

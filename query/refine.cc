@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,7 +54,12 @@ std::vector<std::string> Union(std::vector<std::string> a, const std::vector<std
 class Refiner {
  public:
   Refiner(const BufferOptions& options, const FootprintTable& footprints, uint64_t l1i)
-      : options_(options), footprints_(footprints), l1i_(l1i) {}
+      : options_(options),
+        footprints_(footprints),
+        l1i_(l1i),
+        threshold_rows_(options.threshold_rows >= 0        ? options.threshold_rows
+                        : footprints.threshold_rows() >= 0 ? footprints.threshold_rows()
+                                                           : kDefaultBufferThreshold) {}
 
   // Refines the subtree at `op`; *group: the modules of the open group `op` ends, empty if
   // `op` joins no group.
@@ -84,18 +90,29 @@ class Refiner {
                   "group below " + Thousands(below_bytes) + " B, with " + op->name() + " " +
                       Thousands(bytes) + " B > L1-I " + Thousands(l1i_) + " B");
     }
+    op->set_refinement(joins ? "group " + Thousands(footprints_.Bytes(*group)) + " B"
+                             : "no group: " + WhyNot(*op));
   }
 
  private:
+  std::string WhyNot(const Operator& op) const {
+    if (op.blocking()) return "blocking";
+    if (IsBuffer(op)) return "a buffer";
+    if (std::isinf(threshold_rows_)) return "calibrated: buffering does not pay";
+    return "rows <= threshold " + Thousands(static_cast<uint64_t>(threshold_rows_));
+  }
+
   bool Eligible(const Operator& op) const {
     if (op.blocking() || IsBuffer(op)) return false;
+    if (std::isinf(threshold_rows_)) return false;
     const double rows = op.estimated_rows();
-    return rows < 0 || rows > options_.threshold_rows;  // unknown: assume many
+    return rows < 0 || rows > threshold_rows_;  // unknown: assume many
   }
 
   const BufferOptions& options_;
   const FootprintTable& footprints_;
   const uint64_t l1i_;
+  const double threshold_rows_;  // +infinity: calibration found that buffering never pays
 };
 
 }  // namespace

@@ -39,8 +39,9 @@ inline constexpr double kDefaultBufferThreshold = 600;
 struct BufferOptions {
   BufferMode mode = BufferMode::kOff;
   uint32_t tuples = kDefaultBufferTuples;  // 1 to kMaxBufferTuples
-  // kAuto: operators whose estimated output is at most this many rows join no group.
-  double threshold_rows = kDefaultBufferThreshold;
+  // kAuto: operators whose estimated output is at most this many rows join no group; < 0
+  // means the footprint table's calibrated threshold, or kDefaultBufferThreshold if it has none.
+  double threshold_rows = -1;
   // kAuto: the L1-I's size in bytes; 0 reads the machine's (32 KiB if it does not say).
   uint64_t l1i_bytes = 0;
   // kAuto: the modules' footprints; null means FootprintTable::Default().

@@ -5,6 +5,7 @@
 //
 // Tuple lifetime (operator.h): tuples live in the scan's ring of slots, strings copied into
 // them (a batch is read under the page's latch, so nothing may point into the page after).
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <memory>
@@ -66,6 +67,17 @@ class ScanOperator final : public Operator {
     if (produced_ == returned_) SM_TRY(Fill());
     if (produced_ == returned_) return Status::OK();
     *row = Slot(returned_++);
+    return Status::OK();
+  }
+
+  // The decoded batch's tuples, without a call per tuple.
+  Status NextBatchImpl(const Value** rows, uint32_t max, uint32_t* count) override {
+    *count = 0;
+    if (produced_ == returned_) SM_TRY(Fill());
+    const uint64_t n = std::min<uint64_t>(max, produced_ - returned_);
+    for (uint64_t i = 0; i < n; ++i) rows[i] = Slot(returned_ + i);
+    returned_ += n;
+    *count = static_cast<uint32_t>(n);
     return Status::OK();
   }
 

@@ -34,8 +34,7 @@ struct OpenTree {
   const Operator& child() const { return *root->children()[0]; }
 };
 
-TEST_CASE("a buffer fills to its size, then serves without calling its child",
-          "[unit][query]") {
+TEST_CASE("a buffer fills to its size, then serves without calling its child", "[unit][query]") {
   PlanFixture f(250);
   const ResultRows plain = Run(f.catalog, f.Scan());
   for (uint32_t n : {1u, 7u, 100u, 250u, 1000u}) {
@@ -54,6 +53,49 @@ TEST_CASE("a buffer fills to its size, then serves without calling its child",
     CHECK(served == total);
     CHECK(tree.Next() == nullptr);  // the end again, without a further fill
     CHECK(tree.child().stats().rows == total);
+  }
+}
+
+TEST_CASE("NextBatch returns the tuples Next would, in batches, and none at the end",
+          "[unit][query]") {
+  PlanFixture f(300);
+  const Plan plans[] = {f.Scan(), f.Scan().Filter(Col("a") % 3 == 0),
+                        f.Scan().Project({{Col("a") * 2, "twice"}})};
+  for (const Plan& plan : plans) {
+    const ResultRows plain = Run(f.catalog, plan);
+    for (uint32_t max : {1u, 3u, 64u, 1000u}) {
+      INFO(plan.node()->name() << ", batches of up to " << max);
+      std::unique_ptr<Operator> root;
+      REQUIRE(plan.node()->Instantiate(&root).ok());
+      root->RequestWindow(max);
+      std::unique_ptr<Transaction> txn;
+      REQUIRE(f.catalog.db()->Begin(&txn, Isolation::kReadCommitted).ok());
+      ExecContext ctx;
+      ctx.db = f.catalog.db();
+      ctx.txn = txn.get();
+      REQUIRE(root->Open(&ctx).ok());
+      std::vector<const Value*> batch(max);
+      size_t served = 0;
+      for (;;) {
+        uint32_t got = 0;
+        REQUIRE(root->NextBatch(batch.data(), max, &got).ok());
+        REQUIRE(got <= max);
+        if (got == 0) break;
+        // The whole batch is still valid: the window covers it.
+        for (uint32_t i = 0; i < got; ++i) {
+          REQUIRE(served + i < plain.rows.size());
+          CHECK(FormatValue(batch[i][0], root->schema()[0].type) == plain.rows[served + i][0]);
+        }
+        served += got;
+      }
+      CHECK(served == plain.rows.size());
+      CHECK(root->stats().rows == served);
+      uint32_t again = 1;
+      REQUIRE(root->NextBatch(batch.data(), max, &again).ok());
+      CHECK(again == 0);
+      root->Close();
+      REQUIRE(txn->Commit().ok());
+    }
   }
 }
 
@@ -126,22 +168,22 @@ std::string Shape(const Operator& op, int depth = 0) {
 
 TEST_CASE("buffers on: above every operator but the root and blocking ones", "[unit][query]") {
   PlanFixture f(100);
-  Plan q = f.Scan()
-               .Filter(Col("a") > 2)
-               .HashJoin(Plan::Scan(f.catalog, "u", {"id", "name"}, {}, "x"),
-                         {{Col("a"), Col("x.id")}})
-               .Project({{Col("name")}, {Col("a")}})
-               .Aggregate({{Col("name")}}, {Count().As("n")})
-               .Sort({"name"})
-               .Limit(3);
+  Plan q =
+      f.Scan()
+          .Filter(Col("a") > 2)
+          .HashJoin(Plan::Scan(f.catalog, "u", {"id", "name"}, {}, "x"), {{Col("a"), Col("x.id")}})
+          .Project({{Col("name")}, {Col("a")}})
+          .Aggregate({{Col("name")}}, {Count().As("n")})
+          .Sort({"name"})
+          .Limit(3);
   std::unique_ptr<Operator> root;
   REQUIRE(q.node()->Instantiate(&root).ok());
   BufferOptions on{BufferMode::kOn, 50};
   REQUIRE(PlaceBuffers(on, root.get()).ok());
   CHECK(Shape(*root) ==
         "Limit\n"
-        "  Sort\n"                 // blocking: no buffer above it
-        "    HashAggregate\n"      // blocking
+        "  Sort\n"             // blocking: no buffer above it
+        "    HashAggregate\n"  // blocking
         "      Buffer\n"
         "        Project\n"
         "          Buffer\n"

@@ -2,6 +2,8 @@
 // grow while their union fits the L1-I, buffers go above the groups that do not fit with their
 // consumer, never above the root or a blocking operator, and operators at or below the
 // cardinality threshold join no group. Also the checked-in footprint table.
+#include <cmath>
+
 #include "query/query.h"
 #include "tests/query/query_test_util.h"
 
@@ -45,8 +47,7 @@ std::string Shape(const Operator& op, int depth = 0) {
   return out;
 }
 
-std::string Refined(const Plan& plan, uint64_t l1i, double threshold,
-                    const FootprintTable& table) {
+std::string Refined(const Plan& plan, uint64_t l1i, double threshold, const FootprintTable& table) {
   std::unique_ptr<Operator> root;
   REQUIRE(plan.node()->Instantiate(&root).ok());
   BufferOptions o;
@@ -74,8 +75,7 @@ TEST_CASE("a footprint is the union of the modules' functions", "[unit][query]")
   CHECK(FootprintTable::Parse("table 1\n", "x", &bad).IsInvalidArgument());
 }
 
-TEST_CASE("refinement buffers a scan whose aggregation does not fit beside it",
-          "[unit][query]") {
+TEST_CASE("refinement buffers a scan whose aggregation does not fit beside it", "[unit][query]") {
   PlanFixture f(100);
   const FootprintTable t = Table();
   Plan q = f.Scan().Filter(Col("a") > -1).Estimate(100).Aggregate({}, {Sum(Col("a")).As("s")});
@@ -87,14 +87,72 @@ TEST_CASE("refinement buffers a scan whose aggregation does not fit beside it",
   CHECK(Refined(q, 16384, 99, t) == "HashAggregate\n  Buffer\n    TableScan\n");
 }
 
+TEST_CASE("a footprint table's calibrated threshold is read, written and used", "[unit][query]") {
+  FootprintTable none = Table();
+  CHECK(none.threshold_rows() < 0);
+  FootprintTable t;
+  REQUIRE(FootprintTable::Parse(FootprintTable::WithThreshold(kFootprints, 250), "t", &t).ok());
+  CHECK(t.threshold_rows() == 250);
+  // Writing it again replaces the line; "none" reads as never.
+  const std::string twice =
+      FootprintTable::WithThreshold(FootprintTable::WithThreshold(kFootprints, 250), -1);
+  CHECK(twice.find("threshold 250") == std::string::npos);
+  REQUIRE(FootprintTable::Parse(twice, "t", &t).ok());
+  CHECK(std::isinf(t.threshold_rows()));
+  FootprintTable bad;
+  CHECK(FootprintTable::Parse("threshold\n", "x", &bad).IsInvalidArgument());
+  CHECK(FootprintTable::Parse("threshold -3\n", "x", &bad).IsInvalidArgument());
+  CHECK(FootprintTable::Parse("threshold 5 rows\n", "x", &bad).IsInvalidArgument());
+  CHECK(FootprintTable::Parse("threshold 5x\n", "x", &bad).IsInvalidArgument());
+  CHECK(FootprintTable::Parse("threshold 5\nthreshold 6\n", "x", &bad).IsInvalidArgument());
+
+  // Refinement takes the table's threshold unless the options give one.
+  PlanFixture f(100);
+  Plan q = f.Scan().Filter(Col("a") > -1).Estimate(100).Aggregate({}, {Sum(Col("a")).As("s")});
+  FootprintTable low, high, never;
+  REQUIRE(FootprintTable::Parse(FootprintTable::WithThreshold(kFootprints, 99), "t", &low).ok());
+  REQUIRE(FootprintTable::Parse(FootprintTable::WithThreshold(kFootprints, 100), "t", &high).ok());
+  REQUIRE(FootprintTable::Parse(FootprintTable::WithThreshold(kFootprints, -1), "t", &never).ok());
+  CHECK(Refined(q, 16384, -1, low) == "HashAggregate\n  Buffer\n    TableScan\n");
+  CHECK(Refined(q, 16384, -1, high) == "HashAggregate\n  TableScan\n");
+  CHECK(Refined(q, 16384, 10, high) == "HashAggregate\n  Buffer\n    TableScan\n");
+  // A table that says buffering never paid: no buffers, even where the rows are not known.
+  CHECK(Refined(q, 16384, -1, never) == "HashAggregate\n  TableScan\n");
+  Plan unknown = f.Scan().Filter(Col("a") > -1).Aggregate({}, {Sum(Col("a")).As("s")});
+  CHECK(Refined(unknown, 16384, -1, never) == "HashAggregate\n  TableScan\n");
+}
+
+TEST_CASE("EXPLAIN shows the execution groups, their footprints and the buffers", "[unit][query]") {
+  PlanFixture f(100);
+  const FootprintTable t = Table();
+  Plan q = f.Scan().Filter(Col("a") > -1).Estimate(100).Aggregate({}, {Sum(Col("a")).As("s")});
+  QueryOptions options;
+  options.buffers.mode = BufferMode::kAuto;
+  options.buffers.tuples = 100;
+  options.buffers.l1i_bytes = 16384;
+  options.buffers.threshold_rows = 10;
+  options.buffers.footprints = &t;
+  std::string text;
+  REQUIRE(ExplainOperatorTree(q, options, &text).ok());
+  INFO(text);
+  CHECK(text.find("no group: blocking") != std::string::npos);  // the aggregation
+  CHECK(text.find("group 19,000 B") != std::string::npos);      // the scan's predicate
+  CHECK(text.find("Buffer 100 tuples; group below 19,000 B, with HashAggregate 28,000 B > "
+                  "L1-I 16,384 B") != std::string::npos);
+  options.buffers.threshold_rows = 100;
+  REQUIRE(ExplainOperatorTree(q, options, &text).ok());
+  CHECK(text.find("no group: rows <= threshold 100") != std::string::npos);
+  CHECK(text.find("Buffer") == std::string::npos);
+}
+
 TEST_CASE("refinement grows groups through pipelined operators and splits them when full",
           "[unit][query]") {
   PlanFixture f(100);
   const FootprintTable t = Table();
-  Plan q = f.Scan()
-               .HashJoin(Plan::Scan(f.catalog, "u", {"id", "name"}, {}, "x"),
-                         {{Col("a"), Col("x.id")}})
-               .Project({{Col("name")}, {Col("x.name")}});
+  Plan q =
+      f.Scan()
+          .HashJoin(Plan::Scan(f.catalog, "u", {"id", "name"}, {}, "x"), {{Col("a"), Col("x.id")}})
+          .Project({{Col("name")}, {Col("x.name")}});
   // Probe side: scan and probe, 13,000 bytes, then the project, 17,000 bytes. The build runs
   // in its own phase: its scan and the build, 18,000 bytes, checked alone.
   CHECK(Refined(q, 18000, 10, t) == "Project\n  HashJoin\n    TableScan\n    TableScan\n");
@@ -125,12 +183,32 @@ TEST_CASE("refinement puts no buffer above the root or a blocking operator", "[u
 
 TEST_CASE("the checked-in footprints cover every operator module", "[unit][query]") {
   const FootprintTable& t = FootprintTable::Default();
-  for (const char* m :
-       {"scan", "scan.predicate", "filter", "project", "limit", "buffer", "hash_join.build",
-        "hash_join.probe", "index_join", "merge_join", "hash_aggregate", "hash_aggregate.output",
-        "aggregate.count_star", "aggregate.count", "aggregate.count_distinct", "aggregate.sum",
-        "aggregate.avg", "aggregate.min", "aggregate.max", "sort_aggregate", "sort",
-        "sort.output", "top_n", "top_n.output", "materialize", "materialize.output"}) {
+  for (const char* m : {"scan",
+                        "scan.predicate",
+                        "filter",
+                        "project",
+                        "limit",
+                        "buffer",
+                        "hash_join.build",
+                        "hash_join.probe",
+                        "index_join",
+                        "merge_join",
+                        "hash_aggregate",
+                        "hash_aggregate.output",
+                        "aggregate.count_star",
+                        "aggregate.count",
+                        "aggregate.count_distinct",
+                        "aggregate.sum",
+                        "aggregate.avg",
+                        "aggregate.min",
+                        "aggregate.max",
+                        "sort_aggregate",
+                        "sort",
+                        "sort.output",
+                        "top_n",
+                        "top_n.output",
+                        "materialize",
+                        "materialize.output"}) {
     INFO(m);
     CHECK(t.Has(m));
     CHECK(t.Bytes({m}) > 0);
