@@ -83,6 +83,11 @@ expected = [
     "| Q1 | 987.6 | 4,321.0 | 4.38x |",  # query: Q1's row
     "| Q1 | 412 | 0.012 | 1.046 | 5.68 |",  # query: Q1's callgrind figures per row read
     "all 22 results equal SQLite's",
+    "| Query 1: SUM, AVG, COUNT | off |",  # buffers: the paper's queries by variant
+    "| Query 1: SUM, AVG, COUNT | -45.9 % |",  # buffers: q1_l1i_reduction_pct 45.91
+    "1.338x",              # buffers: q3_nlj_wall_speedup
+    "from never by the cycle estimate and from 3,000 rows by the wall clock",
+    "total speedup 1.012x",  # buffers: ch_auto_total_speedup
 ]
 for text in expected:
     check(text in doc, f"the document lacks '{text}'")

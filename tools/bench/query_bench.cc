@@ -31,6 +31,7 @@
 // Exit status: 0 when every result matched SQLite's, 1 when one did not or the work failed,
 // 2 for bad options.
 #include <unistd.h>
+#include <valgrind/callgrind.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -42,8 +43,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <valgrind/callgrind.h>
 
 #include "query/query.h"
 #include "sm/sm.h"
@@ -76,9 +75,9 @@ struct Options {
   std::vector<int> queries;    // empty: all 22
   std::vector<int> callgrind;  // queries to profile
   bool fresh = false;
-  std::string buffers = "off";      // buffer operators in our plans: off, on or auto
+  std::string buffers = "off";             // buffer operators in our plans: off, on or auto
   std::string i1 = icache::Geometry{}.i1;  // the L1-I callgrind simulates
-  int profile_query = 0;  // internal: run this query under callgrind's client requests
+  int profile_query = 0;     // internal: run this query under callgrind's client requests
   std::string profile_tree;  // internal: where that run writes its operator tree
 };
 
@@ -93,14 +92,8 @@ query::QueryOptions OurOptions(const Options& o) {
   q.buffers.l1i_bytes = std::strtoull(o.i1.c_str(), nullptr, 10);
   return q;
 }
-std::string PoolOption(const Options& o) {
-  return " --buffer-pool " + std::to_string(o.buffer_pool_mib) + "M";
-}
 
-std::string DbDir(const Options& o) { return o.dir + "/sm"; }
-std::string CsvDir(const Options& o) { return o.dir + "/csv"; }
 std::string SqlitePath(const Options& o) { return o.dir + "/ch.sqlite"; }
-std::string ManifestPath(const Options& o) { return o.dir + "/prepared.json"; }
 
 int Fail(const std::string& what, const Status& s) {
   std::fprintf(stderr, "bench_query: %s: %s\n", what.c_str(), s.ToString().c_str());
@@ -109,58 +102,20 @@ int Fail(const std::string& what, const Status& s) {
 
 // ---- the data -----------------------------------------------------------------------------------
 
-json ReadManifest(const Options& o) {
-  std::ifstream in(ManifestPath(o));
-  if (!in) return json::object();
-  json m = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return m.is_object() ? m : json::object();
-}
-
-void WriteManifest(const Options& o, const json& m) {
-  std::ofstream(ManifestPath(o)) << m.dump(2) << "\n";
-}
-
-bool Shell(const std::string& command) {
-  std::printf("$ %s\n", command.c_str());
-  std::fflush(stdout);
-  return std::system(command.c_str()) == 0;
-}
-
-// Loads, runs and exports our database unless the manifest says it is there with these
-// parameters; SQLite's copy is then out of date and removed.
-bool PrepareOurs(const Options& o, json* manifest) {
-  bool same = manifest->value("warehouses", 0u) == o.warehouses &&
-              manifest->value("tpcc_seconds", -1.0) == o.tpcc_seconds &&
-              manifest->value("exported", false);
-  if (same && !o.fresh) {
-    std::printf("reusing the CH database in %s (%u warehouses, %.0f s of the mix)\n",
-                o.dir.c_str(), o.warehouses, o.tpcc_seconds);
-    return true;
-  }
-  std::error_code ignored;
-  fs::remove_all(o.dir, ignored);
-  fs::create_directories(o.dir);
-  *manifest = json::object();
-  std::string tpcc = icache::ShellQuote(o.tpcc);
-  std::string db = " --db " + icache::ShellQuote(DbDir(o));
-  std::string common = db + " --warehouses " + std::to_string(o.warehouses) +
-                       PoolOption(o) + " --commit async";
-  if (!Shell(tpcc + " load --ch" + common)) return false;
-  if (o.tpcc_seconds > 0 &&
-      !Shell(tpcc + " run" + common + " --duration " + std::to_string(o.tpcc_seconds))) {
-    return false;
-  }
-  if (!Shell(tpcc + " export" + db + PoolOption(o) + " " + icache::ShellQuote(CsvDir(o)))) {
-    return false;
-  }
-  *manifest = {{"warehouses", o.warehouses}, {"tpcc_seconds", o.tpcc_seconds}, {"exported", true}};
-  WriteManifest(o, *manifest);
-  return true;
+ChData Data(const Options& o) {
+  ChData d;
+  d.dir = o.dir;
+  d.tpcc = o.tpcc;
+  d.warehouses = o.warehouses;
+  d.tpcc_seconds = o.tpcc_seconds;
+  d.pool_mib = o.buffer_pool_mib;
+  d.fresh = o.fresh;
+  return d;
 }
 
 Status OpenOurs(const Options& o, std::unique_ptr<tpcc::SmEngine>* engine,
                 query::Catalog* catalog) {
-  return OpenChDatabase(DbDir(o), PoolBytes(o), engine, catalog);
+  return OpenChDatabase(Data(o).Db(), PoolBytes(o), engine, catalog);
 }
 
 // Opens SQLite's copy, loading it from the CSV files first if the manifest has none.
@@ -172,11 +127,11 @@ Status OpenSqlite(const Options& o, const query::Catalog& catalog, json* manifes
   so.path = SqlitePath(o);
   so.cache_bytes = PoolBytes(o);
   if (Status s = ChSqlite::Open(so, sqlite); !s.ok() || loaded) return s;
-  std::printf("loading %s into SQLite\n", CsvDir(o).c_str());
+  std::printf("loading %s into SQLite\n", Data(o).Csv().c_str());
   double start = NowSeconds();
   Status s = (*sqlite)->CreateTables(catalog);
   if (s.ok()) {
-    s = (*sqlite)->LoadCsv(CsvDir(o), [](const std::string& table, uint64_t rows, double secs) {
+    s = (*sqlite)->LoadCsv(Data(o).Csv(), [](const std::string& table, uint64_t rows, double secs) {
       std::printf("  %-10s %10llu rows in %6.1f s\n", table.c_str(),
                   static_cast<unsigned long long>(rows), secs);
       std::fflush(stdout);
@@ -186,7 +141,7 @@ Status OpenSqlite(const Options& o, const query::Catalog& catalog, json* manifes
   if (!s.ok()) return s;
   std::printf("SQLite loaded in %.0f s\n", NowSeconds() - start);
   (*manifest)["sqlite_loaded"] = true;
-  WriteManifest(o, *manifest);
+  WriteChManifest(Data(o), *manifest);
   return Status::OK();
 }
 
@@ -288,16 +243,15 @@ int ProfileQuery(const Options& o) {
   return engine->Close().ok() ? 0 : 1;
 }
 
-
 // The parent's side: runs this binary with --profile-query under callgrind.
 bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) {
   const std::string prefix = o.dir + "/callgrind.q" + std::to_string(n);
   const std::string tree_path = prefix + ".tree.json";
   std::string command = icache::ShellQuote(SelfPath()) + " --dir " + icache::ShellQuote(o.dir) +
-                        " --buffer-pool-mib " + std::to_string(o.buffer_pool_mib) +
-                        " --sql " + icache::ShellQuote(o.sql) + " --profile-query " +
-                        std::to_string(n) + " --profile-tree " + icache::ShellQuote(tree_path) +
-                        " --buffers " + o.buffers + " --i1 " + o.i1;
+                        " --buffer-pool-mib " + std::to_string(o.buffer_pool_mib) + " --sql " +
+                        icache::ShellQuote(o.sql) + " --profile-query " + std::to_string(n) +
+                        " --profile-tree " + icache::ShellQuote(tree_path) + " --buffers " +
+                        o.buffers + " --i1 " + o.i1;
   std::vector<icache::Part> parts;
   std::string error;
   icache::Geometry geometry;
@@ -324,10 +278,11 @@ bool CallgrindQuery(const Options& o, int n, uint64_t rows_read, json* figures) 
   (*figures)[key + "l1i_misses_per_row_read"] = c.L1iMisses() * per;
   (*figures)[key + "l1d_misses_per_row_read"] = c.L1dMisses() * per;
   (*figures)[key + "mispredicts_per_row_read"] = c.Mispredicts() * per;
-  std::printf("Q%-3d %12llu instructions: per row read %8.1f instructions, %6.3f L1-I misses, "
-              "%6.3f L1-D misses, %6.3f mispredicts\n",
-              n, static_cast<unsigned long long>(c.Instructions()), c.Instructions() * per,
-              c.L1iMisses() * per, c.L1dMisses() * per, c.Mispredicts() * per);
+  std::printf(
+      "Q%-3d %12llu instructions: per row read %8.1f instructions, %6.3f L1-I misses, "
+      "%6.3f L1-D misses, %6.3f mispredicts\n",
+      n, static_cast<unsigned long long>(c.Instructions()), c.Instructions() * per,
+      c.L1iMisses() * per, c.L1dMisses() * per, c.Mispredicts() * per);
   std::ifstream tree_file(tree_path);
   json tree = json::parse(tree_file, nullptr, /*allow_exceptions=*/false);
   tree_file.close();
@@ -351,8 +306,8 @@ bool Wanted(const std::vector<int>& list, int n) {
 }
 
 int Run(const Options& o) {
-  json manifest = ReadManifest(o);
-  if (!PrepareOurs(o, &manifest)) {
+  json manifest = ReadChManifest(Data(o));
+  if (!PrepareChData(Data(o), &manifest)) {
     std::fprintf(stderr, "bench_query: preparing the database in %s failed\n", o.dir.c_str());
     return 1;
   }
@@ -371,8 +326,8 @@ int Run(const Options& o) {
                   {"repeat", o.repeat},
                   {"sqlite_repeat", o.sqlite_repeat},
                   {"buffer_pool_bytes", PoolBytes(o)}};
-  std::printf("%-4s %10s %12s %8s %10s %12s  %s\n", "q", "ours ms", "SQLite ms", "ratio",
-              "rows", "rows read", "same");
+  std::printf("%-4s %10s %12s %8s %10s %12s  %s\n", "q", "ours ms", "SQLite ms", "ratio", "rows",
+              "rows read", "same");
   double total = 0, sqlite_total = 0;
   int slower = 0;
   bool all_match = true;
@@ -434,11 +389,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "threads per query (the operators run on one)")
       ->check(CLI::Range(1u, 1u))
       ->capture_default_str();
-  app.add_option("--dir", o.dir, "where the databases and CSV files live (default ./data/"
-                                 "bench-query-<W>w)");
+  app.add_option("--dir", o.dir,
+                 "where the databases and CSV files live (default ./data/"
+                 "bench-query-<W>w)");
   app.add_option("--tpcc", o.tpcc, "the tpcc driver binary")->capture_default_str();
-  app.add_option("--sql", o.sql, "the 22 queries in SQL (tests/query/ch_queries.sql)")
-      ->required();
+  app.add_option("--sql", o.sql, "the 22 queries in SQL (tests/query/ch_queries.sql)")->required();
   app.add_option("--buffer-pool-mib", o.buffer_pool_mib,
                  "our buffer pool and SQLite's page cache, in MiB")
       ->check(CLI::Range(64u, 1u << 20))

@@ -277,6 +277,113 @@ def render_operators(operators):
                   "self L1-I misses", "self L1-D misses", "self mispredicts"), rows)
 
 
+PAPER_QUERIES = (("q2", "Query 2: COUNT"), ("q1", "Query 1: SUM, AVG, COUNT"),
+                 ("q3_nlj", "Query 3, index nested-loop join"), ("q3_hash", "Query 3, hash join"),
+                 ("q3_merge", "Query 3, merge join"))
+
+
+def _geometries(j):
+    """The L1-I geometries of a query-icache record, as its keys name them, larger first."""
+    found = {m.group(1) for m in (re.fullmatch(r"q1\.off_(\d+k\d+w)", k) for k in j) if m}
+    return sorted(found, key=lambda g: -int(g.split("k")[0]))
+
+
+def _geometry_name(g):
+    """'16k4w' -> '16 KiB 4-way'."""
+    return g.replace("k", " KiB ").replace("w", "-way")
+
+
+def render_buffers(record, _records):
+    """`tools/run query-icache`: the buffer operator's experiments."""
+    j = record["json"]
+    geometries = _geometries(j)
+    if not geometries:
+        return "The run recorded no callgrind figures."
+    threshold = j.get("auto_threshold")
+    threshold = threshold if isinstance(threshold, str) else num(threshold)
+    out = (f"Under callgrind the order lines of districts 1-{j.get('callgrind_districts', NA)} "
+           f"of warehouse 1 ({j.get('warehouses', NA)}-warehouse CH data); buffers of "
+           f"{num(j.get('buffer_tuples'))} tuples; `auto` is refinement with a threshold of "
+           f"{threshold} rows. Figures per order line read; the cycle "
+           "estimate is KCachegrind's (instructions + 10 x (L1 misses + mispredictions) + 100 x "
+           "last-level misses).\n")
+    for g in geometries:
+        rows = []
+        for q, title in PAPER_QUERIES:
+            for v in ("off", "on", "auto"):
+                f = j.get(f"{q}.{v}_{g}")
+                if not f:
+                    continue
+                rows.append((title if v == "off" else "", v, num(f.get("instructions"), 1),
+                             num(f.get("l1i_misses"), 3), num(f.get("l1d_misses"), 3),
+                             num(f.get("mispredicts"), 3), num(f.get("est_cycles"), 1)))
+        out += (f"\nL1-I {_geometry_name(g)}:\n\n" +
+                table(("plan", "buffers", "instructions", "L1-I misses", "L1-D misses",
+                       "mispredicts", "est. cycles"), rows, left=2) + "\n")
+    rows = []
+    for q, title in PAPER_QUERIES:
+        if f"{q}_l1i_reduction_pct" not in j:
+            continue
+        rows.append((title, signed_pct(neg(j[f"{q}_l1i_reduction_pct"])),
+                     signed_pct(neg(j.get(f"{q}_mispredict_reduction_pct"))),
+                     signed_pct(j.get(f"{q}_instructions_increase_pct")),
+                     signed_pct(j.get(f"{q}_l1d_increase_pct")),
+                     ratio(j.get(f"{q}_wall_speedup"), 3),
+                     ratio(j.get(f"{q}_auto_wall_speedup"), 3)))
+    if rows:
+        wall = j.get("wall_warehouses")
+        scope = "all warehouses" if wall == 0 else f"warehouses 1-{wall}"
+        out += (f"\nBuffers on against off at L1-I {_geometry_name(geometries[-1])}, and the "
+                f"wall clock (medians of "
+                f"{j.get('repeat', NA)} alternating native runs over {scope}; speedup = off / "
+                "buffered):\n\n" +
+                table(("plan", "L1-I misses", "mispredicts", "instructions", "L1-D misses",
+                       "wall, on", "wall, auto"), rows) + "\n")
+    small = geometries[-1]
+    sweep = sorted({int(k[len("sweep"):].split(".")[0]) for k in j if k.startswith("sweep")
+                    and k.endswith(f".off_{small}")})
+    if sweep:
+        rows = []
+        for n in sweep:
+            off, on = j[f"sweep{n}.off_{small}"], j[f"sweep{n}.on_{small}"]
+            rows.append((num(n), num(off.get("est_cycles"), 1), num(on.get("est_cycles"), 1),
+                         num(off.get("l1i_misses"), 3), num(on.get("l1i_misses"), 3),
+                         num(off.get("l1d_misses"), 3), num(on.get("l1d_misses"), 3),
+                         num(j.get(f"sweep{n}.off_ms"), 2), num(j.get(f"sweep{n}.on_ms"), 2)))
+
+        def rows_text(key):
+            value = j.get(key)
+            return f"{num(value)} rows" if is_number(value) else "never"
+        out += (f"\nThe cardinality sweep (Query 1 with `ol_delivery_d > T`; callgrind per order "
+                f"line read at L1-I {_geometry_name(small)}, and medians of native runs): "
+                f"buffering wins from "
+                f"{rows_text('cycles_threshold')} by the cycle estimate and from "
+                f"{rows_text('wall_threshold')} by the wall clock; the calibrated threshold is "
+                f"**{rows_text('calibrated_threshold')}**.\n\n" +
+                table(("rows out of the scan", "est. cycles, off", "on", "L1-I misses, off", "on",
+                       "L1-D misses, off", "on", "ms, off", "on"), rows) + "\n")
+    sizes = sorted({int(k[len("size"):].split(".")[0]) for k in j if k.startswith("size")
+                    and k.endswith(f"_{small}")})
+    if sizes:
+        base = j.get(f"q1.off_{small}", {})
+        rows = [("off", num(base.get("instructions"), 1), num(base.get("l1i_misses"), 3),
+                 num(base.get("l1d_misses"), 3), num(base.get("est_cycles"), 1))]
+        for n in sizes:
+            f = j[f"size{n}.on_{small}"]
+            rows.append((num(n), num(f.get("instructions"), 1), num(f.get("l1i_misses"), 3),
+                         num(f.get("l1d_misses"), 3), num(f.get("est_cycles"), 1)))
+        out += (f"\nBuffer sizes (Query 1, L1-I {_geometry_name(small)}, per order line "
+                "read):\n\n" +
+                table(("buffer, tuples", "instructions", "L1-I misses", "L1-D misses",
+                       "est. cycles"), rows) + "\n")
+    if "ch_auto_total_speedup" in j:
+        out += (f"\nThe 22 CH queries with `--buffers auto` against off (this machine's L1-I; "
+                f"medians of {j.get('repeat', NA)}): total speedup "
+                f"{ratio(j['ch_auto_total_speedup'], 3)}, the slowest query at "
+                f"{ratio(j.get('ch_auto_slowest_ratio'), 3)} of off's time.\n")
+    return out
+
+
 def render_generic(record, _records):
     """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
     j = record["json"]
