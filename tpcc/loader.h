@@ -59,4 +59,8 @@ struct LoadResult {
 // The rows a load of `warehouses` writes (ORDER-LINE at its mean of 10 per order).
 uint64_t ExpectedRows(uint32_t warehouses, const Scale& scale);
 
+// The units a load of `warehouses` is cut into (tests: the unit builder at kMaxWarehouses,
+// without loading them).
+size_t LoadUnitCount(uint32_t warehouses, const Scale& scale);
+
 }  // namespace sm::tpcc
