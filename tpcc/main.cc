@@ -487,16 +487,17 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   Say(o, "running %u users on %u workers for %s, %u warehouses, commit %s, mix %s\n", ro.users,
       engine->workers(), length, info.warehouses, o.commit.c_str(), mix.ToString().c_str());
   auto progress = [&](const RunProgress& p) {
-    Say(o,
-        "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts "
-        "%llu\n",
-        p.elapsed_s, p.warming_up ? " warm-up" : "", p.interval_tx_per_s,
-        static_cast<unsigned long long>(p.completed[0]),
-        static_cast<unsigned long long>(p.completed[1]),
-        static_cast<unsigned long long>(p.completed[2]),
-        static_cast<unsigned long long>(p.completed[3]),
-        static_cast<unsigned long long>(p.completed[4]), p.interval_p95_ns * 1e-6,
-        static_cast<unsigned long long>(p.aborts));
+    std::string counts;
+    for (int t = 0; t < kTxnTypeCount; ++t) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%s%s %llu", t == 0 ? "" : "  ",
+                    TxnTypeTitle(static_cast<TxnType>(t)),
+                    static_cast<unsigned long long>(p.completed[t]));
+      counts += buf;
+    }
+    Say(o, "[%6.1fs%s] last %.1f s: %7.0f tx/s | %s | p90 %.3f ms  p95 %.3f ms | aborts %llu\n",
+        p.elapsed_s, p.warming_up ? " warm-up" : "", p.interval_s, p.tx_per_s, counts.c_str(),
+        p.latency.p90_ms, p.latency.p95_ms, static_cast<unsigned long long>(p.aborts));
   };
   RunResult res;
   steps::ResetStats();
