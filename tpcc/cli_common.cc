@@ -89,8 +89,9 @@ std::string BytesText(uint64_t bytes) {
 }
 
 int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine) {
-  if (o.warehouses == 0 || o.warehouses > 65535) {
-    return UsageError("--warehouses must be in 1..65535, not " + std::to_string(o.warehouses));
+  if (o.warehouses == 0 || o.warehouses > kMaxWarehouses) {
+    return UsageError("--warehouses takes a number in 1.." + std::to_string(kMaxWarehouses) +
+                      ", not " + std::to_string(o.warehouses));
   }
   SmEngineOptions options;
   options.db.path = o.db;
@@ -189,8 +190,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
         o->warehouses = w;
         o->warehouses_given = true;
       },
-      "warehouses (load: how many to load, default 1; run/check: must match the load)");
-  app->add_option("--workers", o->workers, "worker threads (default: all cores)");
+      "warehouses (load: how many to load, default 1; run/check: must match the load)")
+      ->check(NumberIn(1u, kMaxWarehouses));
+  app->add_option("--workers", o->workers, "worker threads (default, 0: all cores)")
+      ->check(NumberIn(0u, 1024u));
   app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
       ->capture_default_str();
   app->add_option("--log-buffer", o->log_buffer,
@@ -204,6 +207,7 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str();
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--miss-interleaving", o->miss_interleaving,
                   "B-tree descents prefetch the leaf and let other fibers run while it arrives: "
@@ -212,22 +216,26 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
                   "the writer writes a page early only once it has not changed for this long "
                   "(0: regardless; eviction and checkpoints write pages regardless)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--checkpoint-interval-ms", o->checkpoint_interval_ms,
                   "background checkpoints (0: none; loading and closing checkpoint anyway)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--checkpoint-spread", o->checkpoint_spread,
                   "a background checkpoint spreads its page writes over this fraction of the "
                   "interval (0: at once)")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(NumberIn(0.0, 0.99))
       ->capture_default_str();
   app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
                   "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "
                   "their counts vary)")
+      ->check(NumberIn<uint64_t>(1, kMaxMs))
       ->capture_default_str();
   app->add_option("--commit", o->commit, "commit mode: durable, async or none")
       ->capture_default_str();
   app->add_option("--seed", o->seed, "random seed (the load and the run replay with it)")
+      ->check(NumberIn<uint64_t>(0, UINT64_MAX))
       ->capture_default_str();
   app->add_option("--output", o->output,
                   "plain; json (stdout: one JSON object, the lines for people on stderr); csv "
@@ -235,6 +243,7 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"plain", "json", "csv"}));
   app->add_option("--interval", o->interval_s, "seconds between progress lines (0: none)")
+      ->check(NumberIn(0.0, 3600.0))
       ->capture_default_str();
   app->add_option("--checks", o->checks,
                   "consistency checks: load runs 1-12 after loading, run 1-4 before and after")

@@ -31,7 +31,9 @@
 namespace sm::tpcc {
 
 inline constexpr int kExitFailed = 1;  // the work ran and failed (or a check failed)
-inline constexpr int kExitUsage = 2;   // bad options; nothing was done
+inline constexpr int kExitUsage = 2;   // bad options or an unknown verb; nothing was done
+// The largest millisecond option: a day.
+inline constexpr uint32_t kMaxMs = 86'400'000;
 // The source revision the binary was built from ("unknown" outside git): git_revision.cc,
 // which includes the header cmake/git_revision.cmake writes at every build.
 const char* GitRevision();
@@ -69,6 +71,29 @@ struct CommonOptions {
 
 // Adds the options of CommonOptions to a verb.
 void AddCommon(CLI::App* app, CommonOptions* o);
+
+// A numeric option's range [lo, hi], which its error message names ("--users takes a number in
+// 1..655350, not '0'"); CLI::Range's message reads less well for fractions.
+template <typename T>
+CLI::Validator NumberIn(T lo, T hi) {
+  auto text = [](T v) {
+    char buf[32];
+    if constexpr (std::is_floating_point_v<T>) {
+      std::snprintf(buf, sizeof buf, "%.15g", static_cast<double>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+    }
+    return std::string(buf);
+  };
+  const std::string range = text(lo) + ".." + text(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& input) -> std::string {
+        T value{};
+        if (CLI::detail::lexical_cast(input, value) && value >= lo && value <= hi) return {};
+        return "takes a number in " + range + ", not '" + input + "'";
+      },
+      "in " + range);
+}
 
 bool Json(const CommonOptions& o);
 bool Csv(const CommonOptions& o);

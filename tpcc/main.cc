@@ -204,6 +204,19 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   return ok ? 0 : kExitFailed;
 }
 
+// An unknown verb is named, with the verbs there are (CLI11 would call it an extra argument).
+int CheckVerb(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return 0;  // none, or an option such as --help
+  std::string verbs;
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    if (cmd->get_name() == argv[1]) return 0;
+    if (cmd->get_group().empty()) continue;  // hidden
+    verbs += (verbs.empty() ? "" : ", ") + cmd->get_name();
+  }
+  return UsageError(std::string("unknown verb '") + argv[1] + "'; the verbs are " + verbs +
+                    " (`tpcc VERB --help` for each)");
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"TPC-C-like workload over the storage manager (not an audited TPC-C)", "tpcc"};
   app.require_subcommand(1);
@@ -251,12 +264,12 @@ int Main(int argc, char** argv) {
   check_cmd->add_option("--conditions", check.conditions,
                         "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
                         "before the first run)");
+  if (int rc = CheckVerb(app, argc, argv); rc != 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
-  if (common.interval_s < 0) return UsageError("--interval must not be negative");
   if (Csv(common) && !run_cmd->parsed()) {
     return UsageError("--output csv is for `tpcc run` (a row per --interval); use plain or json");
   }

@@ -22,6 +22,10 @@ namespace {
 
 using json = nlohmann::json;
 
+// The largest --duration and --warmup (a year), --transactions and --warmup-transactions.
+constexpr double kMaxSeconds = 365 * 86400.0;
+constexpr uint64_t kMaxTransactions = 1'000'000'000'000;
+
 json LatencyJson(const LatencySummary& l) {
   return {{"count", l.count},   {"mean_ms", l.mean_ms}, {"p50_ms", l.p50_ms}, {"p90_ms", l.p90_ms},
           {"p95_ms", l.p95_ms}, {"p99_ms", l.p99_ms},   {"max_ms", l.max_ms}};
@@ -318,8 +322,6 @@ int ParseRunOptions(const CommonOptions& o, const RunCliOptions& r, RunOptions* 
   if (!ParseYtdWrite(r.ytd, &ro->ytd_write)) {
     return UsageError("--ytd takes add or update, not '" + r.ytd + "'");
   }
-  if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
-  if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
   if (Csv(o) && !(o.interval_s > 0)) {
     return UsageError("--output csv writes a row per --interval: give it a positive --interval");
   }
@@ -379,14 +381,22 @@ json OptionsJson(const CommonOptions& o, const RunCliOptions& r, const CommonOpt
 
 void AddRunOptions(CLI::App* run_cmd, RunCliOptions* r) {
   RunCliOptions& run = *r;
-  run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
-  run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
-  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")
+  run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)")
+      ->check(NumberIn(1u, 10 * kMaxWarehouses));
+  run_cmd->add_option("--duration", run.duration_s, "measured seconds")
+      ->check(NumberIn(0.001, kMaxSeconds))
       ->capture_default_str();
-  run_cmd->add_option("--transactions", run.transactions,
-                      "run this many measured transactions instead of --duration");
-  run_cmd->add_option("--warmup-transactions", run.warmup_transactions,
-                      "with --transactions: this many run first, not measured");
+  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")
+      ->check(NumberIn(0.0, kMaxSeconds))
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--transactions", run.transactions,
+                   "run this many measured transactions instead of --duration")
+      ->check(NumberIn<uint64_t>(1, kMaxTransactions));
+  run_cmd
+      ->add_option("--warmup-transactions", run.warmup_transactions,
+                   "with --transactions: this many run first, not measured")
+      ->check(NumberIn<uint64_t>(0, kMaxTransactions));
   run_cmd->add_flag("--prewarm", run.prewarm,
                     "read the database into the buffer pool before the run (as far as it fits)");
   run_cmd->add_flag("--callgrind-window", run.callgrind_window,
@@ -416,12 +426,12 @@ void AddRunOptions(CLI::App* run_cmd, RunCliOptions* r) {
                    "probes with teams and without and runs the faster)")
       ->capture_default_str();
   run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
-      ->check(CLI::Range(1u, 1000000u));
+      ->check(NumberIn(1u, 1000000u));
   run_cmd
       ->add_option("--max-pass-overs", run.max_pass_overs,
                    "STEPS: picks that may pass over the oldest waiting team for the team the "
                    "last member joined (default 4096)")
-      ->check(CLI::Range(1u, 1000000000u));
+      ->check(NumberIn(1u, 1000000000u));
   run_cmd->add_option("--ctx-placement", run.ctx_placement,
                       "STEPS CTX placement file (default: the built-in placement)");
 }

@@ -1,13 +1,15 @@
 #!/bin/sh
-# The tpcc driver end to end on a real directory: bad options give a message and exit status 2,
-# a missing database 1; a load is reused
+# The tpcc driver end to end on a real directory: bad options and unknown verbs give a message
+# and exit status 2 (numeric options name their range), a missing database 1; a load is reused
 # and a different warehouse count refused; a run labels its progress per interval, prints p90 against the specification's
 # limits, writes only JSON (or CSV rows) on stdout when asked, and ends cleanly at SIGINT or
-# SIGTERM; check passes.
-#   cli_test.sh TPCC_BINARY SCRATCH_DIR
+# SIGTERM; check passes; sm_admin's exit statuses
+# agree with tpcc's.
+#   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
 dir="$2"
+admin="$3"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 failures=0
 
@@ -38,7 +40,12 @@ expect 2 "think-time"        -- run --think-time soon --db "$db"
 expect 2 "steps"             -- run --steps maybe --db "$db"
 expect 2 "need --steps on"   -- run --team-size 4 --db "$db"
 expect 2 "read-for-update"   -- run --read-for-update never --db "$db"
-expect 2 ""                  -- frobnicate
+expect 2 "unknown verb 'frobnicate'" -- frobnicate
+expect 2 "1..65535"          -- load -w 70000 --db "$db"
+expect 2 "1..655350"         -- run --users 0 --db "$db"
+expect 2 "0.001.."           -- run --duration 0 --db "$db"
+expect 2 "0..1024"           -- run --workers many --db "$db"
+expect 2 "0..3600"           -- run --interval -1 --db "$db"
 expect 2 "positive --interval" -- run --output csv --interval 0 --db "$db"
 expect 2 "output csv is for" -- check --output csv --db "$db"
 expect 1 "no database"       -- run --db "$dir/none"
@@ -150,6 +157,16 @@ fi
 sleep 1
 expect 1 "Busy"              -- query 1 --db "$db"
 wait
+
+# sm_admin: the same exit statuses.
+for args in "frobnicate:2:unknown verb" "verify:2:required" "verify $dir/none:1:cannot open" \
+            "tables $db:0:order_line"; do
+  a=${args%%:*}; rest=${args#*:}; want=${rest%%:*}; pattern=${rest#*:}
+  out=$($admin $a 2>&1); got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL: sm_admin $a -> exit $got (want $want): $out" | tail -3; failures=$((failures + 1))
+  fi
+done
 
 
 rm -rf "$dir"
