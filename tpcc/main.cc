@@ -28,6 +28,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -89,6 +90,17 @@ std::vector<int> DefaultConditions(const DatabaseInfo& info) {
 }
 
 // ---- load ----------------------------------------------------------------------------------
+
+// The bytes of the files under `dir` (0 if it cannot be read).
+uint64_t DirectoryBytes(const std::string& dir) {
+  std::error_code error;
+  uint64_t bytes = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_regular_file(error)) bytes += it->file_size(error);
+  }
+  return bytes;
+}
 
 int LoadCommand(const CommonOptions& o) {
   std::unique_ptr<SmEngine> engine;
@@ -204,6 +216,25 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   return ok ? 0 : kExitFailed;
 }
 
+// ---- drop ----------------------------------------------------------------------------------
+
+int DropCommand(const CommonOptions& o) {
+  const uint64_t bytes = DirectoryBytes(o.db);
+  sm::Options options;
+  options.path = o.db;
+  Status s = sm::DestroyDatabase(options);
+  if (!s.ok()) {
+    Failure(o, "drop", s);
+    // Busy, or a path that is not a database: the work asked for cannot be done.
+    return kExitFailed;
+  }
+  Say(o, "removed the database at %s (%s)\n", o.db.c_str(), BytesText(bytes).c_str());
+  if (Json(o)) {
+    Emit(json{{"command", "drop"}, {"db", o.db}, {"bytes", bytes}}.dump() + "\n");
+  }
+  return 0;
+}
+
 // An unknown verb is named, with the verbs there are (CLI11 would call it an extra argument).
 int CheckVerb(const CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return 0;  // none, or an option such as --help
@@ -264,6 +295,12 @@ int Main(int argc, char** argv) {
   check_cmd->add_option("--conditions", check.conditions,
                         "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
                         "before the first run)");
+  CLI::App* drop_cmd = app.add_subcommand(
+      "drop", "remove a database (only a database directory: anything else is refused)");
+  drop_cmd->add_option("--db", common.db, "database directory")->capture_default_str();
+  drop_cmd->add_option("--output", common.output, "plain or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "json"}));
   if (int rc = CheckVerb(app, argc, argv); rc != 0) return rc;
   try {
     app.parse(argc, argv);
@@ -273,6 +310,7 @@ int Main(int argc, char** argv) {
   if (Csv(common) && !run_cmd->parsed()) {
     return UsageError("--output csv is for `tpcc run` (a row per --interval); use plain or json");
   }
+  if (drop_cmd->parsed()) return DropCommand(common);
   if (crash_cmd->parsed()) return CrashTest(crash);
   if (crash_child_cmd->parsed()) return CrashTestChild(crash_child);
   if (load_cmd->parsed()) return LoadCommand(common);

@@ -1,10 +1,10 @@
 #!/bin/sh
 # The tpcc driver end to end on a real directory: bad options and unknown verbs give a message
 # and exit status 2 (numeric options name their range), a missing database 1; a load is reused
-# and a different warehouse count refused; a run labels its progress per interval, prints p90 against the specification's
-# limits, writes only JSON (or CSV rows) on stdout when asked, and ends cleanly at SIGINT or
-# SIGTERM; check passes; sm_admin's exit statuses
-# agree with tpcc's.
+# and a different warehouse count refused; a run labels its progress per interval, prints p90
+# against the specification's limits, writes only JSON (or CSV rows) on stdout when asked, and
+# ends cleanly at SIGINT or SIGTERM; check passes; drop removes a database and nothing else;
+# sm_admin's exit statuses agree with tpcc's.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -156,6 +156,7 @@ fi
 "$tpcc" run --db "$db" --duration 3 --interval 0 --checks off >/dev/null 2>&1 &
 sleep 1
 expect 1 "Busy"              -- query 1 --db "$db"
+expect 1 "Busy"              -- drop --db "$db"
 wait
 
 # sm_admin: the same exit statuses.
@@ -168,6 +169,17 @@ for args in "frobnicate:2:unknown verb" "verify:2:required" "verify $dir/none:1:
   fi
 done
 
+# drop removes a database, and refuses a directory that is not one, or holds anything else.
+mkdir -p "$dir/notdb" && touch "$dir/notdb/keep"
+expect 1 "not a database"    -- drop --db "$dir/notdb"
+touch "$db/notes.txt"
+expect 1 "notes.txt"         -- drop --db "$db"
+rm "$db/notes.txt"
+expect 0 "removed the database" -- drop --db "$db"
+expect 1 "no such database"  -- drop --db "$db"
+if [ -e "$db" ] || [ ! -e "$dir/notdb/keep" ]; then
+  echo "FAIL: drop left $db or removed $dir/notdb"; failures=$((failures + 1))
+fi
 
 rm -rf "$dir"
 [ "$failures" -eq 0 ] && echo "all passed" && exit 0
