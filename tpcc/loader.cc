@@ -369,6 +369,11 @@ size_t LoadUnitCount(uint32_t warehouses, const Scale& scale) {
   return MakeUnits(warehouses, scale).size();
 }
 
+uint64_t ExpectedLoadBytes(uint32_t warehouses, const Scale& scale) {
+  const uint64_t rows = ExpectedRows(warehouses, scale);
+  return rows * kDataBytesPerRow + std::min(rows * kLogBytesPerRow, kLogBytesMax);
+}
+
 Status Load(Engine* engine, const LoadOptions& options, LoadResult* result) {
   if (options.warehouses == 0 || options.warehouses > kMaxWarehouses) {
     return Status::InvalidArgument("the warehouse count must be in 1.." +

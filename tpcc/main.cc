@@ -17,6 +17,7 @@
 // Figures are tpmC-like, not TPC-C results: nothing here is audited, so New-Orders per minute
 // are reported as "NOPM, not an audited tpmC".
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <valgrind/callgrind.h>
 
@@ -102,6 +103,22 @@ uint64_t DirectoryBytes(const std::string& dir) {
   return bytes;
 }
 
+// A load that cannot fit is refused before it starts, not when the disk fills part way.
+int CheckFreeSpace(const CommonOptions& o, uint64_t expected_bytes) {
+  struct statvfs fs {};
+  if (::statvfs(o.db.c_str(), &fs) != 0) return 0;  // unknown: the load itself will tell
+  // The database holds its first log segment already, and that is part of the expected size.
+  const uint64_t free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+  if (free_bytes + DirectoryBytes(o.db) >= expected_bytes) return 0;
+  std::fprintf(stderr,
+               "tpcc: a load of %u warehouses takes about %s on disk, and %s has %s free: free "
+               "some space, load fewer warehouses, or choose another --db\n",
+               o.warehouses, BytesText(expected_bytes).c_str(), o.db.c_str(),
+               BytesText(free_bytes).c_str());
+  return kExitFailed;
+}
+
+
 int LoadCommand(const CommonOptions& o) {
   std::unique_ptr<SmEngine> engine;
   if (int rc = OpenEngine(o, /*create=*/true, &engine); rc != 0) return rc;
@@ -130,6 +147,12 @@ int LoadCommand(const CommonOptions& o) {
     return Failure(o, "reading the database", s);
   } else {
     LoadOptions lo;
+    const uint64_t expected_bytes = ExpectedLoadBytes(o.warehouses, lo.scale);
+    out["expected_bytes"] = expected_bytes;
+    if (int rc = CheckFreeSpace(o, expected_bytes); rc != 0) {
+      engine->Close().PermitUnchecked();
+      return rc;
+    }
     lo.warehouses = o.warehouses;
     lo.seed = o.seed;
     lo.fibers_per_worker = o.load_fibers;

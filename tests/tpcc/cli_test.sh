@@ -1,10 +1,11 @@
 #!/bin/sh
 # The tpcc driver end to end on a real directory: bad options and unknown verbs give a message
 # and exit status 2 (numeric options name their range), a missing database 1; a load is reused
-# and a different warehouse count refused; a run labels its progress per interval, prints p90
-# against the specification's limits, writes only JSON (or CSV rows) on stdout when asked, and
-# ends cleanly at SIGINT or SIGTERM; check passes; drop removes a database and nothing else;
-# sm_admin's exit statuses agree with tpcc's.
+# and a different warehouse count refused, one that cannot fit the disk refused before it
+# starts; a run labels its progress per interval, prints p90 against the specification's
+# limits, writes only JSON (or CSV rows) on stdout when asked, and ends cleanly at SIGINT or
+# SIGTERM; check passes; drop removes a database and nothing else; sm_admin's exit statuses
+# agree with tpcc's.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -52,7 +53,20 @@ expect 1 "no database"       -- run --db "$dir/none"
 expect 1 "no database"       -- check --db "$dir/none"
 expect 1 "cannot open"       -- load --db /proc/tpcc-cannot-be-here --interval 0
 
-expect 0 "consistency after load: pass" -- load -w 1 --db "$db" --interval 0
+expect 0 "consistency after load: pass" -- load -w 1 --db "$db" --interval 0 --output json
+# The space a load needs, as estimated before it starts, against this one on disk.
+expected=$(printf '%s\n' "$out" | tail -1 | sed -n 's/.*"expected_bytes":\([0-9]*\).*/\1/p')
+actual=$(du -sb "$db" | cut -f1)
+if [ -z "$expected" ] || [ "$actual" -gt $((expected * 5 / 4)) ] || [ "$actual" -lt $((expected / 2)) ]; then
+  echo "FAIL: a one-warehouse load takes $actual bytes, estimated ${expected:-?}"
+  failures=$((failures + 1))
+fi
+# The largest load (about 4.7 TiB) is refused at once on a disk that cannot hold it, not hours
+# later; a disk that could is not asked to.
+if [ "$(df -P -k "$dir" | awk 'NR == 2 { print $4 }')" -lt 4500000000 ]; then
+  expect 1 "takes about"     -- load -w 65535 --db "$dir/huge" --interval 0
+  expect 0 "removed the database" -- drop --db "$dir/huge"
+fi
 expect 0 "reusing"           -- load -w 1 --db "$db" --interval 0
 expect 2 "loaded with 1 warehouses" -- load -w 2 --db "$db"
 expect 2 "loaded with 1 warehouses" -- run -w 2 --db "$db"

@@ -159,6 +159,10 @@ TEST_CASE("the load units end at the largest warehouse count", "[unit][tpcc]") {
   CHECK(LoadUnitCount(1, scale) == units(1));
   CHECK(LoadUnitCount(kMaxWarehouses - 1, scale) == units(kMaxWarehouses - 1));
   CHECK(LoadUnitCount(kMaxWarehouses, scale) == units(kMaxWarehouses));
+  // The estimate of the space a load takes grows with the warehouses, its log part bounded.
+  CHECK(ExpectedLoadBytes(2, scale) > ExpectedLoadBytes(1, scale));
+  CHECK(ExpectedLoadBytes(kMaxWarehouses, scale) <
+        ExpectedRows(kMaxWarehouses, scale) * kDataBytesPerRow + kLogBytesMax + 1);
 }
 
 TEST_CASE("a loaded database is refused a second load and a different warehouse count",
