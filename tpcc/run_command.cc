@@ -520,7 +520,8 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
     std::fprintf(stderr, "tpcc: the run completed no transaction: there is nothing to report\n");
     return kExitFailed;
   }
-  if (res.interrupted) ExitBySignal(StopSignal());
+  // StopSignal, not res.interrupted: a signal taken just as the run ended still ends the process.
+  if (StopSignal() != 0) ExitBySignal(StopSignal());
   return 0;
 }
 
