@@ -336,4 +336,12 @@ class Database {
 // key is then the rest of the entry's key.
 std::string IndexKey(std::string_view secondary_key, std::string_view primary_key);
 
+// Removes the database at options.path (through options.file_system, or the POSIX one): its log,
+// data file and meta file, then the directory, as LevelDB's DestroyDB does. Only a database's
+// directory is removed: NotFound if there is none; InvalidArgument, removing nothing, if it has
+// no meta file of ours or holds any other file; Busy if a Database has it open. A database of
+// another format version is removed too (that is the way to start over with it). A removal cut
+// short leaves a directory that a second call finishes.
+[[nodiscard]] Status DestroyDatabase(const Options& options);
+
 }  // namespace sm

@@ -305,13 +305,14 @@ double PerHour(uint64_t count, double seconds) {
 }  // namespace
 
 void AddHtapOptions(CLI::App* cmd, HtapCliOptions* h) {
-  cmd->add_option("--users", h->users, "terminals, one fiber each (default 10 per warehouse)");
+  cmd->add_option("--users", h->users, "terminals, one fiber each (default 10 per warehouse)")
+      ->check(NumberIn(1u, 10 * kMaxWarehouses));
   cmd->add_option("--query-streams", h->query_streams,
                   "threads running the 22 queries in order, each from its own start")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   cmd->add_option("--duration", h->duration_s, "seconds of each of the three phases")
-      ->check(CLI::PositiveNumber)
+      ->check(NumberIn(0.001, 365 * 86400.0))
       ->capture_default_str();
   cmd->add_option("--mix", h->mix, "the TPC-C mix, as for `tpcc run`")->capture_default_str();
 }

@@ -1,6 +1,8 @@
 // The options and helpers the `tpcc` driver's verbs share (contract in cli_common.h).
 #include "tpcc/cli_common.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +12,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <thread>
 
+#include "sm/common/assert.h"
 #include "tpcc/consistency.h"
 
 namespace sm::tpcc {
@@ -19,14 +23,20 @@ namespace sm::tpcc {
 using json = nlohmann::json;
 
 bool Json(const CommonOptions& o) { return o.output == "json"; }
+bool Csv(const CommonOptions& o) { return o.output == "csv"; }
 
 void Say(const CommonOptions& o, const char* format, ...) {
+  FILE* out = o.output == "plain" ? stdout : stderr;
   va_list args;
   va_start(args, format);
-  std::vfprintf(stdout, format, args);
+  std::vfprintf(out, format, args);
   va_end(args);
+  std::fflush(out);
+}
+
+void Emit(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
-  (void)o;
 }
 
 int UsageError(const std::string& message) {
@@ -37,7 +47,7 @@ int UsageError(const std::string& message) {
 int Failure(const CommonOptions& o, const std::string& what, const Status& s) {
   std::fprintf(stderr, "tpcc: %s: %s\n", what.c_str(), s.ToString().c_str());
   if (Json(o)) {
-    std::printf("%s\n", json{{"error", what + ": " + s.ToString()}}.dump().c_str());
+    Emit(json{{"error", what + ": " + s.ToString()}}.dump() + "\n");
   }
   return s.IsInvalidArgument() ? kExitUsage : kExitFailed;
 }
@@ -79,8 +89,9 @@ std::string BytesText(uint64_t bytes) {
 }
 
 int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine) {
-  if (o.warehouses == 0 || o.warehouses > 65535) {
-    return UsageError("--warehouses must be in 1..65535, not " + std::to_string(o.warehouses));
+  if (o.warehouses == 0 || o.warehouses > kMaxWarehouses) {
+    return UsageError("--warehouses takes a number in 1.." + std::to_string(kMaxWarehouses) +
+                      ", not " + std::to_string(o.warehouses));
   }
   SmEngineOptions options;
   options.db.path = o.db;
@@ -179,8 +190,10 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
         o->warehouses = w;
         o->warehouses_given = true;
       },
-      "warehouses (load: how many to load, default 1; run/check: must match the load)");
-  app->add_option("--workers", o->workers, "worker threads (default: all cores)");
+      "warehouses (load: how many to load, default 1; run/check: must match the load)")
+      ->check(NumberIn(1u, kMaxWarehouses));
+  app->add_option("--workers", o->workers, "worker threads (default, 0: all cores)")
+      ->check(NumberIn(0u, 1024u));
   app->add_option("--buffer-pool", o->buffer_pool, "buffer pool size, e.g. 512M, 2G")
       ->capture_default_str();
   app->add_option("--log-buffer", o->log_buffer,
@@ -194,6 +207,7 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str();
   app->add_option("--writer-interval-ms", o->writer_interval_ms,
                   "the buffer pool's background writer period (0: only for eviction)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--miss-interleaving", o->miss_interleaving,
                   "B-tree descents prefetch the leaf and let other fibers run while it arrives: "
@@ -202,27 +216,34 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
   app->add_option("--writer-quiet-ms", o->writer_quiet_ms,
                   "the writer writes a page early only once it has not changed for this long "
                   "(0: regardless; eviction and checkpoints write pages regardless)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--checkpoint-interval-ms", o->checkpoint_interval_ms,
                   "background checkpoints (0: none; loading and closing checkpoint anyway)")
+      ->check(NumberIn(0u, kMaxMs))
       ->capture_default_str();
   app->add_option("--checkpoint-spread", o->checkpoint_spread,
                   "a background checkpoint spreads its page writes over this fraction of the "
                   "interval (0: at once)")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(NumberIn(0.0, 0.99))
       ->capture_default_str();
   app->add_option("--lock-timeout-ms", o->lock_timeout_ms,
                   "lock wait timeout (runs under valgrind raise it: a wall-clock timeout makes "
                   "their counts vary)")
+      ->check(NumberIn<uint64_t>(1, kMaxMs))
       ->capture_default_str();
   app->add_option("--commit", o->commit, "commit mode: durable, async or none")
       ->capture_default_str();
   app->add_option("--seed", o->seed, "random seed (the load and the run replay with it)")
+      ->check(NumberIn<uint64_t>(0, UINT64_MAX))
       ->capture_default_str();
-  app->add_option("--output", o->output, "plain or json (json: the last line is a JSON object)")
+  app->add_option("--output", o->output,
+                  "plain; json (stdout: one JSON object, the lines for people on stderr); csv "
+                  "(run: a row per --interval on stdout)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"plain", "json"}));
+      ->check(CLI::IsMember({"plain", "json", "csv"}));
   app->add_option("--interval", o->interval_s, "seconds between progress lines (0: none)")
+      ->check(NumberIn(0.0, 3600.0))
       ->capture_default_str();
   app->add_option("--checks", o->checks,
                   "consistency checks: load runs 1-12 after loading, run 1-4 before and after")
@@ -232,6 +253,18 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
                   "rows read for update: lock (exclusively, Table::GetForUpdate) or plain (a "
                   "shared lock, upgraded by the update; deadlock-prone)")
       ->capture_default_str();
+}
+
+json ConditionsJson(const std::vector<ConditionResult>& results) {
+  json out = json::array();
+  for (const ConditionResult& r : results) {
+    out.push_back({{"condition", r.condition},
+                   {"passed", r.passed},
+                   {"checked", r.checked},
+                   {"violations", r.violations},
+                   {"detail", r.detail}});
+  }
+  return out;
 }
 
 // Runs and prints the conditions; false if any failed (or they could not run: *error set).
@@ -254,6 +287,66 @@ bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
         stderr, "tpcc: CONSISTENCY FAILURE %s: the database does not satisfy clause 3.3.2\n", when);
   }
   return all;
+}
+
+// ---- signals -------------------------------------------------------------------------------
+
+namespace {
+
+std::mutex stop_mu;
+std::atomic<bool>* stop_flag = nullptr;  // GUARDED_BY(stop_mu)
+// Written by the signal thread under stop_mu, read by the run's thread after the run.
+std::atomic<int> stop_signal{0};  // relaxed: the run's thread reads it after Run returned
+
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+void SignalThread() {
+  const sigset_t set = StopSignals();
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&set, &signal) != 0) continue;
+    std::lock_guard<std::mutex> guard(stop_mu);
+    if (stop_flag == nullptr || stop_signal.load(std::memory_order_relaxed) != 0) {
+      ExitBySignal(signal);  // not in a run, or the second signal: as if not handled
+    }
+    stop_signal.store(signal, std::memory_order_relaxed);
+    stop_flag->store(true, std::memory_order_relaxed);
+    std::fprintf(stderr, "\ntpcc: %s: ending the run; its summary and checks follow (again to "
+                 "quit at once)\n", sigabbrev_np(signal));
+  }
+}
+
+}  // namespace
+
+void StartSignalThread() {
+  const sigset_t set = StopSignals();
+  SM_ASSERT(pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0);
+  std::thread(SignalThread).detach();  // lives until the process ends
+}
+
+void SetStopFlag(std::atomic<bool>* flag) {
+  std::lock_guard<std::mutex> guard(stop_mu);
+  stop_flag = flag;
+}
+
+int StopSignal() { return stop_signal.load(std::memory_order_relaxed); }
+
+void ExitBySignal(int signal) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::signal(signal, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signal);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(signal);  // unblocked in this thread with the default action: the process ends here
+  std::_Exit(128 + signal);
 }
 
 }  // namespace sm::tpcc

@@ -1,11 +1,23 @@
 // What the `tpcc` driver's subcommands share: exit codes, the options every verb takes, opening
-// the engine from them, and the way verbs report. (Only the driver binary includes this; the
-// sm_tpcc library knows nothing of it.)
+// the engine from them, the way verbs report, and the handling of SIGINT and SIGTERM. (Only the
+// driver binary includes this; the sm_tpcc library knows nothing of it.)
+//
+// Output: with --output plain every line goes to stdout. With json (or csv, `tpcc run` only)
+// stdout carries only the machine-readable result, so that `tpcc run --output json | jq`
+// works, and the lines for people (Say) go to stderr.
+//
+// Signals (StartSignalThread): SIGINT and SIGTERM are blocked in every thread and taken by one
+// thread with sigwait, so no engine thread is interrupted inside a system call. The first one
+// during a run sets the run's stop flag (SetStopFlag); any other ends the process as the
+// signal's default action would.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +31,9 @@
 namespace sm::tpcc {
 
 inline constexpr int kExitFailed = 1;  // the work ran and failed (or a check failed)
-inline constexpr int kExitUsage = 2;   // bad options; nothing was done
+inline constexpr int kExitUsage = 2;   // bad options or an unknown verb; nothing was done
+// The largest millisecond option: a day.
+inline constexpr uint32_t kMaxMs = 86'400'000;
 // The source revision the binary was built from ("unknown" outside git): git_revision.cc,
 // which includes the header cmake/git_revision.cmake writes at every build.
 const char* GitRevision();
@@ -58,9 +72,35 @@ struct CommonOptions {
 // Adds the options of CommonOptions to a verb.
 void AddCommon(CLI::App* app, CommonOptions* o);
 
+// A numeric option's range [lo, hi], which its error message names ("--users takes a number in
+// 1..655350, not '0'"); CLI::Range's message reads less well for fractions.
+template <typename T>
+CLI::Validator NumberIn(T lo, T hi) {
+  auto text = [](T v) {
+    char buf[32];
+    if constexpr (std::is_floating_point_v<T>) {
+      std::snprintf(buf, sizeof buf, "%.15g", static_cast<double>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+    }
+    return std::string(buf);
+  };
+  const std::string range = text(lo) + ".." + text(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& input) -> std::string {
+        T value{};
+        if (CLI::detail::lexical_cast(input, value) && value >= lo && value <= hi) return {};
+        return "takes a number in " + range + ", not '" + input + "'";
+      },
+      "in " + range);
+}
+
 bool Json(const CommonOptions& o);
-// A line of progress or results on stdout.
+bool Csv(const CommonOptions& o);
+// A line of progress or results for people: stdout with --output plain, else stderr.
 void Say(const CommonOptions& o, const char* format, ...) __attribute__((format(printf, 2, 3)));
+// The machine-readable result (--output json or csv) on stdout, flushed.
+void Emit(const std::string& text);
 // Prints the message; returns kExitUsage.
 int UsageError(const std::string& message);
 // Prints what failed (and a JSON error line with --output json); returns the exit code.
@@ -73,10 +113,23 @@ std::string BytesText(uint64_t bytes);
 // `create`); returns 0 or the exit code, having printed why.
 int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine);
 
+nlohmann::json ConditionsJson(const std::vector<ConditionResult>& results);
+
 // Runs and prints the consistency conditions `conditions` ("when": before the run, ...); false
 // if any failed, or if they could not run (*error set).
 bool RunChecks(const CommonOptions& o, Engine* engine, const DatabaseInfo& info,
                const std::vector<int>& conditions, const char* when,
                std::vector<ConditionResult>* results, Status* error);
+
+// Blocks SIGINT and SIGTERM and starts the thread that takes them (see the top). Call it before
+// any other thread starts, so that every thread inherits the mask.
+void StartSignalThread();
+// The flag the next SIGINT or SIGTERM sets instead of ending the process (nullptr: none).
+void SetStopFlag(std::atomic<bool>* flag);
+// The signal that set the stop flag (0: none).
+int StopSignal();
+// Ends the process as `signal`'s default action does (exit status 128 + signal in a shell),
+// after an interrupted run has reported: a shell script sees that its child was interrupted.
+[[noreturn]] void ExitBySignal(int signal);
 
 }  // namespace sm::tpcc

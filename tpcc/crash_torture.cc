@@ -1141,8 +1141,11 @@ int CrashTestChild(const CrashChildOptions& options) {
 }
 
 void AddCrashTestOptions(CLI::App* cmd, CrashTestOptions* o) {
-  cmd->add_option("--cycles", o->cycles, "crash/recover cycles")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "random seed of the choices (default: a random one, printed)");
+  cmd->add_option("--cycles", o->cycles, "crash/recover cycles")
+      ->check(NumberIn(1u, 100'000'000u))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "random seed of the choices (default: a random one, printed)")
+      ->check(NumberIn<uint64_t>(0, UINT64_MAX));
   cmd->add_option(
       "--db", o->db,
       "database directory, loaded unless it holds a load (default: a new directory under "
@@ -1154,6 +1157,7 @@ void AddCrashTestOptions(CLI::App* cmd, CrashTestOptions* o) {
                   "after this many cycles verify, then drop the database and load a new one, "
                   "which bounds its growth and the time of the checks (0: never; a database "
                   "given with --db that this run did not load is never dropped)")
+      ->check(NumberIn(0u, 100'000'000u))
       ->capture_default_str();
   cmd->add_flag("--full-check", o->full_check,
                 "check conditions 1-10 and 12 after every recovery, not only 1-4");
@@ -1164,6 +1168,7 @@ void AddCrashTestOptions(CLI::App* cmd, CrashTestOptions* o) {
                   "the kill comes MIN-MAX ms after the child started running")
       ->capture_default_str();
   cmd->add_option("--progress-every", o->progress_every, "a progress line every this many cycles")
+      ->check(NumberIn(1u, 100'000'000u))
       ->capture_default_str();
   cmd->add_flag("--keep", o->keep, "keep the default database directory even if everything passed");
   cmd->add_flag("--TEST-drop-ack", o->test_drop_ack,

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sm/common/assert.h"
 #include "tpcc/inputs.h"
 #include "tpcc/random.h"
 
@@ -553,6 +554,23 @@ void Fill(const StatsSnapshot& s, double seconds, RunResult* r) {
   r->delivery_skipped_districts = s.delivery_skipped;
 }
 
+// The progress figures of one interval [from, now) whose statistics are `interval`.
+RunProgress Progress(const StatsSnapshot& interval, Clock::time_point start, Clock::time_point from,
+                     Clock::time_point now, bool warming_up, uint64_t measured_completed) {
+  RunProgress p;
+  p.elapsed_s = std::chrono::duration<double>(now - start).count();
+  p.interval_s = std::chrono::duration<double>(now - from).count();
+  SM_DASSERT(p.interval_s >= 0);
+  p.warming_up = warming_up;
+  p.tx_per_s = p.interval_s > 0 ? static_cast<double>(interval.total()) / p.interval_s : 0;
+  p.completed = interval.completed;
+  p.aborts = interval.aborts();
+  p.latency = Summarize(AllTypes(interval));
+  p.latency.max_ms = 0;  // the snapshot's max is the run's so far (Histogram::Snapshot::Since)
+  p.measured_completed = measured_completed;
+  return p;
+}
+
 EngineStats Delta(const EngineStats& after, const EngineStats& before) {
   EngineStats d = after;
   d.lock_requests -= before.lock_requests;
@@ -629,11 +647,13 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
   auto previous_tick = start;
   const auto interval = to_duration(options.interval_s > 0 ? options.interval_s : 1e9);
   auto next_tick = start + interval;
+  bool interrupted = false;
   {
     std::unique_lock<std::mutex> lock(st.mu);
     for (;;) {
       auto now = Clock::now();
-      if (!st.error.ok() || now >= measure_end || st.stopping()) break;
+      interrupted = options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
+      if (interrupted || !st.error.ok() || now >= measure_end || st.stopping()) break;
       if (st.phase.load(std::memory_order_relaxed) == Phase::kWarmup && now >= warmup_end) {
         lock.unlock();
         at_warmup_end = ReadStats(st);
@@ -646,17 +666,9 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
       if (now >= next_tick && options.interval_s > 0 && progress) {
         lock.unlock();
         StatsSnapshot current = ReadStats(st);
-        StatsSnapshot interval_stats = current.Since(previous);
-        RunProgress p;
-        p.elapsed_s = std::chrono::duration<double>(now - start).count();
-        p.warming_up = now < warmup_end;
-        double dt = std::chrono::duration<double>(now - previous_tick).count();
-        p.interval_tx_per_s = dt > 0 ? static_cast<double>(interval_stats.total()) / dt : 0;
-        p.interval_p95_ns = AllTypes(interval_stats).Quantile(0.95);
-        StatsSnapshot window = current.Since(p.warming_up ? StatsSnapshot() : at_warmup_end);
-        p.completed = window.completed;
-        p.aborts = window.aborts();
-        progress(p);
+        const bool warming_up = now < warmup_end;
+        progress(Progress(current.Since(previous), start, previous_tick, now, warming_up,
+                          warming_up ? 0 : current.Since(at_warmup_end).total()));
         previous = current;
         previous_tick = now;
         while (next_tick <= now) next_tick += interval;
@@ -664,9 +676,11 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
       }
       auto wake = std::min(measure_end, next_tick);
       if (st.phase.load(std::memory_order_relaxed) == Phase::kWarmup) wake = std::min(wake, warmup_end);
+      if (options.stop != nullptr) wake = std::min(wake, now + std::chrono::milliseconds(kStopPollMs));
       st.cv.wait_until(lock, wake);
     }
   }
+  const bool stopped_in_warmup = st.phase.load(std::memory_order_relaxed) == Phase::kWarmup;
   const auto stopped_at = Clock::now();
   st.phase.store(Phase::kStop, std::memory_order_relaxed);
   st.timer->Stop();
@@ -675,13 +689,23 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
     st.cv.wait(lock, [&] { return st.finished == st.terminals.size(); });
   }
   if (!st.error.ok()) return st.error;
-  const double measured_s =
-      options.transactions > 0
-          ? std::chrono::duration<double>(st.window_close - st.window_open).count()
-          : std::chrono::duration<double>(stopped_at - std::max(warmup_end, start)).count();
+  // Every terminal has finished: the statistics are exact from here on.
+  if (interrupted && stopped_in_warmup) at_warmup_end = ReadStats(st);  // nothing measured
+  double measured_s = 0;
+  if (options.transactions > 0) {
+    // An interrupted count-mode window may have opened and not closed, or not even opened.
+    const bool opened = st.window_open != Clock::time_point();
+    const auto close = st.window_close != Clock::time_point() ? st.window_close : stopped_at;
+    measured_s = opened ? std::chrono::duration<double>(close - st.window_open).count() : 0;
+  } else if (!stopped_in_warmup) {
+    measured_s = std::chrono::duration<double>(stopped_at - std::max(warmup_end, start)).count();
+  }
+  SM_ASSERT(measured_s >= 0);
   Fill(ReadStats(st).Since(at_warmup_end), measured_s, result);
   result->engine = Delta(engine->Stats(), engine_before);
   result->workers = engine->workers();
+  result->interrupted = interrupted;
+  SM_ASSERT(interrupted || options.transactions == 0 || result->completed == options.transactions);
   return Status::OK();
 }
 

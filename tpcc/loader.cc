@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sm/common/assert.h"
 #include "tpcc/keys.h"
 #include "tpcc/random.h"
 #include "tpcc/rows.h"
@@ -266,6 +267,8 @@ void LoadFiber(Shared* sh) {
 }
 
 std::vector<Unit> MakeUnits(uint32_t warehouses, const Scale& scale) {
+  SM_ASSERT(warehouses >= 1);
+  SM_ASSERT(warehouses <= kMaxWarehouses);
   std::vector<Unit> units;
   uint64_t stream = 0;
   auto chunks = [&](UnitKind kind, uint16_t w, int count) {
@@ -277,22 +280,26 @@ std::vector<Unit> MakeUnits(uint32_t warehouses, const Scale& scale) {
       if (u.lo <= u.hi) units.push_back(u);
     }
   };
+  // The loops count in 32 bits: a 16-bit id would wrap at kMaxWarehouses and never end.
+  auto each_district = [&](UnitKind kind) {
+    for (uint32_t w = 1; w <= warehouses; ++w) {
+      for (uint8_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
+        units.push_back(Unit{kind, static_cast<uint16_t>(w), d, 0, 0, ++stream});
+      }
+    }
+  };
   // Largest first, so that the last units to finish are short.
-  for (uint16_t w = 1; w <= warehouses; ++w) {
-    for (uint8_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-      units.push_back(Unit{UnitKind::kOrders, w, d, 0, 0, ++stream});
-    }
+  each_district(UnitKind::kOrders);
+  for (uint32_t w = 1; w <= warehouses; ++w) {
+    chunks(UnitKind::kStock, static_cast<uint16_t>(w), kStockChunks);
   }
-  for (uint16_t w = 1; w <= warehouses; ++w) chunks(UnitKind::kStock, w, kStockChunks);
   chunks(UnitKind::kItems, 0, kItemChunks);
-  for (uint16_t w = 1; w <= warehouses; ++w) {
-    for (uint8_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
-      units.push_back(Unit{UnitKind::kCustomers, w, d, 0, 0, ++stream});
-    }
+  each_district(UnitKind::kCustomers);
+  for (uint32_t w = 1; w <= warehouses; ++w) {
+    units.push_back(Unit{UnitKind::kWarehouse, static_cast<uint16_t>(w), 0, 0, 0, ++stream});
   }
-  for (uint16_t w = 1; w <= warehouses; ++w) {
-    units.push_back(Unit{UnitKind::kWarehouse, w, 0, 0, 0, ++stream});
-  }
+  SM_ASSERT(units.back().kind == UnitKind::kWarehouse);
+  SM_ASSERT(units.back().w == warehouses);
   return units;
 }
 
@@ -358,9 +365,19 @@ uint64_t ExpectedRows(uint32_t warehouses, const Scale& scale) {
                        kDistrictsPerWarehouse * per_district);
 }
 
+size_t LoadUnitCount(uint32_t warehouses, const Scale& scale) {
+  return MakeUnits(warehouses, scale).size();
+}
+
+uint64_t ExpectedLoadBytes(uint32_t warehouses, const Scale& scale) {
+  const uint64_t rows = ExpectedRows(warehouses, scale);
+  return rows * kDataBytesPerRow + std::min(rows * kLogBytesPerRow, kLogBytesMax);
+}
+
 Status Load(Engine* engine, const LoadOptions& options, LoadResult* result) {
-  if (options.warehouses == 0 || options.warehouses > 65535) {
-    return Status::InvalidArgument("the warehouse count must be in 1..65535");
+  if (options.warehouses == 0 || options.warehouses > kMaxWarehouses) {
+    return Status::InvalidArgument("the warehouse count must be in 1.." +
+                                   std::to_string(kMaxWarehouses));
   }
   if (options.scale.items < 1 || options.scale.customers_per_district < 10) {
     return Status::InvalidArgument("the scale needs at least 1 item and 10 customers per district");

@@ -59,4 +59,18 @@ struct LoadResult {
 // The rows a load of `warehouses` writes (ORDER-LINE at its mean of 10 per order).
 uint64_t ExpectedRows(uint32_t warehouses, const Scale& scale);
 
+// The disk space a load of `warehouses` takes, about: the data file at kDataBytesPerRow per row
+// (records, B-tree slack and indexes), and the log, which holds what was written since the last
+// checkpoint (kLogBytesPerRow per row) until background checkpoints recycle its segments; the
+// bound kLogBytesMax is that recycling, assumed, not measured. tests/tpcc/cli_test.sh compares
+// the estimate with a one-warehouse load on disk.
+inline constexpr uint64_t kDataBytesPerRow = 140;
+inline constexpr uint64_t kLogBytesPerRow = 520;
+inline constexpr uint64_t kLogBytesMax = 8ull << 30;
+uint64_t ExpectedLoadBytes(uint32_t warehouses, const Scale& scale);
+
+// The units a load of `warehouses` is cut into (tests: the unit builder at kMaxWarehouses,
+// without loading them).
+size_t LoadUnitCount(uint32_t warehouses, const Scale& scale);
+
 }  // namespace sm::tpcc

@@ -17,6 +17,7 @@
 // Figures are tpmC-like, not TPC-C results: nothing here is audited, so New-Orders per minute
 // are reported as "NOPM, not an audited tpmC".
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <valgrind/callgrind.h>
 
@@ -28,6 +29,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -42,30 +44,13 @@
 #include "tpcc/crash_torture.h"
 #include "tpcc/driver.h"
 #include "tpcc/loader.h"
+#include "tpcc/run_command.h"
 #include "tpcc/sm_engine.h"
 
 namespace sm::tpcc {
 namespace {
 
 using json = nlohmann::json;
-
-struct RunCliOptions {
-  uint32_t users = 0;  // 0: 10 per warehouse
-  double duration_s = 10;
-  double warmup_s = 0;
-  std::string mix = "45,43,4,4,4";
-  std::string think_time = "0";
-  std::string access_order = "hot-last";
-  std::string ytd = "add";
-  std::string steps = "off";
-  uint32_t team_size = 0;       // 0: not given (the engine's default, 32)
-  uint32_t max_pass_overs = 0;  // 0: not given (the engine's default)
-  std::string ctx_placement;
-  uint64_t transactions = 0;  // > 0: count mode (RunOptions::transactions)
-  uint64_t warmup_transactions = 0;
-  bool callgrind_window = false;
-  bool prewarm = false;
-};
 
 struct CheckCliOptions {
   std::string conditions;  // empty: all that apply
@@ -97,18 +82,6 @@ bool ParseConditions(const std::string& text, std::vector<int>* out) {
   return !out->empty();
 }
 
-json ConditionsJson(const std::vector<ConditionResult>& results) {
-  json out = json::array();
-  for (const ConditionResult& r : results) {
-    out.push_back({{"condition", r.condition},
-                   {"passed", r.passed},
-                   {"checked", r.checked},
-                   {"violations", r.violations},
-                   {"detail", r.detail}});
-  }
-  return out;
-}
-
 std::vector<int> DefaultConditions(const DatabaseInfo& info) {
   std::vector<int> c;
   for (int n = 1; n <= kConditionCount; ++n) {
@@ -118,6 +91,33 @@ std::vector<int> DefaultConditions(const DatabaseInfo& info) {
 }
 
 // ---- load ----------------------------------------------------------------------------------
+
+// The bytes of the files under `dir` (0 if it cannot be read).
+uint64_t DirectoryBytes(const std::string& dir) {
+  std::error_code error;
+  uint64_t bytes = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_regular_file(error)) bytes += it->file_size(error);
+  }
+  return bytes;
+}
+
+// A load that cannot fit is refused before it starts, not when the disk fills part way.
+int CheckFreeSpace(const CommonOptions& o, uint64_t expected_bytes) {
+  struct statvfs fs {};
+  if (::statvfs(o.db.c_str(), &fs) != 0) return 0;  // unknown: the load itself will tell
+  // The database holds its first log segment already, and that is part of the expected size.
+  const uint64_t free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+  if (free_bytes + DirectoryBytes(o.db) >= expected_bytes) return 0;
+  std::fprintf(stderr,
+               "tpcc: a load of %u warehouses takes about %s on disk, and %s has %s free: free "
+               "some space, load fewer warehouses, or choose another --db\n",
+               o.warehouses, BytesText(expected_bytes).c_str(), o.db.c_str(),
+               BytesText(free_bytes).c_str());
+  return kExitFailed;
+}
+
 
 int LoadCommand(const CommonOptions& o) {
   std::unique_ptr<SmEngine> engine;
@@ -147,6 +147,12 @@ int LoadCommand(const CommonOptions& o) {
     return Failure(o, "reading the database", s);
   } else {
     LoadOptions lo;
+    const uint64_t expected_bytes = ExpectedLoadBytes(o.warehouses, lo.scale);
+    out["expected_bytes"] = expected_bytes;
+    if (int rc = CheckFreeSpace(o, expected_bytes); rc != 0) {
+      engine->Close().PermitUnchecked();
+      return rc;
+    }
     lo.warehouses = o.warehouses;
     lo.seed = o.seed;
     lo.fibers_per_worker = o.load_fibers;
@@ -192,7 +198,7 @@ int LoadCommand(const CommonOptions& o) {
   if (Status c = engine->Close(); !c.ok()) return Failure(o, "close", c);
   out["close_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - close_start).count();
-  if (Json(o)) std::printf("%s\n", out.dump().c_str());
+  if (Json(o)) Emit(out.dump() + "\n");
   return ok ? 0 : kExitFailed;
 }
 
@@ -228,334 +234,41 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
                 {"consistency", ok ? "pass" : "fail"},
                 {"conditions", ConditionsJson(results)},
                 {"git_revision", GitRevision()}};
-    std::printf("%s\n", out.dump().c_str());
+    Emit(out.dump() + "\n");
   }
   return ok ? 0 : kExitFailed;
 }
 
-// ---- run -----------------------------------------------------------------------------------
+// ---- drop ----------------------------------------------------------------------------------
 
-json LatencyJson(const LatencySummary& l) {
-  return {{"count", l.count},   {"mean_ms", l.mean_ms}, {"p50_ms", l.p50_ms}, {"p90_ms", l.p90_ms},
-          {"p95_ms", l.p95_ms}, {"p99_ms", l.p99_ms},   {"max_ms", l.max_ms}};
+int DropCommand(const CommonOptions& o) {
+  const uint64_t bytes = DirectoryBytes(o.db);
+  sm::Options options;
+  options.path = o.db;
+  Status s = sm::DestroyDatabase(options);
+  if (!s.ok()) {
+    Failure(o, "drop", s);
+    // Busy, or a path that is not a database: the work asked for cannot be done.
+    return kExitFailed;
+  }
+  Say(o, "removed the database at %s (%s)\n", o.db.c_str(), BytesText(bytes).c_str());
+  if (Json(o)) {
+    Emit(json{{"command", "drop"}, {"db", o.db}, {"bytes", bytes}}.dump() + "\n");
+  }
+  return 0;
 }
 
-void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix,
-                  const RunResult& res, const SmEngine& engine, uint32_t users) {
-  Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
-  Say(o, "engine:      %s\n", engine.Describe().c_str());
-  Say(o,
-      "setup:       %u users, commit %s, mix %s, think time %s, access order %s, ytd %s, "
-      "STEPS %s\n",
-      users, o.commit.c_str(), mix.ToString().c_str(), r.think_time.c_str(), r.access_order.c_str(),
-      r.ytd.c_str(), r.steps.c_str());
-  Say(o, "measured:    %.2f s (warm-up %.1f s)\n", res.measured_s, r.warmup_s);
-  Say(o,
-      "throughput:  %.0f tx/s, %.0f NOPM (New-Orders per minute, rollbacks included; NOPM, not an "
-      "audited tpmC)\n",
-      res.tx_per_s, res.nopm);
-  Say(o, "%-13s %10s %7s %9s %9s %9s %9s %9s %8s %8s\n", "transaction", "count", "mix%", "p50 ms",
-      "p95 ms", "p99 ms", "max ms", "mean ms", "deadlk", "timeout");
-  for (int t = 0; t < kTxnTypeCount; ++t) {
-    const TypeResult& tr = res.types[t];
-    Say(o, "%-13s %10llu %6.2f%% %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8llu\n",
-        TxnTypeTitle(static_cast<TxnType>(t)), static_cast<unsigned long long>(tr.completed),
-        res.mix_percent[t], tr.latency.p50_ms, tr.latency.p95_ms, tr.latency.p99_ms,
-        tr.latency.max_ms, tr.latency.mean_ms, static_cast<unsigned long long>(tr.deadlock_retries),
-        static_cast<unsigned long long>(tr.lock_timeout_retries));
+// An unknown verb is named, with the verbs there are (CLI11 would call it an extra argument).
+int CheckVerb(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return 0;  // none, or an option such as --help
+  std::string verbs;
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    if (cmd->get_name() == argv[1]) return 0;
+    if (cmd->get_group().empty()) continue;  // hidden
+    verbs += (verbs.empty() ? "" : ", ") + cmd->get_name();
   }
-  Say(o, "%-13s %10llu %6.2f%% %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8llu\n", "all",
-      static_cast<unsigned long long>(res.completed), 100.0, res.latency.p50_ms, res.latency.p95_ms,
-      res.latency.p99_ms, res.latency.max_ms, res.latency.mean_ms,
-      static_cast<unsigned long long>(res.deadlock_retries),
-      static_cast<unsigned long long>(res.lock_timeout_retries));
-  Say(o,
-      "aborts:      %llu deadlock victims, %llu lock timeouts (all retried); %llu New-Order "
-      "rollbacks (completed)\n",
-      static_cast<unsigned long long>(res.deadlock_retries),
-      static_cast<unsigned long long>(res.lock_timeout_retries),
-      static_cast<unsigned long long>(res.types[0].rolled_back));
-  Say(o,
-      "input audit: rollbacks %.2f%% [0.9-1.1], lines/order %.2f [9.5-10.5], remote lines %.2f%% "
-      "[0.95-1.05], "
-      "remote payments %.2f%% [14-16], payment by name %.2f%% [57-63], order-status by name %.2f%% "
-      "[57-63]\n",
-      res.new_order_rollback_percent, res.order_lines_per_order, res.remote_order_line_percent,
-      res.remote_payment_percent, res.payment_by_name_percent, res.order_status_by_name_percent);
-  Say(o, "delivery:    %llu districts skipped (no undelivered order)\n",
-      static_cast<unsigned long long>(res.delivery_skipped_districts));
-  const EngineStats& e = res.engine;
-  uint64_t fixes = e.pool_hits + e.pool_misses;
-  Say(o,
-      "buffer pool: %llu hits (%.1f%% through frame hints), %llu misses (%.3f%% miss), %llu "
-      "writes, %llu dirty at the end\n",
-      static_cast<unsigned long long>(e.pool_hits),
-      e.pool_hits ? 100.0 * e.pool_hinted_hits / e.pool_hits : 0.0,
-      static_cast<unsigned long long>(e.pool_misses), fixes ? 100.0 * e.pool_misses / fixes : 0.0,
-      static_cast<unsigned long long>(e.pool_writes),
-      static_cast<unsigned long long>(e.pool_dirty_pages));
-  Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
-      static_cast<unsigned long long>(e.lock_requests),
-      static_cast<unsigned long long>(e.lock_waits), static_cast<unsigned long long>(e.deadlocks),
-      static_cast<unsigned long long>(e.lock_timeouts));
-  Say(o,
-      "log:         %s written, %llu syncs, %.1f commits/sync, %llu waits for buffer space; "
-      "%llu checkpoints\n",
-      BytesText(e.log_bytes).c_str(), static_cast<unsigned long long>(e.log_syncs),
-      e.commits_per_sync, static_cast<unsigned long long>(e.log_space_waits),
-      static_cast<unsigned long long>(e.checkpoints));
-}
-
-// STEPS team statistics per operation (the paper's Table 4): printed, and returned as JSON.
-json PrintTeams(const CommonOptions& o, bool steps, const std::vector<steps::TeamStats>& teams) {
-  json out = json::array();
-  if (!steps) return out;
-  Say(o, "STEPS teams (run and warm-up):\n%-32s %9s %11s %11s %9s %10s %12s %11s %8s  %s\n",
-      "operation", "teams", "entered", "completed", "strays", "avg size", "CTX switches",
-      "CTX latched", "forced", "strays by cause");
-  for (const steps::TeamStats& t : teams) {
-    Say(o, "%-32s %9llu %11llu %11llu %9llu %10.2f %12llu %11llu %8llu  %s\n", t.name.c_str(),
-        static_cast<unsigned long long>(t.teams), static_cast<unsigned long long>(t.entered),
-        static_cast<unsigned long long>(t.completed), static_cast<unsigned long long>(t.strays()),
-        t.AverageTeamSize(), static_cast<unsigned long long>(t.ctx_switches),
-        static_cast<unsigned long long>(t.ctx_skipped_latch),
-        static_cast<unsigned long long>(t.forced_turns), t.StrayReasons().c_str());
-    out.push_back({{"operation", t.name},
-                   {"teams", t.teams},
-                   {"entered", t.entered},
-                   {"completed", t.completed},
-                   {"strays", t.strays()},
-                   {"strays_by_cause", t.StrayReasons()},
-                   {"average_team_size", t.AverageTeamSize()},
-                   {"ctx_switches", t.ctx_switches},
-                   {"ctx_skipped_latch", t.ctx_skipped_latch},
-                   {"forced_turns", t.forced_turns}});
-  }
-  return out;
-}
-
-// --steps auto: what the workers' probes found and chose.
-json PrintAdaptive(const CommonOptions& o) {
-  const steps::AdaptiveStats a = steps::GetAdaptiveStats();
-  std::string ratios;
-  for (double r : a.last_ratio) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%s%.3f", ratios.empty() ? "" : ", ", r);
-    ratios += buf;
-  }
-  Say(o,
-      "STEPS auto:  %llu probes chose teams %llu times, no teams %llu times; epochs with "
-      "teams %llu, without %llu; last rate ratio (teams / none) per worker: %s\n",
-      static_cast<unsigned long long>(a.probes), static_cast<unsigned long long>(a.chose_teams),
-      static_cast<unsigned long long>(a.chose_serial),
-      static_cast<unsigned long long>(a.epochs_teams),
-      static_cast<unsigned long long>(a.epochs_serial), ratios.empty() ? "-" : ratios.c_str());
-  return {{"probes", a.probes},
-          {"chose_teams", a.chose_teams},
-          {"chose_no_teams", a.chose_serial},
-          {"epochs_teams", a.epochs_teams},
-          {"epochs_no_teams", a.epochs_serial},
-          {"last_rate_ratio", a.last_ratio}};
-}
-
-int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
-  Mix mix;
-  if (Status s = Mix::Parse(r.mix, &mix); !s.ok()) return UsageError(std::string(s.message()));
-  RunOptions ro;
-  ro.mix = mix;
-  ro.duration_s = r.duration_s;
-  ro.warmup_s = r.warmup_s;
-  ro.seed = o.seed;
-  ro.interval_s = o.interval_s;
-  ro.transactions = r.transactions;
-  ro.warmup_transactions = r.warmup_transactions;
-  if (r.callgrind_window) {
-    if (r.transactions == 0) return UsageError("--callgrind-window needs --transactions");
-    // Under valgrind --tool=callgrind --collect-atstart=no: collect the measured transactions
-    // only (tools/icache). Outside valgrind the client requests do nothing.
-    ro.on_window = [](bool open) {
-      if (open) {
-        CALLGRIND_TOGGLE_COLLECT;
-      } else {
-        CALLGRIND_DUMP_STATS_AT("tpcc window");
-        CALLGRIND_TOGGLE_COLLECT;
-      }
-    };
-  }
-  if (r.transactions > 0 && r.warmup_s > 0) {
-    return UsageError("with --transactions, warm up by --warmup-transactions, not --warmup");
-  }
-  if (r.think_time == "spec") {
-    ro.spec_think_times = true;
-  } else {
-    char* end = nullptr;
-    ro.think_time_s = std::strtod(r.think_time.c_str(), &end);
-    if (end == r.think_time.c_str() || *end != '\0' || ro.think_time_s < 0) {
-      return UsageError(
-          "--think-time takes seconds (the mean think time, e.g. 0 or 0.5) or "
-          "'spec' (the keying and think times of clause 5.2.5), not '" +
-          r.think_time + "'");
-    }
-  }
-  if (!ParseAccessOrder(r.access_order, &ro.access_order)) {
-    return UsageError("--access-order takes spec or hot-last, not '" + r.access_order + "'");
-  }
-  if (!ParseYtdWrite(r.ytd, &ro.ytd_write)) {
-    return UsageError("--ytd takes add or update, not '" + r.ytd + "'");
-  }
-  if (!(r.duration_s > 0)) return UsageError("--duration must be positive");
-  if (r.warmup_s < 0) return UsageError("--warmup must not be negative");
-  if (r.steps != "on" && r.steps != "off" && r.steps != "auto") {
-    return UsageError("--steps takes on, off or auto, not '" + r.steps + "'");
-  }
-  const bool steps = r.steps != "off";
-  if ((r.team_size != 0 || r.max_pass_overs != 0 || !r.ctx_placement.empty()) && !steps) {
-    return UsageError("--team-size, --max-pass-overs and --ctx-placement need --steps on or auto");
-  }
-  CommonOptions with_steps = o;
-  with_steps.steps = steps;
-  with_steps.steps_adaptive = r.steps == "auto";
-  if (r.team_size != 0) with_steps.team_size = r.team_size;
-  if (r.max_pass_overs != 0) with_steps.max_pass_overs = r.max_pass_overs;
-  with_steps.ctx_placement = r.ctx_placement;
-
-  std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(with_steps, /*create=*/false, &engine); rc != 0) return rc;
-  DatabaseInfo info;
-  if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
-    engine->Close().PermitUnchecked();
-    return Failure(o, "run", s);
-  }
-  ro.users = r.users != 0 ? r.users : 10 * info.warehouses;
-
-  json out = {{"command", "run"},
-              {"git_revision", GitRevision()},
-              {"db", o.db},
-              {"engine", engine->Describe()},
-              {"warehouses", info.warehouses},
-              {"users", ro.users},
-              {"workers", engine->workers()},
-              {"commit_mode", o.commit},
-              {"buffer_pool", o.buffer_pool},
-              {"log_buffer", o.log_buffer},
-              {"reserve_free", o.reserve_free},
-              {"steps", r.steps},
-              {"miss_interleaving", o.miss_interleaving},
-              {"mix", mix.ToString()},
-              {"read_for_update", o.read_for_update},
-              {"interval_s", o.interval_s},
-              {"think_time", r.think_time},
-              {"access_order", r.access_order},
-              {"ytd", r.ytd},
-              {"duration_s", r.duration_s},
-              {"warmup_s", r.warmup_s},
-              {"run_transactions", r.transactions},
-              {"warmup_transactions", r.warmup_transactions},
-              {"seed", o.seed}};
-  if (steps) {
-    out["team_size"] = with_steps.team_size;
-    out["max_pass_overs"] = with_steps.max_pass_overs;
-    out["ctx_placement"] = r.ctx_placement.empty() ? "built-in default" : r.ctx_placement;
-  }
-
-  const std::vector<int> before_after = {1, 2, 3, 4};
-  bool consistent = true;
-  std::vector<ConditionResult> before, after;
-  Status error;
-  if (o.checks == "on") {
-    consistent = RunChecks(o, engine.get(), info, before_after, "before the run", &before, &error);
-    if (!error.ok()) return Failure(o, "consistency check", error);
-    out["conditions_before"] = ConditionsJson(before);
-  }
-  if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
-  if (r.prewarm) {
-    uint64_t pages = 0;
-    if (Status s = engine->database()->Prewarm(&pages); !s.ok()) return Failure(o, "prewarm", s);
-    Say(o, "prewarmed the buffer pool: %llu pages (%.0f MiB)\n",
-        static_cast<unsigned long long>(pages), double(pages) * 8192 / (1 << 20));
-    out["prewarmed_pages"] = pages;
-  }
-
-  char length[96];
-  if (r.transactions > 0) {
-    std::snprintf(length, sizeof length, "%llu transactions (warm-up %llu)",
-                  static_cast<unsigned long long>(r.transactions),
-                  static_cast<unsigned long long>(r.warmup_transactions));
-  } else {
-    std::snprintf(length, sizeof length, "%.1f s (warm-up %.1f s)", ro.duration_s, ro.warmup_s);
-  }
-  Say(o, "running %u users on %u workers for %s, %u warehouses, commit %s, mix %s\n", ro.users,
-      engine->workers(), length, info.warehouses, o.commit.c_str(), mix.ToString().c_str());
-  auto progress = [&](const RunProgress& p) {
-    Say(o,
-        "[%6.1fs]%s %8.0f tx/s | NO %llu P %llu OS %llu D %llu SL %llu | p95 %.3f ms | aborts "
-        "%llu\n",
-        p.elapsed_s, p.warming_up ? " warm-up" : "", p.interval_tx_per_s,
-        static_cast<unsigned long long>(p.completed[0]),
-        static_cast<unsigned long long>(p.completed[1]),
-        static_cast<unsigned long long>(p.completed[2]),
-        static_cast<unsigned long long>(p.completed[3]),
-        static_cast<unsigned long long>(p.completed[4]), p.interval_p95_ns * 1e-6,
-        static_cast<unsigned long long>(p.aborts));
-  };
-  RunResult res;
-  steps::ResetStats();
-  Status run = sm::tpcc::Run(engine.get(), info, ro, progress, &res);
-  if (!run.ok()) return Failure(o, "run", run);
-  const std::vector<steps::TeamStats> teams = steps::Stats();
-  PrintSummary(o, r, mix, res, *engine, ro.users);
-  out["steps_teams"] = PrintTeams(o, steps, teams);
-  if (r.steps == "auto") out["steps_adaptive"] = PrintAdaptive(o);
-
-  if (o.checks == "on") {
-    bool ok = RunChecks(o, engine.get(), info, before_after, "after the run", &after, &error);
-    if (!error.ok()) return Failure(o, "consistency check", error);
-    consistent = consistent && ok;
-    out["conditions_after"] = ConditionsJson(after);
-  }
-  if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
-
-  out["consistency"] = o.checks != "on" ? "not checked" : consistent ? "pass" : "fail";
-  out["measured_s"] = res.measured_s;
-  out["throughput_tx_per_s"] = res.tx_per_s;
-  out["nopm"] = res.nopm;
-  out["nopm_note"] = "New-Orders per minute, rollbacks included; NOPM, not an audited tpmC";
-  out["completed"] = res.completed;
-  json types = json::object();
-  for (int t = 0; t < kTxnTypeCount; ++t) {
-    const TypeResult& tr = res.types[t];
-    json j = {{"count", tr.completed},
-              {"mix_percent", res.mix_percent[t]},
-              {"deadlock_retries", tr.deadlock_retries},
-              {"lock_timeout_retries", tr.lock_timeout_retries},
-              {"latency", LatencyJson(tr.latency)}};
-    if (t == 0) j["rolled_back"] = tr.rolled_back;
-    types[TxnTypeName(static_cast<TxnType>(t))] = j;
-  }
-  out["transactions"] = types;
-  out["latency"] = LatencyJson(res.latency);
-  out["aborts"] = {{"deadlock", res.deadlock_retries}, {"lock_timeout", res.lock_timeout_retries}};
-  out["input_audit"] = {{"new_order_rollback_percent", res.new_order_rollback_percent},
-                        {"order_lines_per_order", res.order_lines_per_order},
-                        {"remote_order_line_percent", res.remote_order_line_percent},
-                        {"remote_payment_percent", res.remote_payment_percent},
-                        {"payment_by_name_percent", res.payment_by_name_percent},
-                        {"order_status_by_name_percent", res.order_status_by_name_percent}};
-  const EngineStats& e = res.engine;
-  out["buffer_pool"] = {{"bytes_option", o.buffer_pool},     {"hits", e.pool_hits},
-                        {"hinted_hits", e.pool_hinted_hits}, {"misses", e.pool_misses},
-                        {"writes", e.pool_writes},           {"dirty_pages", e.pool_dirty_pages}};
-  out["locks"] = {{"requests", e.lock_requests},
-                  {"waits", e.lock_waits},
-                  {"deadlocks", e.deadlocks},
-                  {"timeouts", e.lock_timeouts}};
-  out["log"] = {{"bytes", e.log_bytes},
-                {"syncs", e.log_syncs},
-                {"commits_per_sync", e.commits_per_sync},
-                {"space_waits", e.log_space_waits}};
-  Say(o, "consistency: %s\n", out["consistency"].get<std::string>().c_str());
-  if (Json(o)) std::printf("%s\n", out.dump().c_str());
-  return consistent ? 0 : kExitFailed;
+  return UsageError(std::string("unknown verb '") + argv[1] + "'; the verbs are " + verbs +
+                    " (`tpcc VERB --help` for each)");
 }
 
 int Main(int argc, char** argv) {
@@ -601,60 +314,26 @@ int Main(int argc, char** argv) {
   // The processes crash-test starts and kills (not for use by hand).
   CLI::App* crash_child_cmd = app.add_subcommand("crash-test-child", "")->group("");
   AddCrashChildOptions(crash_child_cmd, &crash_child);
-  run_cmd->add_option("--users", run.users, "terminals, one fiber each (default 10 per warehouse)");
-  run_cmd->add_option("--duration", run.duration_s, "measured seconds")->capture_default_str();
-  run_cmd->add_option("--warmup", run.warmup_s, "seconds run before measuring")
-      ->capture_default_str();
-  run_cmd->add_option("--transactions", run.transactions,
-                      "run this many measured transactions instead of --duration");
-  run_cmd->add_option("--warmup-transactions", run.warmup_transactions,
-                      "with --transactions: this many run first, not measured");
-  run_cmd->add_flag("--prewarm", run.prewarm,
-                    "read the database into the buffer pool before the run (as far as it fits)");
-  run_cmd->add_flag("--callgrind-window", run.callgrind_window,
-                    "with --transactions under valgrind --tool=callgrind --collect-atstart=no: "
-                    "collect only the measured transactions (dumped as part 'tpcc window')");
-  run_cmd
-      ->add_option("--mix", run.mix,
-                   "weights new_order,payment,order_status,delivery,stock_level, or one name")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--think-time", run.think_time,
-                   "mean think time in seconds after each transaction, or 'spec'")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--access-order", run.access_order,
-                   "New-Order and Payment: 'hot-last' (warehouse and district rows last, "
-                   "shorter lock holds) or 'spec' (the order clause 2.4.2.2 / 2.5.2.2 lists)")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--ytd", run.ytd,
-                   "Payment's warehouse and district year-to-date sums: 'add' (an increment "
-                   "lock that Payments share) or 'update' (read for update and write back)")
-      ->capture_default_str();
-  run_cmd
-      ->add_option("--steps", run.steps,
-                   "on, off or auto: run storage operations in STEPS teams (auto: each worker "
-                   "probes with teams and without and runs the faster)")
-      ->capture_default_str();
-  run_cmd->add_option("--team-size", run.team_size, "STEPS team-size cap (default 32)")
-      ->check(CLI::Range(1u, 1000000u));
-  run_cmd
-      ->add_option("--max-pass-overs", run.max_pass_overs,
-                   "STEPS: picks that may pass over the oldest waiting team for the team the "
-                   "last member joined (default 4096)")
-      ->check(CLI::Range(1u, 1000000000u));
-  run_cmd->add_option("--ctx-placement", run.ctx_placement,
-                      "STEPS CTX placement file (default: the built-in placement)");
+  AddRunOptions(run_cmd, &run);
   check_cmd->add_option("--conditions", check.conditions,
                         "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
                         "before the first run)");
+  CLI::App* drop_cmd = app.add_subcommand(
+      "drop", "remove a database (only a database directory: anything else is refused)");
+  drop_cmd->add_option("--db", common.db, "database directory")->capture_default_str();
+  drop_cmd->add_option("--output", common.output, "plain or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "json"}));
+  if (int rc = CheckVerb(app, argc, argv); rc != 0) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
-  if (common.interval_s < 0) return UsageError("--interval must not be negative");
+  if (Csv(common) && !run_cmd->parsed()) {
+    return UsageError("--output csv is for `tpcc run` (a row per --interval); use plain or json");
+  }
+  if (drop_cmd->parsed()) return DropCommand(common);
   if (crash_cmd->parsed()) return CrashTest(crash);
   if (crash_child_cmd->parsed()) return CrashTestChild(crash_child);
   if (load_cmd->parsed()) return LoadCommand(common);

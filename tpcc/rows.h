@@ -35,6 +35,8 @@ static_assert(std::endian::native == std::endian::little,
               "rows are stored in the host's byte order, which must be little-endian");
 
 inline constexpr int kDistrictsPerWarehouse = 10;
+// Warehouse ids are 16-bit in every key (tpcc/keys.h).
+inline constexpr uint32_t kMaxWarehouses = 65535;
 
 // The size of a database. Standard() is the specification's; tests may load fewer items and
 // customers (every other rule is scaled along: NEW-ORDER rows are the last 30 % of the orders

@@ -62,6 +62,15 @@ Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, Catalog
 std::string PendingDropKey(uint32_t table_id);
 inline bool IsReservedName(std::string_view name) { return !name.empty() && name[0] == '\0'; }
 
+// The entries of a database directory: the meta file (and its temporary while it is written),
+// the volume, the log directory and the lock file. DestroyDatabase (destroy.cc) removes these
+// and refuses a directory that holds anything else.
+inline std::string VolumePath(const std::string& dir) { return dir + "/data.sm"; }
+inline std::string LogDir(const std::string& dir) { return dir + "/log"; }
+inline std::string LockPath(const std::string& dir) { return dir + "/LOCK"; }
+inline constexpr const char* kDatabaseEntries[] = {"LOCK", "data.sm", "log", "sm.meta",
+                                                   "sm.meta.tmp"};
+
 // The meta file ("sm.meta"): what identifies a database directory and where its catalog is.
 struct MetaData {
   PageId catalog_root;

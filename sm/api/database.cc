@@ -119,10 +119,6 @@ static_assert(static_cast<int>(CommitMode::kAsync) == static_cast<int>(log::Comm
 static_assert(static_cast<int>(CommitMode::kNone) == static_cast<int>(log::CommitMode::kNone));
 
 namespace {
-std::string VolumePath(const std::string& dir) { return dir + "/data.sm"; }
-std::string LogDir(const std::string& dir) { return dir + "/log"; }
-std::string LockPath(const std::string& dir) { return dir + "/LOCK"; }
-
 // Removes what an unfinished creation left (no meta file was written, so nothing in it was
 // ever acknowledged).
 Status RemoveUnfinished(io::FileSystem* fs, const std::string& dir) {

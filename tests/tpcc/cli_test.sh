@@ -1,18 +1,23 @@
 #!/bin/sh
-# The tpcc driver end to end on a real directory: bad options give a message and exit status 2,
-# a missing database 1; a load is reused and a different warehouse count refused; a short run
-# ends with a JSON line; check passes.
-#   cli_test.sh TPCC_BINARY SCRATCH_DIR
+# The tpcc driver end to end on a real directory: bad options and unknown verbs give a message
+# and exit status 2 (numeric options name their range), a missing database 1; a load is reused
+# and a different warehouse count refused, one that cannot fit the disk refused before it
+# starts; a run labels its progress per interval, prints p90 against the specification's
+# limits, writes only JSON (or CSV rows) on stdout when asked, and ends cleanly at SIGINT or
+# SIGTERM; check passes; drop removes a database and nothing else; sm_admin's exit statuses
+# agree with tpcc's.
+#   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
 dir="$2"
+admin="$3"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 failures=0
 
 # expect STATUS PATTERN -- ARGS...: the exit status is STATUS and the output matches PATTERN.
 expect() {
   want="$1"; pattern="$2"; shift 3
-  out=$("$tpcc" "$@" 2>&1); got=$?
+  out=$("$tpcc" "$@" 2>&1); got=$?  # $out stays for the checks after
   if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
     echo "FAIL: tpcc $* -> exit $got (want $want), output:"; printf '%s\n' "$out" | tail -5
     failures=$((failures + 1))
@@ -36,12 +41,32 @@ expect 2 "think-time"        -- run --think-time soon --db "$db"
 expect 2 "steps"             -- run --steps maybe --db "$db"
 expect 2 "need --steps on"   -- run --team-size 4 --db "$db"
 expect 2 "read-for-update"   -- run --read-for-update never --db "$db"
-expect 2 ""                  -- frobnicate
+expect 2 "unknown verb 'frobnicate'" -- frobnicate
+expect 2 "1..65535"          -- load -w 70000 --db "$db"
+expect 2 "1..655350"         -- run --users 0 --db "$db"
+expect 2 "0.001.."           -- run --duration 0 --db "$db"
+expect 2 "0..1024"           -- run --workers many --db "$db"
+expect 2 "0..3600"           -- run --interval -1 --db "$db"
+expect 2 "positive --interval" -- run --output csv --interval 0 --db "$db"
+expect 2 "output csv is for" -- check --output csv --db "$db"
 expect 1 "no database"       -- run --db "$dir/none"
 expect 1 "no database"       -- check --db "$dir/none"
 expect 1 "cannot open"       -- load --db /proc/tpcc-cannot-be-here --interval 0
 
-expect 0 "consistency after load: pass" -- load -w 1 --db "$db" --interval 0
+expect 0 "consistency after load: pass" -- load -w 1 --db "$db" --interval 0 --output json
+# The space a load needs, as estimated before it starts, against this one on disk.
+expected=$(printf '%s\n' "$out" | tail -1 | sed -n 's/.*"expected_bytes":\([0-9]*\).*/\1/p')
+actual=$(du -sb "$db" | cut -f1)
+if [ -z "$expected" ] || [ "$actual" -gt $((expected * 5 / 4)) ] || [ "$actual" -lt $((expected / 2)) ]; then
+  echo "FAIL: a one-warehouse load takes $actual bytes, estimated ${expected:-?}"
+  failures=$((failures + 1))
+fi
+# The largest load (about 4.7 TiB) is refused at once on a disk that cannot hold it, not hours
+# later; a disk that could is not asked to.
+if [ "$(df -P -k "$dir" | awk 'NR == 2 { print $4 }')" -lt 4500000000 ]; then
+  expect 1 "takes about"     -- load -w 65535 --db "$dir/huge" --interval 0
+  expect 0 "removed the database" -- drop --db "$dir/huge"
+fi
 expect 0 "reusing"           -- load -w 1 --db "$db" --interval 0
 expect 2 "loaded with 1 warehouses" -- load -w 2 --db "$db"
 expect 2 "loaded with 1 warehouses" -- run -w 2 --db "$db"
@@ -58,6 +83,55 @@ for key in '"throughput_tx_per_s"' '"nopm"' '"consistency":"pass"' '"commit_mode
   fi
 done
 expect 0 "CTX latched" -- run --db "$db" --duration 0.5 --steps on --interval 0
+
+# Progress lines give each interval's figures, labelled; the summary has p90 against the limits
+# of clause 5.2.5.3; with one warehouse the remote figures are said not to apply.
+expect 0 "last 0.3 s: .* tx/s | New-Order [0-9]*  Payment" -- run --db "$db" --duration 1 --interval 0.3
+for pattern in 'p90 ms' 'New-Order .* 5 s ok' 'Stock-Level .* 20 s ok' 'remote lines and payments do not apply'; do
+  if ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL: the run's output lacks '$pattern'"; failures=$((failures + 1))
+  fi
+done
+if printf '%s\n' "$out" | grep -q 'remote lines [0-9]'; then
+  echo "FAIL: one warehouse, yet remote lines are printed as a figure"; failures=$((failures + 1))
+fi
+# --output json: stdout is the JSON object and nothing else.
+"$tpcc" run --db "$db" --duration 0.5 --interval 0.2 --output json > "$dir/stdout" 2> "$dir/stderr"
+if [ "$(wc -l < "$dir/stdout")" -ne 1 ] || ! grep -q '^{.*"p90_within_limits":true.*}$' "$dir/stdout" ||
+   ! grep -q 'New-Order' "$dir/stderr"; then
+  echo "FAIL: --output json did not write one JSON line on stdout:"; head -3 "$dir/stdout"
+  failures=$((failures + 1))
+fi
+# --output csv: a header and a row of 15 fields per interval on stdout.
+"$tpcc" run --db "$db" --duration 1 --interval 0.25 --output csv > "$dir/stdout" 2> /dev/null
+rows=$(awk -F, 'NR == 1 && /^elapsed_s,phase,interval_s,tx_per_s,new_order,/ { next }
+                NF == 15 && $2 == "measured" { n++; next } { print "bad"; exit }
+                END { print n + 0 }' "$dir/stdout")
+if [ "$rows" = bad ] || [ "$rows" -lt 3 ]; then
+  echo "FAIL: --output csv wrote:"; head -5 "$dir/stdout"; failures=$((failures + 1))
+fi
+# SIGINT ends a run with its summary and checks, then the process ends by the signal (130).
+"$tpcc" run --db "$db" --duration 60 --interval 0 --output json > "$dir/stdout" 2> "$dir/stderr" &
+pid=$!
+sleep 2
+kill -INT "$pid"
+wait "$pid"; got=$?
+if [ "$got" -ne 130 ] || ! grep -q 'ended early' "$dir/stderr" ||
+   ! grep -q 'consistency after the run: pass' "$dir/stderr" ||
+   ! grep -q '"interrupted":true' "$dir/stdout"; then
+  echo "FAIL: a run given SIGINT exited $got (want 130):"; tail -5 "$dir/stderr"
+  failures=$((failures + 1))
+fi
+# SIGTERM in the warm-up: nothing was measured, which is a failure (1), not a result of zero.
+"$tpcc" run --db "$db" --warmup 60 --duration 1 --interval 0 > "$dir/stdout" 2>&1 &
+pid=$!
+sleep 2
+kill -TERM "$pid"
+wait "$pid"; got=$?
+if [ "$got" -ne 1 ] || ! grep -q 'completed no transaction' "$dir/stdout"; then
+  echo "FAIL: a run given SIGTERM in its warm-up exited $got (want 1):"; tail -3 "$dir/stdout"
+  failures=$((failures + 1))
+fi
 # A run of a number of transactions: exactly that many are measured.
 out=$("$tpcc" run --db "$db" --transactions 300 --warmup-transactions 50 --output json --interval 0 2>&1 | tail -1)
 if ! printf '%s' "$out" | grep -q -- '"completed":300,'; then
@@ -96,7 +170,30 @@ fi
 "$tpcc" run --db "$db" --duration 3 --interval 0 --checks off >/dev/null 2>&1 &
 sleep 1
 expect 1 "Busy"              -- query 1 --db "$db"
+expect 1 "Busy"              -- drop --db "$db"
 wait
+
+# sm_admin: the same exit statuses.
+for args in "frobnicate:2:unknown verb" "verify:2:required" "verify $dir/none:1:cannot open" \
+            "tables $db:0:order_line"; do
+  a=${args%%:*}; rest=${args#*:}; want=${rest%%:*}; pattern=${rest#*:}
+  out=$($admin $a 2>&1); got=$?
+  if [ "$got" -ne "$want" ] || ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL: sm_admin $a -> exit $got (want $want): $out" | tail -3; failures=$((failures + 1))
+  fi
+done
+
+# drop removes a database, and refuses a directory that is not one, or holds anything else.
+mkdir -p "$dir/notdb" && touch "$dir/notdb/keep"
+expect 1 "not a database"    -- drop --db "$dir/notdb"
+touch "$db/notes.txt"
+expect 1 "notes.txt"         -- drop --db "$db"
+rm "$db/notes.txt"
+expect 0 "removed the database" -- drop --db "$db"
+expect 1 "no such database"  -- drop --db "$db"
+if [ -e "$db" ] || [ ! -e "$dir/notdb/keep" ]; then
+  echo "FAIL: drop left $db or removed $dir/notdb"; failures=$((failures + 1))
+fi
 
 rm -rf "$dir"
 [ "$failures" -eq 0 ] && echo "all passed" && exit 0

@@ -149,6 +149,22 @@ TEST_CASE("a load is the same for a seed whatever the number of workers", "[unit
   }
 }
 
+// A 16-bit warehouse counter wrapped at the largest count and never ended (memory growing
+// without bound); the units are built without loading them.
+TEST_CASE("the load units end at the largest warehouse count", "[unit][tpcc]") {
+  const Scale scale = Scale::Standard();
+  // Per warehouse: 10 order units, 10 stock chunks, 10 customer units, 1 warehouse unit; then
+  // 10 item chunks once.
+  const auto units = [&](uint32_t w) { return size_t(w) * (10 + 10 + 10 + 1) + 10; };
+  CHECK(LoadUnitCount(1, scale) == units(1));
+  CHECK(LoadUnitCount(kMaxWarehouses - 1, scale) == units(kMaxWarehouses - 1));
+  CHECK(LoadUnitCount(kMaxWarehouses, scale) == units(kMaxWarehouses));
+  // The estimate of the space a load takes grows with the warehouses, its log part bounded.
+  CHECK(ExpectedLoadBytes(2, scale) > ExpectedLoadBytes(1, scale));
+  CHECK(ExpectedLoadBytes(kMaxWarehouses, scale) <
+        ExpectedRows(kMaxWarehouses, scale) * kDataBytesPerRow + kLogBytesMax + 1);
+}
+
 TEST_CASE("a loaded database is refused a second load and a different warehouse count",
           "[unit][tpcc]") {
   auto db = LoadTestDb(1, Scale{100, 30}, 3);

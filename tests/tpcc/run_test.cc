@@ -1,7 +1,10 @@
 // Short runs of the mix through the driver: two workers, then the consistency conditions.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -150,6 +153,92 @@ TEST_CASE("the run reports every committed New-Order", "[unit][tpcc]") {
     CHECK(order.ol_cnt == o.ol_cnt);
     CHECK(CountRows(db->engine.get(), TableId::kOrderLine, prefix, PrefixEnd(prefix)) == o.ol_cnt);
   }
+}
+
+}  // namespace
+}  // namespace sm::tpcc::test
+
+namespace sm::tpcc::test {
+namespace {
+
+// The progress callback reports each interval's figures (a time series), not running totals:
+// with no warm-up, the intervals' counts add up to the measured count so far.
+TEST_CASE("progress reports each interval and not running totals", "[unit][tpcc]") {
+  auto db = LoadTestDb(1, TinyScale(), 17, /*workers=*/2);
+  RunOptions options;
+  options.users = 4;
+  options.duration_s = 1;
+  options.interval_s = 0.2;
+  std::vector<RunProgress> lines;
+  RunResult r;
+  Status s = Run(db->engine.get(), db->info, options,
+                 [&](const RunProgress& p) { lines.push_back(p); }, &r);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(lines.size() >= 2);
+  uint64_t sum = 0;
+  for (const RunProgress& p : lines) {
+    CHECK_FALSE(p.warming_up);
+    CHECK(p.interval_s > 0);
+    CHECK(p.interval_s < 1);
+    uint64_t interval_total = 0;
+    for (uint64_t c : p.completed) interval_total += c;
+    sum += interval_total;
+    CHECK(p.measured_completed == sum);
+    CHECK(p.tx_per_s == Approx(interval_total / p.interval_s));
+    CHECK(p.latency.p50_ms <= p.latency.p90_ms);
+    CHECK(p.latency.p90_ms <= p.latency.p95_ms);
+  }
+  CHECK(sum <= r.completed);
+  CHECK_FALSE(r.interrupted);
+}
+
+// A stop request (the driver's Ctrl-C) ends the run at once, reporting what it measured.
+TEST_CASE("a stop request ends a run early with what it measured", "[unit][tpcc]") {
+  auto db = LoadTestDb(1, TinyScale(), 19, /*workers=*/2);
+  std::atomic<bool> stop{false};
+  RunOptions options;
+  options.users = 4;
+  options.stop = &stop;
+  SECTION("measuring") {
+    options.duration_s = 600;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stop.store(true);
+    });
+    RunResult r = MustRun(*db, options);
+    stopper.join();
+    CHECK(r.interrupted);
+    CHECK(r.completed > 0);
+    CHECK(r.measured_s < 60);
+    CHECK(r.tx_per_s == Approx(r.completed / r.measured_s));
+  }
+  SECTION("in the warm-up: nothing was measured") {
+    options.warmup_s = 600;
+    options.duration_s = 1;
+    stop.store(true);
+    RunResult r = MustRun(*db, options);
+    CHECK(r.interrupted);
+    CHECK(r.completed == 0);
+    CHECK(r.measured_s == 0);
+  }
+  SECTION("counting transactions") {
+    options.transactions = 1'000'000'000;
+    stop.store(true);
+    RunResult r = MustRun(*db, options);
+    CHECK(r.interrupted);
+    CHECK(r.completed < options.transactions);
+  }
+  CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
+}
+
+// Clause 5.2.5.3's 90th-percentile limits, in TxnType order.
+TEST_CASE("the response-time limits are the specification's", "[unit][tpcc]") {
+  CHECK(kP90LimitS[static_cast<int>(TxnType::kNewOrder)] == 5);
+  CHECK(kP90LimitS[static_cast<int>(TxnType::kPayment)] == 5);
+  CHECK(kP90LimitS[static_cast<int>(TxnType::kOrderStatus)] == 5);
+  CHECK(kP90LimitS[static_cast<int>(TxnType::kDelivery)] == 5);
+  CHECK(kP90LimitS[static_cast<int>(TxnType::kStockLevel)] == 20);
 }
 
 }  // namespace

@@ -10,6 +10,10 @@
 //   sm_admin log DIR      reads the retained log without opening the database (no recovery,
 //                         nothing written) and prints, per record type and sub-type, how many
 //                         records there are and how many bytes they take: what fills the log
+//
+// Exit status, as the tpcc driver's: 0 success; 1 the work failed (the database cannot be
+// opened or read, or it is corrupt); 2 bad usage (an unknown verb, a missing directory
+// argument), nothing done.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -29,6 +33,8 @@
 #include "sm/txn/record_handlers.h"
 
 namespace {
+
+constexpr int kExitUsage = 2;
 
 int Open(const std::string& dir, std::unique_ptr<sm::Database>* db) {
   sm::Options options;
@@ -128,7 +134,19 @@ int main(int argc, char** argv) {
   CLI::App* log = app.add_subcommand(
       "log", "records and bytes of the retained log by record type (read-only, no recovery)");
   log->add_option("dir", dir, "database directory")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (argc >= 2 && argv[1][0] != '-') {  // a verb: named if unknown, not an "extra argument"
+    const auto verbs = app.get_subcommands({});
+    if (std::none_of(verbs.begin(), verbs.end(), [&](auto* v) { return v->get_name() == argv[1]; })) {
+      std::fprintf(stderr, "sm_admin: unknown verb '%s'; the verbs are verify, tables, log\n",
+                   argv[1]);
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
   if (verify->parsed()) return Verify(dir);
   if (log->parsed()) return LogStats(dir);
   return Tables(dir);
