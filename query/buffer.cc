@@ -54,12 +54,8 @@ class BufferOperator final : public Operator {
   }
 
   Status NextImpl(const Value** row) override {
-    if (next_ == count_) [[unlikely]] {
-      *row = nullptr;
-      if (child_done_) return Status::OK();
-      SM_TRY(Fill());
-      if (count_ == 0) return Status::OK();
-    }
+    if (next_ == count_) [[unlikely]]
+      return NextAfterFill(row);
     *row = tuples_[next_++];
     return Status::OK();
   }
@@ -72,6 +68,16 @@ class BufferOperator final : public Operator {
 
  private:
   // Pulls the child's next tuples into the empty buffer, up to capacity_ or the child's end.
+  // NextImpl with the buffer empty. Not inlined, so that NextImpl's per-tuple path saves no
+  // registers for it.
+  [[gnu::noinline]] Status NextAfterFill(const Value** row) {
+    *row = nullptr;
+    if (child_done_) return Status::OK();
+    SM_TRY(Fill());
+    if (count_ != 0) *row = tuples_[next_++];
+    return Status::OK();
+  }
+
   Status Fill() {
     SM_DASSERT(next_ == count_);
     next_ = count_ = 0;

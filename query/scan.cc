@@ -63,9 +63,8 @@ class ScanOperator final : public Operator {
   }
 
   Status NextImpl(const Value** row) override {
-    *row = nullptr;
-    if (produced_ == returned_) SM_TRY(Fill());
-    if (produced_ == returned_) return Status::OK();
+    if (produced_ == returned_) [[unlikely]]
+      return NextAfterFill(row);
     *row = Slot(returned_++);
     return Status::OK();
   }
@@ -75,8 +74,12 @@ class ScanOperator final : public Operator {
     *count = 0;
     if (produced_ == returned_) SM_TRY(Fill());
     const uint64_t n = std::min<uint64_t>(max, produced_ - returned_);
-    for (uint64_t i = 0; i < n; ++i) rows[i] = Slot(returned_ + i);
-    returned_ += n;
+    // Locals, since a store through `rows` could alias the members as far as the compiler knows.
+    const Value* const slots = slots_.data();
+    const uint64_t mask = capacity_ - 1, first = returned_;
+    const size_t width = width_;
+    for (uint64_t i = 0; i < n; ++i) rows[i] = slots + ((first + i) & mask) * width;
+    returned_ = first + n;
     *count = static_cast<uint32_t>(n);
     return Status::OK();
   }
@@ -90,6 +93,15 @@ class ScanOperator final : public Operator {
   Value* Slot(uint64_t n) { return &slots_[(n & (capacity_ - 1)) * width_]; }
 
   // Decodes rows until at least one passes the predicate or the range ends.
+  // NextImpl with no decoded tuple left. Not inlined, so that NextImpl's per-tuple path saves
+  // no registers for it.
+  [[gnu::noinline]] Status NextAfterFill(const Value** row) {
+    *row = nullptr;
+    SM_TRY(Fill());
+    if (produced_ != returned_) *row = Slot(returned_++);
+    return Status::OK();
+  }
+
   Status Fill() {
     if (cursor_ == nullptr) return Status::OK();
     Status error;
