@@ -20,13 +20,28 @@
 // key is the secondary key followed by the row's primary key (IndexKey), found with a prefix
 // scan (Table::NewCursor with ScanOptions::Prefix).
 //
-// Errors are Status values (sm/common/status.h): NotFound, Duplicate, InvalidArgument (bad
-// key, wrong handle, finished transaction), Deadlock and LockTimeout (retryable: abort and run
-// the transaction again; Status::IsRetryable), Corruption, IOError, NoSpace (the disk is full;
-// unless the log or a rollback needed the space, the database stays usable), Closed, Fatal
-// (the log or the volume failed to write or sync, or a rollback failed: the database refuses
-// changes and acknowledges no commit, not even a read-only one, until it is reopened, when
-// recovery decides the outcome of the transactions that were in flight). Misuse returns an
+// Errors are Status values (sm/common/status.h). A call's comment names the errors particular
+// to it; these are the codes the API returns and what they mean:
+//   NotFound         an absent key or table, or no database at the path (create_if_missing)
+//   Duplicate        the key or table exists
+//   InvalidArgument  a bad key, value, option or handle: a null or foreign transaction, a key
+//                    or record beyond the limits above, Close with transactions active
+//   TxnFinished      a call on a transaction that has committed or aborted, or on a cursor
+//                    whose transaction has
+//   Deadlock, LockTimeout  retryable (Status::IsRetryable): run the transaction again
+//   Busy             the database directory is open in another Database or process
+//   Corruption       a checksum or a structure check failed (the message names the page or
+//                    the log record)
+//   IOError          the operating system refused a file operation
+//   NoSpace          the disk is full; unless the log or a rollback needed the space, the
+//                    database stays usable
+//   NotSupported     a log or page format this version does not read
+//   Closed           the database is closed
+//   Fatal            the log or the volume failed to write or sync, or a rollback failed: the
+//                    database refuses changes and acknowledges no commit, not even a
+//                    read-only one, until it is reopened, when recovery decides the outcome of
+//                    the transactions that were in flight
+// status.h's other codes (Aborted, LogFull) are internal and never returned. Misuse returns an
 // error; it never corrupts the database.
 //
 // Thread/fiber safety: Database, Table and the statistics are safe from any number of plain

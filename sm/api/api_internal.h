@@ -82,6 +82,8 @@ class TransactionImpl final : public Transaction {
   Status Commit() override;
   Status Commit(CommitMode mode) override;
   Status Abort() override;
+  // What a call on this transaction returns once it is no longer active: TxnFinished.
+  Status NotActive() const;
 
   txn::Txn* txn() { return txn_.get(); }
   DatabaseImpl* db() const { return db_; }

@@ -65,6 +65,12 @@ index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
   return overflow_locks_.back().get();
 }
 
+Status TransactionImpl::NotActive() const {
+  SM_ASSERT(!txn_->active());
+  return Status::TxnFinished("transaction " + std::to_string(id()) + " already finished (" +
+                             txn::TxnStateName(txn_->state()) + ")");
+}
+
 Isolation TransactionImpl::isolation() const {
   return static_cast<Isolation>(txn_->isolation());
 }
@@ -116,24 +122,29 @@ class CursorImpl final : public Cursor {
   std::string_view key() const override { return cursor_.key(); }
   std::string_view value() const override { return cursor_.value(); }
   Status Next() override {
-    // The transaction object may have begun another transaction since (Database::Begin).
-    if (!txn_->active() || txn_->id() != txn_id_) {
-      return Status::InvalidArgument("the cursor's transaction has finished");
-    }
+    SM_TRY(CheckTxn());
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
     return reverse_ ? cursor_.Prev() : cursor_.Next();
   }
   Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) override {
     *visited = 0;
-    if (!txn_->active() || txn_->id() != txn_id_) {
-      return Status::InvalidArgument("the cursor's transaction has finished");
-    }
+    SM_TRY(CheckTxn());
     if (reverse_) return Status::InvalidArgument("NextBatch on a reverse cursor");
     if (!cursor_.Valid()) return Status::InvalidArgument("NextBatch on an exhausted cursor");
     return cursor_.NextBatch(max_rows, row, visited);
   }
 
  private:
+  // OK while the transaction the cursor was made in is active. The transaction object may
+  // have begun another transaction since (Database::Begin): that one is not the cursor's.
+  Status CheckTxn() const {
+    if (txn_->id() != txn_id_) {
+      return Status::TxnFinished("the cursor's transaction " + std::to_string(txn_id_) +
+                                 " has finished");
+    }
+    return txn_->active() ? Status::OK() : txn_->NotActive();
+  }
+
   TransactionImpl* txn_ = nullptr;
   uint64_t txn_id_ = 0;
   index::Cursor cursor_;
@@ -160,10 +171,7 @@ Status TableImpl::ResolveSlow(Transaction* txn, TransactionImpl** impl) const {
   if (t->db() != db_) {
     return Status::InvalidArgument("the transaction belongs to another database");
   }
-  if (!t->active()) {
-    return Status::InvalidArgument("transaction " + std::to_string(t->id()) +
-                                   " already finished");
-  }
+  if (!t->active()) return t->NotActive();
   if (dropped_.load(std::memory_order_acquire)) {
     return Status::NotFound("table '" + name_ + "' was dropped");
   }

@@ -166,7 +166,11 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   CHECK(t->Update(txn.get(), "missing", "v").IsNotFound());
   CHECK(db->Close().code() == Status::Code::kInvalidArgument);  // a transaction is active
   REQUIRE(txn->Commit().ok());
-  CHECK(txn->Commit().code() == Status::Code::kInvalidArgument);
+  CHECK(txn->Commit().IsTxnFinished());  // the code sm.h's error list gives
+  CHECK(txn->Abort().IsTxnFinished());
+  std::string got;
+  CHECK(t->Get(txn.get(), "k", &got).IsTxnFinished());
+  CHECK(t->Insert(txn.get(), "k2", "v").IsTxnFinished());
   REQUIRE(db->DropTable("t").ok());
   std::unique_ptr<Transaction> after;
   REQUIRE(db->Begin(&after).ok());
@@ -252,11 +256,10 @@ TEST_CASE("NewCursor on a cursor of ours makes it the new cursor in place", "[un
   CHECK(cursor->key() == Key(100));
   CHECK(cursor->value() == "u");
   REQUIRE(b->Commit().ok());
-  CHECK(cursor->Next().code() == Status::Code::kInvalidArgument);
+  CHECK(cursor->Next().IsTxnFinished());
 
   // A failure leaves no cursor; a foreign cursor is replaced.
-  CHECK(t->NewCursor(b.get(), ScanOptions::All(), &cursor).code() ==
-        Status::Code::kInvalidArgument);
+  CHECK(t->NewCursor(b.get(), ScanOptions::All(), &cursor).IsTxnFinished());
   CHECK(cursor == nullptr);
   CHECK(t->NewCursor(b.get(), ScanOptions::All(), nullptr).code() ==
         Status::Code::kInvalidArgument);
@@ -415,7 +418,7 @@ TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it 
                      ++rows_read;
                      CHECK(ended->Commit().ok());
                      return true;
-                   }).IsInvalidArgument());
+                   }).IsTxnFinished());
   CHECK(rows_read == 1);
   // Stopping: `row` returning false ends the batch after that row.
   CHECK(ReadMany(t, txn.get(), keys, false, [](size_t i) { return i < 5; }).size() == 6);
