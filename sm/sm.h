@@ -28,7 +28,8 @@
 //                    or record beyond the limits above, Close with transactions active
 //   TxnFinished      a call on a transaction that has committed or aborted, or on a cursor
 //                    whose transaction has
-//   Deadlock, LockTimeout  retryable (Status::IsRetryable): run the transaction again
+//   Deadlock, LockTimeout  retryable (Status::IsRetryable): the engine has rolled the
+//                    transaction back (see Transaction); run it again
 //   Busy             the database directory is open in another Database or process
 //   Corruption       a checksum or a structure check failed (the message names the page or
 //                    the log record)
@@ -287,6 +288,13 @@ class Cursor {
   [[nodiscard]] virtual Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited);
 };
 
+// A transaction that meets a retryable error (Deadlock: it was chosen as a deadlock victim;
+// LockTimeout: a lock wait outlasted Options::lock_wait_timeout) is rolled back by the engine
+// before that call returns, as InnoDB and PostgreSQL roll back theirs: none of its changes
+// remain, its locks are released so that the others go on, active() is false, and every later
+// call on it returns that same error - Commit too, which commits nothing - except Abort, which
+// returns OK (the rollback asked for has happened). To retry, begin it again (Database::Begin
+// may reuse the object).
 class Transaction {
  public:
   virtual ~Transaction() = default;  // aborts if still active

@@ -82,8 +82,16 @@ class TransactionImpl final : public Transaction {
   Status Commit() override;
   Status Commit(CommitMode mode) override;
   Status Abort() override;
-  // What a call on this transaction returns once it is no longer active: TxnFinished.
+  // What a call on this transaction returns once it is no longer active: the error that
+  // rolled it back (Settle), else TxnFinished.
   Status NotActive() const;
+  // The result of one of this transaction's operations, passed on: a retryable error
+  // (Deadlock, LockTimeout) first rolls the transaction back (RollBackVictim), so that every
+  // later call returns it and Commit cannot commit half of the transaction (sm.h).
+  Status Settle(Status result) {
+    if (result.IsRetryable()) [[unlikely]] return RollBackVictim(std::move(result));
+    return result;
+  }
 
   txn::Txn* txn() { return txn_.get(); }
   DatabaseImpl* db() const { return db_; }
@@ -111,12 +119,17 @@ class TransactionImpl final : public Transaction {
   static_assert(kInlineTableIds <= 32, "inline_in_use_ has a bit per inline id");
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
+  Status RollBackVictim(Status cause);
   // Runs fn on every hook in use.
   template <typename Fn>
   void ForEachKeyLocks(Fn fn);
 
   DatabaseImpl* const db_;
   std::unique_ptr<txn::Txn> txn_;
+  // The error that ended the transaction when the engine rolled it back (RollBackVictim:
+  // the retryable error, or the rollback's own failure), returned by every later call until
+  // the object begins again; OK otherwise.
+  Status ended_by_;
   std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
   uint32_t inline_in_use_ = 0;  // bit i: key_locks_[i] holds a hook (Restart visits only those)
   std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
@@ -155,6 +168,8 @@ class TableImpl final : public Table {
   Status ResolveSlow(Transaction* txn, TransactionImpl** impl) const;
   Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
+  Status WriteTree(Op op, std::string_view key, std::string_view value,
+                   const index::OpContext& ctx);
   // NewCursor for a resolved transaction: reuses the cursor in *cursor if it is ours.
   Status StartCursor(TransactionImpl* t, const ScanOptions& options,
                      std::unique_ptr<Cursor>* cursor);

@@ -26,6 +26,7 @@ Status TransactionImpl::Restart(Isolation isolation) {
   SM_ASSERT(!txn_->active());
   const txn::Txn* before = txn_.get();
   SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
+  ended_by_ = Status::OK();
   if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
     for (auto& locks : key_locks_) locks.reset();
     inline_in_use_ = 0;
@@ -67,6 +68,7 @@ index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
 
 Status TransactionImpl::NotActive() const {
   SM_ASSERT(!txn_->active());
+  if (!ended_by_.ok()) return ended_by_;
   return Status::TxnFinished("transaction " + std::to_string(id()) + " already finished (" +
                              txn::TxnStateName(txn_->state()) + ")");
 }
@@ -77,18 +79,47 @@ Isolation TransactionImpl::isolation() const {
 
 // Commit and abort are the STEPS "commit" operation (the paper's transaction end).
 Status TransactionImpl::Commit() {
+  if (!txn_->active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get());
 }
 
 Status TransactionImpl::Commit(CommitMode mode) {
+  if (!txn_->active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get(), static_cast<log::CommitMode>(mode));
 }
 
 Status TransactionImpl::Abort() {
+  if (!txn_->active()) {
+    // The engine rolled it back (RollBackVictim): what the caller asks for has happened, and
+    // the usual reaction to a retryable error, abort and retry, must not fail.
+    if (ended_by_.IsRetryable()) return Status::OK();
+    return NotActive();
+  }
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Abort(txn_.get());
+}
+
+// A deadlock victim or a lock timeout is rolled back at once, as InnoDB and PostgreSQL do,
+// not left active for the caller to abort: a caller that went on (or did not look) would
+// commit the writes made before the failed call, half a transaction, and until it aborted it
+// would hold the locks the other members of the deadlock wait for.
+Status TransactionImpl::RollBackVictim(Status cause) {
+  SM_ASSERT(cause.IsRetryable());
+  SM_ASSERT(txn_->active());  // every operation resolves an active transaction first
+  steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));  // a transaction end, as Abort is
+  Status rolled_back = db_->txns()->Abort(txn_.get());
+  SM_ASSERT(!txn_->active());  // rolled back, or failed: either way finished
+  if (rolled_back.ok()) {
+    const std::string why = std::string(cause.message()) + "; transaction " +
+                            std::to_string(id()) + " was rolled back";
+    ended_by_ = cause.IsDeadlock() ? Status::Deadlock(why) : Status::LockTimeout(why);
+  } else {
+    ended_by_ = std::move(rolled_back);  // the database latched its failed state (Fatal)
+  }
+  ended_by_.PermitUnchecked();  // a record, handed out as copies
+  return ended_by_;
 }
 
 // ---- CursorImpl ------------------------------------------------------------------------------
@@ -124,14 +155,14 @@ class CursorImpl final : public Cursor {
   Status Next() override {
     SM_TRY(CheckTxn());
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
-    return reverse_ ? cursor_.Prev() : cursor_.Next();
+    return txn_->Settle(reverse_ ? cursor_.Prev() : cursor_.Next());
   }
   Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) override {
     *visited = 0;
     SM_TRY(CheckTxn());
     if (reverse_) return Status::InvalidArgument("NextBatch on a reverse cursor");
     if (!cursor_.Valid()) return Status::InvalidArgument("NextBatch on an exhausted cursor");
-    return cursor_.NextBatch(max_rows, row, visited);
+    return txn_->Settle(cursor_.NextBatch(max_rows, row, visited));
   }
 
  private:
@@ -192,8 +223,8 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
-  return tree_->Lookup(key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)},
-                       for_update);
+  return t->Settle(tree_->Lookup(
+      key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}, for_update));
 }
 
 Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>& keys,
@@ -221,7 +252,7 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
     Status found =
         tree_->Lookup(keys[i], &value, index::OpContext{t->txn(), t->KeyLocks(id_), &hint},
                       for_update);
-    if (!found.ok() && !found.IsNotFound()) return found;
+    if (!found.ok() && !found.IsNotFound()) return t->Settle(std::move(found));
     // The update that follows a read for update finds the leaf through the table's hint.
     if (for_update && !hint.ahead) t->Hint(id_)->TakeLeafFrom(hint);
     if (i + kLeavesAhead < n) ask_ahead(i + kLeavesAhead);
@@ -235,7 +266,12 @@ Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::stri
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(op));
-  index::OpContext ctx{t->txn(), t->KeyLocks(id_), t->Hint(id_)};
+  return t->Settle(WriteTree(op, key, value,
+                             index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
+}
+
+Status TableImpl::WriteTree(Op op, std::string_view key, std::string_view value,
+                            const index::OpContext& ctx) {
   switch (op) {
     case Op::kInsert:
       return tree_->Insert(key, value, ctx);
@@ -281,8 +317,8 @@ Status TableImpl::Add(Transaction* txn, std::string_view key, uint32_t offset, i
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(Op::kUpdate));  // an update of the row, for STEPS' teams
-  return tree_->Add(key, offset, delta, value,
-                    index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)});
+  return t->Settle(tree_->Add(key, offset, delta, value,
+                              index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
 }
 
 Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
@@ -290,7 +326,7 @@ Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
   if (cursor == nullptr) return Status::InvalidArgument("no cursor to return");
   TransactionImpl* t = nullptr;
   Status s = Resolve(txn, &t);
-  if (s.ok()) s = StartCursor(t, options, cursor);
+  if (s.ok()) s = t->Settle(StartCursor(t, options, cursor));
   if (!s.ok()) cursor->reset();
   return s;
 }

@@ -256,8 +256,10 @@ Status DoCount(Run* run, Transaction* txn, uint32_t segment) {
   return Status::OK();
 }
 
-Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt) {
+// *started: a tick taken before the last operation began.
+Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt, uint64_t* started) {
   for (const PlannedOp& op : plan.ops) {
+    *started = run->Tick();
     Version seen;
     switch (op.kind) {
       case PlannedOp::kGet:
@@ -287,8 +289,11 @@ bool RunAttempt(Run* run, const Plan& plan, Attempt* attempt) {
   const Isolation isolation =
       run->level == Level::kSerializable ? Isolation::kSerializable : Isolation::kReadCommitted;
   if (!run->db->Begin(&txn, isolation).ok()) return run->Fail("begin"), true;
-  Status s = RunOps(run, txn.get(), plan, attempt);
-  attempt->finished_at = run->Tick();  // before the locks go
+  uint64_t last_op_started = 0;
+  Status s = RunOps(run, txn.get(), plan, attempt, &last_op_started);
+  // Before the locks go: before Commit or Abort, or, after a retryable error, before the
+  // operation that met it, since the engine rolls the transaction back inside that call.
+  attempt->finished_at = s.IsRetryable() ? last_op_started : run->Tick();
   if (s.ok() && !plan.abort) {
     s = txn->Commit();
     if (s.ok()) {
