@@ -48,9 +48,16 @@
 // Thread/fiber safety: Database, Table and the statistics are safe from any number of plain
 // threads and of fibers on the database's runtime (Database::Spawn); a fiber that waits for a
 // lock, a page read or a log flush is suspended and its worker runs other fibers. A
-// Transaction and a Cursor are used by one thread or fiber at a time. Handles (Table*) stay
-// valid until the database is closed. Every Transaction and Cursor must be destroyed before the
-// Database (destroying an active transaction aborts it); Close refuses while one is active.
+// Transaction and a Cursor are used by one thread or fiber at a time, and a call on a cursor
+// is a use of its transaction. Handles (Table*) stay valid until the database is closed.
+//
+// Lifetime: Transaction and Cursor objects may outlive their Database. Close refuses while a
+// transaction is active; the Database's destructor aborts the transactions still active and
+// then closes. From then on those objects are inert: every call returns Closed, active() and
+// Valid() are false, and destroying them is safe (destroying an active transaction still
+// aborts it while the database is open). A cursor whose transaction object is destroyed
+// first is inert likewise, its calls returning TxnFinished. Close and the destructor must not
+// run while another thread or fiber is using one of the database's transactions or cursors.
 #pragma once
 
 #include <chrono>
@@ -313,9 +320,13 @@ class Database {
   // another process or another Database of this one has it open.
   [[nodiscard]] static Status Open(const Options& options, std::unique_ptr<Database>* db,
                                    OpenReport* report = nullptr);
-  virtual ~Database() = default;  // closes (ignoring the status) if Close was not called
+  // If Close was not called: aborts the transactions still active, then closes (ignoring the
+  // status).
+  virtual ~Database() = default;
 
-  // Checkpoints, writes every page, and closes; later calls return Closed.
+  // Checkpoints, writes every page, and closes; later calls return Closed, also those on the
+  // database's Transaction and Cursor objects (see "Lifetime" at the top). InvalidArgument,
+  // changing nothing, while a transaction is active.
   [[nodiscard]] virtual Status Close() = 0;
 
   // Names starting with a NUL byte are reserved for the catalog (InvalidArgument).

@@ -14,8 +14,23 @@
 // all given back has an entry of kind kDropped under PendingDropKey(its id) (drop.cc); users
 // may not create or drop such names.
 //
+// Lifetime of the user's objects: a TransactionImpl, and a CursorImpl through the transaction
+// object it was made in, may outlive the DatabaseImpl (sm.h). The database keeps a list of its
+// live transaction objects (live_txns_), each transaction object a list of its cursors
+// (TxnCursor). Close, or the destructor of a database that was not closed, detaches them all
+// (DetachTxns, TransactionImpl::Detach): an active transaction is aborted, its Txn goes back
+// to the transaction manager while the lock manager still exists, and from then on the object
+// touches nothing of the database and every call on it returns Closed. A transaction object
+// destroyed first detaches its cursors the same way (their calls return TxnFinished).
+// Invariants:
+//   1. A TransactionImpl is in live_txns_ iff db_ is set (it is attached); detached, txn_ is
+//      null.
+//   2. A CursorImpl is in the cursor list of the transaction object txn_ names iff txn_ is set.
+//
 // Thread/fiber safety: as sm/sm.h says; tables_mu_ guards the handle map, reclaim_mu_ the
-// pending drops (taken before tables_mu_ where both are held).
+// pending drops (taken before tables_mu_ where both are held), live_txns_mu_ the list of live
+// transaction objects. A cursor's calls count as calls on its transaction object (they share
+// its key-lock hooks and its cursor list).
 #pragma once
 
 #include <atomic>
@@ -25,6 +40,8 @@
 #include <string>
 #include <typeinfo>
 #include <vector>
+
+#include <boost/intrusive/list.hpp>
 
 #include "index/btree.h"
 #include "index/btree_locks.h"
@@ -72,13 +89,22 @@ Status ReadMeta(io::FileSystem* fs, const std::string& dir, MetaData* meta);
 
 class DatabaseImpl;
 
+// A cursor as the transaction object it was made in sees it (CursorImpl, table.cc).
+class TxnCursor : public Cursor, public boost::intrusive::list_base_hook<> {
+ public:
+  // The transaction object goes away, or its database closes: from now on the cursor is
+  // !Valid() and its calls return `why`, and it never touches the transaction or the tree
+  // again.
+  virtual void Detach(const Status& why) = 0;
+};
+
 class TransactionImpl final : public Transaction {
  public:
   TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn);
   ~TransactionImpl() override;
-  uint64_t id() const override { return txn_->id().value(); }
+  uint64_t id() const override { return txn_ != nullptr ? txn_->id().value() : detached_id_; }
   Isolation isolation() const override;
-  bool active() const override { return txn_->active(); }
+  bool active() const override { return txn_ != nullptr && txn_->active(); }
   Status Commit() override;
   Status Commit(CommitMode mode) override;
   Status Abort() override;
@@ -94,7 +120,17 @@ class TransactionImpl final : public Transaction {
   }
 
   txn::Txn* txn() { return txn_.get(); }
-  DatabaseImpl* db() const { return db_; }
+  DatabaseImpl* db() const { return db_; }  // null once detached
+
+  // The cursors made in this object (see "Lifetime" above).
+  void AdoptCursor(TxnCursor* cursor) { cursors_.push_back(*cursor); }
+  void ForgetCursor(TxnCursor* cursor) { cursors_.erase(cursors_.iterator_to(*cursor)); }
+  // Close, or the destruction of a database that was not closed (DatabaseImpl::DetachTxns):
+  // aborts the transaction if it is active, detaches the cursors and hands the Txn back;
+  // every later call returns Closed.
+  void Detach();
+  // DatabaseImpl::live_txns_.
+  boost::intrusive::list_member_hook<> live_hook;
 
   // Begins the next transaction on this finished one (DatabaseImpl::Begin): the Txn and the
   // key-lock hooks are kept, so a warm transaction object begins without allocating.
@@ -120,12 +156,18 @@ class TransactionImpl final : public Transaction {
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
   Status RollBackVictim(Status cause);
+  void DetachCursors(const Status& why);
+  void DropKeyLocks();
   // Runs fn on every hook in use.
   template <typename Fn>
   void ForEachKeyLocks(Fn fn);
 
-  DatabaseImpl* const db_;
+  DatabaseImpl* db_;  // null once detached (invariant 1)
   std::unique_ptr<txn::Txn> txn_;
+  // Once detached: what id() and isolation() answer.
+  uint64_t detached_id_ = 0;
+  Isolation detached_isolation_ = Isolation::kSerializable;
+  boost::intrusive::list<TxnCursor> cursors_;
   // The error that ended the transaction when the engine rolled it back (RollBackVictim:
   // the retryable error, or the rollback's own failure), returned by every later call until
   // the object begins again; OK otherwise.
@@ -202,6 +244,8 @@ class DatabaseImpl final : public Database {
   Status DropTable(std::string_view name) override;
   std::vector<std::string> TableNames() override;
   Status Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) override;
+  // A transaction object going away takes itself off live_txns_.
+  void ForgetTxn(TransactionImpl* txn);
   Status Checkpoint() override;
   Status Verify() override;
   Status Prewarm(uint64_t* pages) override;
@@ -305,6 +349,9 @@ class DatabaseImpl final : public Database {
   // Open: finishes the drops LoadCatalog found pending (drop.cc).
   Status ResumeDrops();
   bool RootOwnedElsewhere(const PendingDrop& drop);
+  // Detaches every live transaction object (see "Lifetime" above); later Begins fail. No
+  // fiber of the runtime may be running: they may use them.
+  void DetachTxns();
   void Teardown();
 
   const Options options_;
@@ -322,6 +369,14 @@ class DatabaseImpl final : public Database {
   std::unique_ptr<threads::Runtime> runtime_;
   std::atomic<bool> closed_{false};
   bool installed_steps_ = false;
+
+  using TxnList = boost::intrusive::list<
+      TransactionImpl, boost::intrusive::member_hook<TransactionImpl,
+                                                     boost::intrusive::list_member_hook<>,
+                                                     &TransactionImpl::live_hook>>;
+  threads::Mutex live_txns_mu_;
+  TxnList live_txns_;          // GUARDED_BY(live_txns_mu_)
+  bool txns_detached_ = false;  // GUARDED_BY(live_txns_mu_): DetachTxns ran; none may join
 
   mutable threads::Mutex tables_mu_;
   std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;  // GUARDED_BY(tables_mu_)

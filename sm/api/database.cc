@@ -142,7 +142,13 @@ Status RemoveUnfinished(io::FileSystem* fs, const std::string& dir) {
 DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {}
 
 DatabaseImpl::~DatabaseImpl() {
-  if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) Close().PermitUnchecked();
+  if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) {
+    // Close refuses while a transaction is active: the fibers that may run one finish, and
+    // the transactions still active are aborted, first.
+    runtime_->Shutdown();
+    DetachTxns();
+    Close().PermitUnchecked();
+  }
   Teardown();  // after TEST_Crash: the parts are dropped without writing anything
 }
 
@@ -426,8 +432,42 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
   }
   std::unique_ptr<txn::Txn> inner;
   SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));
-  *txn = std::make_unique<TransactionImpl>(this, std::move(inner));
+  auto impl = std::make_unique<TransactionImpl>(this, std::move(inner));
+  bool admitted = false;
+  {
+    std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+    if (!txns_detached_) {
+      live_txns_.push_back(*impl);
+      admitted = true;
+    }
+  }
+  if (!admitted) {
+    impl->Detach();  // Close began meanwhile: aborts it
+    return Status::Closed("the database is closed");
+  }
+  *txn = std::move(impl);  // destroys what *txn held: not under live_txns_mu_ (ForgetTxn)
   return Status::OK();
+}
+
+void DatabaseImpl::ForgetTxn(TransactionImpl* txn) {
+  std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+  SM_ASSERT(txn->live_hook.is_linked());  // invariant 1: attached, so on the list
+  live_txns_.erase(live_txns_.iterator_to(*txn));
+}
+
+void DatabaseImpl::DetachTxns() {
+  TxnList detaching;
+  {
+    std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+    txns_detached_ = true;
+    detaching.swap(live_txns_);
+  }
+  while (!detaching.empty()) {
+    TransactionImpl& txn = detaching.front();
+    detaching.pop_front();
+    txn.Detach();
+  }
+  SM_ASSERT(txns_ == nullptr || txns_->stats().active == 0);
 }
 
 Status DatabaseImpl::Checkpoint() {
@@ -607,6 +647,9 @@ Status DatabaseImpl::Close() {
     return Status::Closed("the database is closed");
   }
   runtime_->Shutdown();  // every spawned fiber finishes first
+  // The user's transaction and cursor objects may outlive the database: from here on their
+  // calls return Closed, and their locks leave the lock manager now.
+  DetachTxns();
   txns_->StopCheckpointer();
   pool_->StopWriter();
   // No transaction is active: every dropped table's pages, and every page a tree retired, can
@@ -648,6 +691,7 @@ void DatabaseImpl::TEST_Crash() {
 
 void DatabaseImpl::Teardown() {
   if (runtime_ != nullptr) runtime_->Shutdown();
+  DetachTxns();  // after TEST_Crash (after Close there are none left)
   if (installed_steps_) {
     steps::Uninstall();
     installed_steps_ = false;

@@ -18,8 +18,40 @@ TransactionImpl::TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn
     : db_(db), txn_(std::move(txn)) {}
 
 TransactionImpl::~TransactionImpl() {
+  DetachCursors(Status::TxnFinished("the cursor's transaction object was destroyed"));
+  if (db_ == nullptr) return;  // detached: nothing of the database is left to give back
+  db_->ForgetTxn(this);
   if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
   db_->txns()->Recycle(std::move(txn_));
+}
+
+void TransactionImpl::Detach() {
+  SM_ASSERT(db_ != nullptr);
+  SM_ASSERT(!live_hook.is_linked());  // DetachTxns took it off the list
+  DetachCursors(Status::Closed("the database is closed"));
+  // Only when the database is destroyed without Close (which refuses while one is active).
+  if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
+  SM_ASSERT(!txn_->active());
+  detached_id_ = txn_->id().value();
+  detached_isolation_ = static_cast<Isolation>(txn_->isolation());
+  DropKeyLocks();
+  txn_.reset();  // its lock owner leaves the lock manager, which is still there
+  ended_by_ = Status::OK();
+  db_ = nullptr;
+}
+
+void TransactionImpl::DetachCursors(const Status& why) {
+  while (!cursors_.empty()) {
+    TxnCursor& cursor = cursors_.front();
+    cursors_.pop_front();
+    cursor.Detach(why);
+  }
+}
+
+void TransactionImpl::DropKeyLocks() {
+  for (auto& locks : key_locks_) locks.reset();
+  inline_in_use_ = 0;
+  overflow_locks_.clear();
 }
 
 Status TransactionImpl::Restart(Isolation isolation) {
@@ -28,9 +60,7 @@ Status TransactionImpl::Restart(Isolation isolation) {
   SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
   ended_by_ = Status::OK();
   if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
-    for (auto& locks : key_locks_) locks.reset();
-    inline_in_use_ = 0;
-    overflow_locks_.clear();
+    DropKeyLocks();
     return Status::OK();
   }
   ForEachKeyLocks([this](index::TxnKeyLocks& locks) { locks.Reset(txn_->isolation()); });
@@ -67,6 +97,7 @@ index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
 }
 
 Status TransactionImpl::NotActive() const {
+  if (txn_ == nullptr) return Status::Closed("the transaction's database is closed");
   SM_ASSERT(!txn_->active());
   if (!ended_by_.ok()) return ended_by_;
   return Status::TxnFinished("transaction " + std::to_string(id()) + " already finished (" +
@@ -74,27 +105,27 @@ Status TransactionImpl::NotActive() const {
 }
 
 Isolation TransactionImpl::isolation() const {
-  return static_cast<Isolation>(txn_->isolation());
+  return txn_ != nullptr ? static_cast<Isolation>(txn_->isolation()) : detached_isolation_;
 }
 
 // Commit and abort are the STEPS "commit" operation (the paper's transaction end).
 Status TransactionImpl::Commit() {
-  if (!txn_->active()) return NotActive();
+  if (!active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get());
 }
 
 Status TransactionImpl::Commit(CommitMode mode) {
-  if (!txn_->active()) return NotActive();
+  if (!active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get(), static_cast<log::CommitMode>(mode));
 }
 
 Status TransactionImpl::Abort() {
-  if (!txn_->active()) {
+  if (!active()) {
     // The engine rolled it back (RollBackVictim): what the caller asks for has happened, and
     // the usual reaction to a retryable error, abort and retry, must not fail.
-    if (ended_by_.IsRetryable()) return Status::OK();
+    if (txn_ != nullptr && ended_by_.IsRetryable()) return Status::OK();
     return NotActive();
   }
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
@@ -126,7 +157,7 @@ Status TransactionImpl::RollBackVictim(Status cause) {
 
 namespace {
 
-class CursorImpl final : public Cursor {
+class CursorImpl final : public TxnCursor {
  public:
   // The cursor locks through the transaction's hook for the table, like every other operation
   // on it: a hook's pin (index/btree_locks.h) is then never released under another hook's
@@ -136,10 +167,17 @@ class CursorImpl final : public Cursor {
       : cursor_(tree) {
     Reuse(txn, tree, table_id, options);
   }
+  ~CursorImpl() override {
+    if (txn_ != nullptr) txn_->ForgetCursor(this);
+  }
 
   // Becomes a new cursor for these arguments, in place (Table::NewCursor).
   void Reuse(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
              const ScanOptions& options) {
+    if (txn_ != txn) {  // joins the cursor list of its new transaction object (invariant 2)
+      if (txn_ != nullptr) txn_->ForgetCursor(this);
+      txn->AdoptCursor(this);
+    }
     txn_ = txn;
     txn_id_ = txn->id();
     cursor_.Reuse(tree, index::OpContext{txn->txn(), txn->KeyLocks(table_id)});
@@ -149,7 +187,14 @@ class CursorImpl final : public Cursor {
   }
 
   Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
-  bool Valid() const override { return cursor_.Valid(); }
+  bool Valid() const override { return txn_ != nullptr && cursor_.Valid(); }
+  void Detach(const Status& why) override {
+    SM_ASSERT(txn_ != nullptr);
+    SM_ASSERT(!why.ok());
+    txn_ = nullptr;
+    detached_by_ = why;
+    detached_by_.PermitUnchecked();  // a record, handed out as copies
+  }
   std::string_view key() const override { return cursor_.key(); }
   std::string_view value() const override { return cursor_.value(); }
   Status Next() override {
@@ -169,6 +214,7 @@ class CursorImpl final : public Cursor {
   // OK while the transaction the cursor was made in is active. The transaction object may
   // have begun another transaction since (Database::Begin): that one is not the cursor's.
   Status CheckTxn() const {
+    if (txn_ == nullptr) return detached_by_;
     if (txn_->id() != txn_id_) {
       return Status::TxnFinished("the cursor's transaction " + std::to_string(txn_id_) +
                                  " has finished");
@@ -176,7 +222,8 @@ class CursorImpl final : public Cursor {
     return txn_->active() ? Status::OK() : txn_->NotActive();
   }
 
-  TransactionImpl* txn_ = nullptr;
+  TransactionImpl* txn_ = nullptr;  // null once detached
+  Status detached_by_;              // what the calls return once detached
   uint64_t txn_id_ = 0;
   index::Cursor cursor_;
   bool reverse_ = false;
@@ -199,6 +246,7 @@ Status TableImpl::ResolveSlow(Transaction* txn, TransactionImpl** impl) const {
     return Status::InvalidArgument("not a transaction of this library");
   }
   auto* t = static_cast<TransactionImpl*>(txn);
+  if (t->db() == nullptr) return t->NotActive();  // detached: its database has closed
   if (t->db() != db_) {
     return Status::InvalidArgument("the transaction belongs to another database");
   }

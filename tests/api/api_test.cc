@@ -199,6 +199,103 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   REQUIRE(after->Close().ok());
 }
 
+// Every call on a transaction or cursor whose database has closed returns Closed, and the
+// objects answer as inert ones.
+void CheckInert(Transaction* txn, uint64_t id, Cursor* cursor) {
+  CHECK_FALSE(txn->active());
+  CHECK(txn->id() == id);
+  CHECK(txn->Commit().IsClosed());
+  CHECK(txn->Commit(CommitMode::kNone).IsClosed());
+  CHECK(txn->Abort().IsClosed());
+  CHECK_FALSE(cursor->Valid());
+  CHECK(cursor->Next().IsClosed());
+  size_t visited = 1;
+  CHECK(cursor->NextBatch(10, [](std::string_view, std::string_view) { return true; },
+                          &visited)
+            .IsClosed());
+  CHECK(visited == 0);
+}
+
+TEST_CASE("transactions and cursors outlive their database and return Closed", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(21);
+  for (bool close : {true, false}) {
+    INFO((close ? "Close, then the database destroyed" : "destroyed without Close"));
+    std::unique_ptr<Database> db = MustOpen(TestOptions(&fs));
+    Table* t = nullptr;
+    Status opened = db->OpenTable("t", &t);
+    if (opened.IsNotFound()) t = MustCreateTable(db.get(), "t");
+    RunCommitted(db.get(), [&](Transaction* load) {
+      for (int i = 0; i < 10; ++i) REQUIRE(t->Upsert(load, Key(i), "v").ok());
+    });
+    // One transaction finished, with a cursor; one active (if the database is closed: not
+    // by Close, which refuses), with a write and a cursor.
+    std::unique_ptr<Transaction> finished, active;
+    std::unique_ptr<Cursor> finished_cursor, active_cursor;
+    REQUIRE(db->Begin(&finished).ok());
+    REQUIRE(t->NewCursor(finished.get(), ScanOptions::All(), &finished_cursor).ok());
+    REQUIRE(finished->Commit().ok());
+    REQUIRE(db->Begin(&active).ok());
+    REQUIRE(t->Insert(active.get(), "lost", "v").ok());
+    REQUIRE(t->NewCursor(active.get(), ScanOptions::All(), &active_cursor).ok());
+    const uint64_t finished_id = finished->id(), active_id = active->id();
+    if (close) {
+      CHECK(db->Close().IsInvalidArgument());  // a transaction is active
+      REQUIRE(active->Abort().ok());
+      REQUIRE(db->Close().ok());
+      CheckInert(finished.get(), finished_id, finished_cursor.get());
+      CheckInert(active.get(), active_id, active_cursor.get());
+      std::string value;
+      CHECK(t->Get(finished.get(), Key(1), &value).IsClosed());
+    }
+    db.reset();  // aborts `active` if it is still active
+    CheckInert(finished.get(), finished_id, finished_cursor.get());
+    CheckInert(active.get(), active_id, active_cursor.get());
+    // Destroyed in either order; one transaction before its cursor.
+    active.reset();
+    active_cursor.reset();
+    finished_cursor.reset();
+
+    // The next database has the committed rows only; a transaction object of the closed one
+    // is replaced by Begin, and refused by its tables.
+    db = MustOpen(TestOptions(&fs));
+    t = MustOpenTable(db.get(), "t");
+    std::string value;
+    CHECK(t->Get(finished.get(), Key(1), &value).IsClosed());
+    REQUIRE(db->Begin(&finished).ok());
+    CHECK(t->Get(finished.get(), "lost", &value).IsNotFound());
+    REQUIRE(t->Get(finished.get(), Key(1), &value).ok());
+    REQUIRE(finished->Commit().ok());
+    REQUIRE(db->Close().ok());
+  }
+}
+
+TEST_CASE("a cursor outlives its transaction object, returning TxnFinished", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(22);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
+  RunCommitted(db.get(), [&](Transaction* load) { REQUIRE(t->Insert(load, Key(1), "v").ok()); });
+  std::unique_ptr<Cursor> cursor;
+  {
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->NewCursor(txn.get(), ScanOptions::All(), &cursor).ok());
+    CHECK(cursor->Valid());
+  }  // destroyed while active: rolled back, and the cursor let go
+  CHECK_FALSE(cursor->Valid());
+  CHECK(cursor->Next().IsTxnFinished());
+  // The cursor object serves a new transaction.
+  Cursor* const object = cursor.get();
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  REQUIRE(t->NewCursor(txn.get(), ScanOptions::All(), &cursor).ok());
+  CHECK(cursor.get() == object);
+  REQUIRE(cursor->Valid());
+  CHECK(cursor->key() == Key(1));
+  REQUIRE(txn->Commit().ok());
+  REQUIRE(db->Close().ok());
+  CHECK(cursor->Next().IsClosed());
+}
+
 // Collects the keys a cursor returns from where it stands.
 std::vector<std::string> Drain(Cursor* cursor) {
   std::vector<std::string> keys;
