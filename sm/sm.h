@@ -33,7 +33,7 @@
 //   Busy             the database directory is open in another Database or process
 //   Corruption       a checksum or a structure check failed (the message names the page or
 //                    the log record)
-//   IOError          the operating system refused a file operation
+//   IOError          the operating system refused a file operation, or a fiber's stack
 //   NoSpace          the disk is full; unless the log or a rollback needed the space, the
 //                    database stays usable
 //   NotSupported     a log or page format this version does not read
@@ -57,7 +57,8 @@
 // Valid() are false, and destroying them is safe (destroying an active transaction still
 // aborts it while the database is open). A cursor whose transaction object is destroyed
 // first is inert likewise, its calls returning TxnFinished. Close and the destructor must not
-// run while another thread or fiber is using one of the database's transactions or cursors.
+// run while another thread or fiber is using one of the database's transactions or cursors,
+// nor on a fiber of the database's runtime.
 #pragma once
 
 #include <chrono>
@@ -74,6 +75,12 @@ namespace sm {
 
 namespace io {
 class FileSystem;
+}
+namespace threads {
+class WaitGroup;
+}
+namespace api {
+class DatabaseImpl;
 }
 
 enum class CommitMode : uint8_t { kDurable, kAsync, kNone };
@@ -313,6 +320,28 @@ class Transaction {
   [[nodiscard]] virtual Status Abort() = 0;
 };
 
+// Waits for fibers spawned with it (Database::Spawn), like Go's sync.WaitGroup: a fiber
+// counts from its Spawn until its function returns. Wait suspends a calling fiber of the
+// database's runtime (its worker runs other fibers meanwhile) or blocks a plain thread until
+// the count is zero; the destructor waits likewise, so that no fiber outlives the group it
+// counts in. A group may be used again after Wait, and with several databases.
+// Thread/fiber safety: safe from any thread or fiber.
+class WaitGroup {
+ public:
+  WaitGroup();
+  ~WaitGroup();  // waits
+  WaitGroup(const WaitGroup&) = delete;
+  WaitGroup& operator=(const WaitGroup&) = delete;
+
+  void Wait();
+  // The fibers counted that have not finished.
+  uint64_t count() const;
+
+ private:
+  friend class api::DatabaseImpl;  // Spawn counts its fibers
+  std::unique_ptr<threads::WaitGroup> impl_;
+};
+
 class Database {
  public:
   // Opens (recovering if needed) or creates the database at options.path. A directory is open
@@ -326,7 +355,12 @@ class Database {
 
   // Checkpoints, writes every page, and closes; later calls return Closed, also those on the
   // database's Transaction and Cursor objects (see "Lifetime" at the top). InvalidArgument,
-  // changing nothing, while a transaction is active.
+  // changing nothing, while a transaction is active, or when called from a fiber of the
+  // database's runtime (Close waits for those fibers). Fibers still running (Spawn) are not
+  // stopped: Close waits until each has returned, and meanwhile their calls on the database
+  // return Closed and their Spawns fail; a fiber that never returns (one that ignores errors
+  // in a loop, or waits for something only the closing thread would do) makes Close wait
+  // forever.
   [[nodiscard]] virtual Status Close() = 0;
 
   // Names starting with a NUL byte are reserved for the catalog (InvalidArgument).
@@ -359,8 +393,14 @@ class Database {
   [[nodiscard]] virtual Status Prewarm(uint64_t* pages = nullptr) = 0;
   virtual DatabaseStats stats() = 0;
 
-  // Runs fn on a fiber of the database's runtime (worker -1: round robin).
-  virtual void Spawn(std::function<void()> fn, int worker = -1) = 0;
+  // Runs fn on a fiber of the database's runtime (worker -1: round robin; fibers of one
+  // worker take turns, and switch at their waits). With a group, the fiber counts in it until
+  // fn returns (WaitGroup::Wait). fn must not throw. Closed once Close has begun (fn does not
+  // run); IOError if the kernel refuses the fiber's stack: the message names the limit, the
+  // process's memory, or its count of memory mappings (vm.max_map_count, of which each
+  // fiber alive takes two).
+  [[nodiscard]] virtual Status Spawn(std::function<void()> fn, int worker = -1,
+                                     WaitGroup* group = nullptr) = 0;
   virtual unsigned workers() const = 0;
 };
 

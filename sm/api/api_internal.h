@@ -250,7 +250,7 @@ class DatabaseImpl final : public Database {
   Status Verify() override;
   Status Prewarm(uint64_t* pages) override;
   DatabaseStats stats() override;
-  void Spawn(std::function<void()> fn, int worker) override;
+  Status Spawn(std::function<void()> fn, int worker, WaitGroup* group) override;
   unsigned workers() const override;
 
   // For TableImpl / TransactionImpl.
@@ -352,6 +352,8 @@ class DatabaseImpl final : public Database {
   // Detaches every live transaction object (see "Lifetime" above); later Begins fail. No
   // fiber of the runtime may be running: they may use them.
   void DetachTxns();
+  // The caller runs on one of the runtime's workers (where waiting for them never ends).
+  bool OnOwnWorker() const;
   void Teardown();
 
   const Options options_;

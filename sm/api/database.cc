@@ -75,6 +75,11 @@ ScanOptions ScanOptions::Range(std::string_view lower, std::string_view upper) {
   return o;
 }
 
+WaitGroup::WaitGroup() : impl_(std::make_unique<threads::WaitGroup>()) {}
+WaitGroup::~WaitGroup() { impl_->Wait(); }
+void WaitGroup::Wait() { impl_->Wait(); }
+uint64_t WaitGroup::count() const { return static_cast<uint64_t>(impl_->count()); }
+
 std::string IndexKey(std::string_view secondary_key, std::string_view primary_key) {
   std::string key(secondary_key);
   key.append(primary_key);
@@ -625,19 +630,39 @@ DatabaseStats DatabaseImpl::stats() {
   return out;
 }
 
-void DatabaseImpl::Spawn(std::function<void()> fn, int worker) {
-  runtime_->Spawn(
-      [fn = std::move(fn)] {
+Status DatabaseImpl::Spawn(std::function<void()> fn, int worker, WaitGroup* group) {
+  SM_TRY(CheckOpen());
+  if (group != nullptr) group->impl_->Add(1);
+  threads::Fiber* fiber = nullptr;
+  Status s = runtime_->TrySpawn(
+      [fn = std::move(fn), group] {
         fn();
         steps::Detach();  // a fiber that joined teams leaves them before it ends
+        if (group != nullptr) group->impl_->Done();  // last: Wait may return, the group go
       },
-      worker);
+      worker, &fiber);
+  if (!s.ok() && group != nullptr) group->impl_->Done();  // fn will not run
+  SM_ASSERT(s.ok() == (fiber != nullptr));
+  return s;
 }
 
 unsigned DatabaseImpl::workers() const { return runtime_->worker_count(); }
 
+bool DatabaseImpl::OnOwnWorker() const {
+  threads::Worker* current = threads::Worker::Current();
+  if (current == nullptr || runtime_ == nullptr) return false;
+  for (unsigned i = 0; i < runtime_->worker_count(); ++i) {
+    if (&runtime_->worker(i) == current) return true;
+  }
+  return false;
+}
+
 Status DatabaseImpl::Close() {
   if (txns_ == nullptr) return Status::Closed("the database is closed");
+  if (OnOwnWorker()) {
+    return Status::InvalidArgument(
+        "Close from a fiber of the database's runtime: Close waits for those fibers");
+  }
   uint64_t active = txns_->stats().active;
   if (active != 0) {
     return Status::InvalidArgument(std::to_string(active) +

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -19,6 +21,8 @@
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
+#include "threads/fiber.h"
+#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -294,6 +298,86 @@ TEST_CASE("a cursor outlives its transaction object, returning TxnFinished", "[u
   REQUIRE(txn->Commit().ok());
   REQUIRE(db->Close().ok());
   CHECK(cursor->Next().IsClosed());
+}
+
+TEST_CASE("Spawn's fibers are waited for with a WaitGroup, and Close waits for its own",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(25);
+  Options o = TestOptions(&fs);
+  o.workers = 2;
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = MustCreateTable(db.get(), "t");
+  std::atomic<int> committed{0};
+  WaitGroup group;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(db->Spawn(
+                  [&, i] {
+                    std::unique_ptr<Transaction> txn;
+                    if (db->Begin(&txn).ok() && t->Insert(txn.get(), Key(i), "v").ok() &&
+                        txn->Commit().ok()) {
+                      committed.fetch_add(1);
+                    }
+                  },
+                  -1, &group)
+                .ok());
+  }
+  group.Wait();
+  CHECK(group.count() == 0);
+  CHECK(committed.load() == 20);
+
+  // A fiber waits for the fibers it spawns; the group serves again.
+  std::atomic<int> inner_ran{0};
+  REQUIRE(db->Spawn(
+                [&] {
+                  WaitGroup inner;
+                  for (int i = 0; i < 5; ++i) {
+                    if (db->Spawn([&] { inner_ran.fetch_add(1); }, i % 2, &inner).ok()) {
+                      inner_ran.fetch_add(100);
+                    }
+                  }
+                  inner.Wait();
+                },
+                0, &group)
+              .ok());
+  group.Wait();
+  CHECK(inner_ran.load() == 505);
+
+  // A spawn the kernel refuses a stack for is an error naming the limit; nothing is counted.
+  threads::FiberStackAllocator::TEST_FailNextAllocations(1, /*guard_page=*/true, ENOMEM);
+  bool refused_ran = false;
+  Status refused = db->Spawn([&] { refused_ran = true; }, 0, &group);
+  INFO(refused.ToString());
+  CHECK(refused.IsIOError());
+  CHECK(refused.ToString().find("vm.max_map_count") != std::string::npos);
+  CHECK(group.count() == 0);
+
+  // Close from one of the database's fibers is refused (it would wait for itself).
+  Status from_fiber;
+  REQUIRE(db->Spawn([&] { from_fiber = db->Close(); }, 0, &group).ok());
+  group.Wait();
+  CHECK(from_fiber.IsInvalidArgument());
+
+  // Close waits for a fiber still running, whose calls meanwhile return Closed.
+  std::atomic<bool> started{false};
+  Status last;
+  REQUIRE(db->Spawn(
+                [&] {
+                  started.store(true);
+                  for (;;) {
+                    Table* again = nullptr;
+                    last = db->OpenTable("t", &again);
+                    if (!last.ok()) break;
+                    threads::SleepFor(std::chrono::milliseconds(1));
+                  }
+                },
+                1, &group)
+              .ok());
+  while (!started.load()) std::this_thread::yield();
+  REQUIRE(db->Close().ok());
+  CHECK(group.count() == 0);  // it has returned
+  CHECK(last.IsClosed());
+  CHECK(db->Spawn([] {}, -1, &group).IsClosed());
+  CHECK_FALSE(refused_ran);
 }
 
 // Collects the keys a cursor returns from where it stands.

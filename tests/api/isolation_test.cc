@@ -447,15 +447,11 @@ Totals RunFibers(Run* run, const Config& config, uint64_t seed, History* history
   const DatabaseStats before = run->db->stats();
   const auto start = std::chrono::steady_clock::now();
   std::vector<FiberLog> logs(kFibers);
-  threads::WaitGroup done;
-  done.Add(kFibers);
+  WaitGroup done;
   for (uint32_t f = 0; f < kFibers; ++f) {
-    run->db->Spawn(
-        [&, f] {
-          RunFiber(run, f, seed, config.transactions_per_fiber, &logs[f]);
-          done.Done();
-        },
-        static_cast<int>(f % 2));
+    REQUIRE(run->db->Spawn(
+        [&, f] { RunFiber(run, f, seed, config.transactions_per_fiber, &logs[f]); },
+        static_cast<int>(f % 2), &done).ok());
   }
   done.Wait();
   Totals totals;

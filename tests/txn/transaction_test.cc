@@ -16,7 +16,6 @@
 #include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
-#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -161,15 +160,12 @@ TEST_CASE("statistics count the transactions of every worker and thread", "[unit
   };
   REQUIRE(run("thread").ok());
   std::array<Status, 2> fiber_results;
-  threads::WaitGroup done;
-  done.Add(2);
+  WaitGroup done;
   for (int worker = 0; worker < 2; ++worker) {
-    db->Spawn(
-        [&, worker] {
-          fiber_results[worker] = run("fiber" + std::to_string(worker));
-          done.Done();
-        },
-        worker);
+    REQUIRE(db->Spawn(
+                  [&, worker] { fiber_results[worker] = run("fiber" + std::to_string(worker)); },
+                  worker, &done)
+                .ok());
   }
   done.Wait();
   for (const Status& s : fiber_results) REQUIRE(s.ok());
