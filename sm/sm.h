@@ -163,12 +163,13 @@ struct Options {
   bool direct_io = true;  // O_DIRECT for the log
 };
 
-// What Open did.
+// What Open did. After a failed Open, opened is false and the rest says how far it got.
 struct OpenReport {
+  bool opened = false;   // Open succeeded
   bool created = false;
   bool recovered = false;  // restart recovery had work to do (the last run did not close)
   uint64_t tables = 0;
-  std::string recovery;  // the recovery report, one paragraph
+  std::string recovery;  // the recovery report, one paragraph ("recovery: ...")
   // Recovery's figures: page records redone (or found already on disk), log bytes redo
   // scanned, transactions rolled back, and the time of analysis + redo + undo.
   uint64_t redo_records = 0;

@@ -45,9 +45,14 @@ bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode) {
 }
 
 std::string OpenReport::ToString() const {
+  if (!opened) {  // the fields say how far it got, not what the database is
+    return recovery.empty() ? "did not open the database"
+                            : "did not open the database; " + recovery;
+  }
   std::string out = created ? "created a new database" : "opened an existing database";
   out += ", " + Counted(tables, "table");
-  if (!created) out += recovered ? "; recovery: " + recovery : "; clean (nothing to recover)";
+  // The recovery report names itself ("recovery: ...").
+  if (!created) out += recovered ? "; " + recovery : "; clean (nothing to recover)";
   if (map_copies_rejected != 0) {
     out += "; " + Counted(map_copies_rejected, "damaged allocation-map copy",
                           "damaged allocation-map copies") +
@@ -87,15 +92,19 @@ std::string IndexKey(std::string_view secondary_key, std::string_view primary_ke
 }
 
 Status Database::Open(const Options& options, std::unique_ptr<Database>* db, OpenReport* report) {
+  OpenReport local;
+  OpenReport* out = report != nullptr ? report : &local;
+  *out = OpenReport();  // a report of an earlier Open must not speak for this one
   if (options.path.empty()) return Status::InvalidArgument("Options::path is empty");
   if (!(options.checkpoint_spread >= 0 && options.checkpoint_spread < 1)) {
     return Status::InvalidArgument("Options::checkpoint_spread " +
                                    std::to_string(options.checkpoint_spread) +
                                    " is outside [0, 1)");
   }
-  OpenReport local;
   auto impl = std::make_unique<api::DatabaseImpl>(options);
-  SM_TRY(impl->Start(report != nullptr ? report : &local));
+  SM_TRY(impl->Start(out));
+  SM_ASSERT(!out->opened);  // Start fills in what it did, not the outcome
+  out->opened = true;
   *db = std::move(impl);
   return Status::OK();
 }

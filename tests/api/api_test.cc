@@ -186,6 +186,41 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   CHECK(db->Close().code() == Status::Code::kClosed);
 }
 
+TEST_CASE("the open report says what Open did, and only that", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(24);
+  Options o = TestOptions(&fs);
+  o.create_if_missing = false;
+  OpenReport report;
+  std::unique_ptr<Database> db;
+  CHECK(Database::Open(o, &db, &report).IsNotFound());
+  CHECK_FALSE(report.opened);
+  CHECK(report.ToString() == "did not open the database");
+  o.create_if_missing = true;
+  db = MustOpen(o, &report);
+  CHECK(report.opened);
+  CHECK(report.ToString() == "created a new database, 0 tables");
+  MustCreateTable(db.get(), "t");
+  REQUIRE(db->Close().ok());
+  db = MustOpen(o, &report);
+  CHECK(report.ToString() == "opened an existing database, 1 table; clean (nothing to recover)");
+  // A report of an earlier Open does not speak for a failed one.
+  std::unique_ptr<Database> second;
+  CHECK(Database::Open(o, &second, &report).code() == Status::Code::kBusy);
+  CHECK(report.ToString() == "did not open the database");
+  Table* t = MustOpenTable(db.get(), "t");
+  RunCommitted(db.get(), [&](Transaction* txn) { REQUIRE(t->Insert(txn, "k", "v").ok()); });
+  Internals(db.get())->TEST_Crash();
+  db.reset();
+  fs.SimulateCrash(io::CrashMode::kDropUnsynced);
+  db = MustOpen(o, &report);
+  CHECK(report.recovered);
+  const std::string text = report.ToString();
+  INFO(text);
+  CHECK(text.rfind("opened an existing database, 1 table; recovery: ", 0) == 0);
+  CHECK(text.find("recovery:") == text.rfind("recovery:"));  // named once
+  REQUIRE(db->Close().ok());
+}
+
 TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   io::FaultInjectionFileSystem fs(3);
   std::unique_ptr<Database> db = MustOpen(TestOptions(&fs));
