@@ -20,21 +20,45 @@
 // key is the secondary key followed by the row's primary key (IndexKey), found with a prefix
 // scan (Table::NewCursor with ScanOptions::Prefix).
 //
-// Errors are Status values (sm/common/status.h): NotFound, Duplicate, InvalidArgument (bad
-// key, wrong handle, finished transaction), Deadlock and LockTimeout (retryable: abort and run
-// the transaction again; Status::IsRetryable), Corruption, IOError, NoSpace (the disk is full;
-// unless the log or a rollback needed the space, the database stays usable), Closed, Fatal
-// (the log or the volume failed to write or sync, or a rollback failed: the database refuses
-// changes and acknowledges no commit, not even a read-only one, until it is reopened, when
-// recovery decides the outcome of the transactions that were in flight). Misuse returns an
+// Errors are Status values (sm/common/status.h). A call's comment names the errors particular
+// to it; these are the codes the API returns and what they mean:
+//   NotFound         an absent key or table, or no database at the path (create_if_missing)
+//   Duplicate        the key or table exists
+//   InvalidArgument  a bad key, value, option or handle: a null or foreign transaction, a key
+//                    or record beyond the limits above, Close with transactions active
+//   TxnFinished      a call on a transaction that has committed or aborted, or on a cursor
+//                    whose transaction has
+//   Deadlock, LockTimeout  retryable (Status::IsRetryable): the engine has rolled the
+//                    transaction back (see Transaction); run it again
+//   Busy             the database directory is open in another Database or process
+//   Corruption       a checksum or a structure check failed (the message names the page or
+//                    the log record)
+//   IOError          the operating system refused a file operation, or a fiber's stack
+//   NoSpace          the disk is full; unless the log or a rollback needed the space, the
+//                    database stays usable
+//   NotSupported     a log or page format this version does not read
+//   Closed           the database is closed
+//   Fatal            the log or the volume failed to write or sync, or a rollback failed: the
+//                    database refuses changes and acknowledges no commit, not even a
+//                    read-only one, until it is reopened, when recovery decides the outcome of
+//                    the transactions that were in flight
+// status.h's other codes (Aborted, LogFull) are internal and never returned. Misuse returns an
 // error; it never corrupts the database.
 //
 // Thread/fiber safety: Database, Table and the statistics are safe from any number of plain
 // threads and of fibers on the database's runtime (Database::Spawn); a fiber that waits for a
 // lock, a page read or a log flush is suspended and its worker runs other fibers. A
-// Transaction and a Cursor are used by one thread or fiber at a time. Handles (Table*) stay
-// valid until the database is closed. Every Transaction and Cursor must be destroyed before the
-// Database (destroying an active transaction aborts it); Close refuses while one is active.
+// Transaction and a Cursor are used by one thread or fiber at a time, and a call on a cursor
+// is a use of its transaction. Handles (Table*) stay valid until the database is closed.
+//
+// Lifetime: Transaction and Cursor objects may outlive their Database. Close refuses while a
+// transaction is active; the Database's destructor aborts the transactions still active and
+// then closes. From then on those objects are inert: every call returns Closed, active() and
+// Valid() are false, and destroying them is safe (destroying an active transaction still
+// aborts it while the database is open). A cursor whose transaction object is destroyed
+// first is inert likewise, its calls returning TxnFinished. Close and the destructor must not
+// run while another thread or fiber is using one of the database's transactions or cursors,
+// nor on a fiber of the database's runtime.
 #pragma once
 
 #include <chrono>
@@ -51,6 +75,12 @@ namespace sm {
 
 namespace io {
 class FileSystem;
+}
+namespace threads {
+class WaitGroup;
+}
+namespace api {
+class DatabaseImpl;
 }
 
 enum class CommitMode : uint8_t { kDurable, kAsync, kNone };
@@ -133,12 +163,13 @@ struct Options {
   bool direct_io = true;  // O_DIRECT for the log
 };
 
-// What Open did.
+// What Open did. After a failed Open, opened is false and the rest says how far it got.
 struct OpenReport {
+  bool opened = false;   // Open succeeded
   bool created = false;
   bool recovered = false;  // restart recovery had work to do (the last run did not close)
   uint64_t tables = 0;
-  std::string recovery;  // the recovery report, one paragraph
+  std::string recovery;  // the recovery report, one paragraph ("recovery: ...")
   // Recovery's figures: page records redone (or found already on disk), log bytes redo
   // scanned, transactions rolled back, and the time of analysis + redo + undo.
   uint64_t redo_records = 0;
@@ -272,6 +303,13 @@ class Cursor {
   [[nodiscard]] virtual Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited);
 };
 
+// A transaction that meets a retryable error (Deadlock: it was chosen as a deadlock victim;
+// LockTimeout: a lock wait outlasted Options::lock_wait_timeout) is rolled back by the engine
+// before that call returns, as InnoDB and PostgreSQL roll back theirs: none of its changes
+// remain, its locks are released so that the others go on, active() is false, and every later
+// call on it returns that same error - Commit too, which commits nothing - except Abort, which
+// returns OK (the rollback asked for has happened). To retry, begin it again (Database::Begin
+// may reuse the object).
 class Transaction {
  public:
   virtual ~Transaction() = default;  // aborts if still active
@@ -283,6 +321,28 @@ class Transaction {
   [[nodiscard]] virtual Status Abort() = 0;
 };
 
+// Waits for fibers spawned with it (Database::Spawn), like Go's sync.WaitGroup: a fiber
+// counts from its Spawn until its function returns. Wait suspends a calling fiber of the
+// database's runtime (its worker runs other fibers meanwhile) or blocks a plain thread until
+// the count is zero; the destructor waits likewise, so that no fiber outlives the group it
+// counts in. A group may be used again after Wait, and with several databases.
+// Thread/fiber safety: safe from any thread or fiber.
+class WaitGroup {
+ public:
+  WaitGroup();
+  ~WaitGroup();  // waits
+  WaitGroup(const WaitGroup&) = delete;
+  WaitGroup& operator=(const WaitGroup&) = delete;
+
+  void Wait();
+  // The fibers counted that have not finished.
+  uint64_t count() const;
+
+ private:
+  friend class api::DatabaseImpl;  // Spawn counts its fibers
+  std::unique_ptr<threads::WaitGroup> impl_;
+};
+
 class Database {
  public:
   // Opens (recovering if needed) or creates the database at options.path. A directory is open
@@ -290,9 +350,18 @@ class Database {
   // another process or another Database of this one has it open.
   [[nodiscard]] static Status Open(const Options& options, std::unique_ptr<Database>* db,
                                    OpenReport* report = nullptr);
-  virtual ~Database() = default;  // closes (ignoring the status) if Close was not called
+  // If Close was not called: aborts the transactions still active, then closes (ignoring the
+  // status).
+  virtual ~Database() = default;
 
-  // Checkpoints, writes every page, and closes; later calls return Closed.
+  // Checkpoints, writes every page, and closes; later calls return Closed, also those on the
+  // database's Transaction and Cursor objects (see "Lifetime" at the top). InvalidArgument,
+  // changing nothing, while a transaction is active, or when called from a fiber of the
+  // database's runtime (Close waits for those fibers). Fibers still running (Spawn) are not
+  // stopped: Close waits until each has returned, and meanwhile their calls on the database
+  // return Closed and their Spawns fail; a fiber that never returns (one that ignores errors
+  // in a loop, or waits for something only the closing thread would do) makes Close wait
+  // forever.
   [[nodiscard]] virtual Status Close() = 0;
 
   // Names starting with a NUL byte are reserved for the catalog (InvalidArgument).
@@ -325,8 +394,14 @@ class Database {
   [[nodiscard]] virtual Status Prewarm(uint64_t* pages = nullptr) = 0;
   virtual DatabaseStats stats() = 0;
 
-  // Runs fn on a fiber of the database's runtime (worker -1: round robin).
-  virtual void Spawn(std::function<void()> fn, int worker = -1) = 0;
+  // Runs fn on a fiber of the database's runtime (worker -1: round robin; fibers of one
+  // worker take turns, and switch at their waits). With a group, the fiber counts in it until
+  // fn returns (WaitGroup::Wait). fn must not throw. Closed once Close has begun (fn does not
+  // run); IOError if the kernel refuses the fiber's stack: the message names the limit, the
+  // process's memory, or its count of memory mappings (vm.max_map_count, of which each
+  // fiber alive takes two).
+  [[nodiscard]] virtual Status Spawn(std::function<void()> fn, int worker = -1,
+                                     WaitGroup* group = nullptr) = 0;
   virtual unsigned workers() const = 0;
 };
 

@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <valgrind/valgrind.h>
@@ -60,19 +64,66 @@ class StackPool {
   std::vector<std::pair<void*, size_t>> free_;  // GUARDED_BY(mu_)
 };
 
+// TEST_FailNextAllocations: failures still to inject (relaxed: a test sets it before the
+// spawns it affects), and as what.
+std::atomic<int> test_failures{0};
+std::atomic<bool> test_fail_guard_page{false};
+std::atomic<int> test_fail_errno{0};
+
+// The kernel's limit on a process's memory mappings, as text ("" if it cannot be read).
+std::string MaxMapCount() {
+  std::ifstream file("/proc/sys/vm/max_map_count");
+  std::string value;
+  file >> value;
+  return value;
+}
+
+// Why a stack could not be had, with the limit that is the likely cause and what to change:
+// the error reaches an operator (e.g. a benchmark asked for more clients than fit).
+Status StackError(size_t mapping_bytes, bool guard_page, int err) {
+  std::string msg = "no fiber stack of " + std::to_string(mapping_bytes >> 10) + " KiB: " +
+                    (guard_page ? "mprotect of its guard page: " : "mmap: ") +
+                    std::strerror(err);
+  if (err == ENOMEM && guard_page) {
+    const std::string limit = MaxMapCount();
+    msg += " (the process has likely reached the kernel's limit on its memory mappings, "
+           "vm.max_map_count" +
+           (limit.empty() ? std::string() : " = " + limit) +
+           "; each fiber stack takes two: run fewer fibers, or raise vm.max_map_count)";
+  } else if (err == ENOMEM) {
+    msg += " (the process's memory or address-space limit (ulimit -v) or the kernel's "
+           "overcommit policy (vm.overcommit_memory) refuses it: run fewer fibers)";
+  }
+  return Status::IOError(msg);
+}
+
 }  // namespace
 
-boost::context::stack_context FiberStackAllocator::allocate() {
+void FiberStackAllocator::TEST_FailNextAllocations(int count, bool guard_page, int err) {
+  test_fail_guard_page.store(guard_page, std::memory_order_relaxed);
+  test_fail_errno.store(err, std::memory_order_relaxed);
+  test_failures.store(count, std::memory_order_relaxed);
+}
+
+Status FiberStackAllocator::Allocate(boost::context::stack_context* sctx) {
   const size_t page = PageBytes();
   const size_t usable = (stack_bytes_ + page - 1) / page * page;
   const size_t mapping_bytes = usable + page;  // + guard page
+  if (test_failures.load(std::memory_order_relaxed) > 0 &&
+      test_failures.fetch_sub(1, std::memory_order_relaxed) > 0) [[unlikely]] {
+    return StackError(mapping_bytes, test_fail_guard_page.load(std::memory_order_relaxed),
+                      test_fail_errno.load(std::memory_order_relaxed));
+  }
   void* base = StackPool::Get().Take(mapping_bytes);
   if (base == nullptr) {
     base = mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    // Out of address space for a stack: nothing sensible can continue (no exceptions here).
-    SM_ASSERT(base != MAP_FAILED);
-    SM_ASSERT(mprotect(base, page, PROT_NONE) == 0);
+    if (base == MAP_FAILED) return StackError(mapping_bytes, /*guard_page=*/false, errno);
+    if (mprotect(base, page, PROT_NONE) != 0) {
+      const int err = errno;
+      SM_ASSERT(munmap(base, mapping_bytes) == 0);
+      return StackError(mapping_bytes, /*guard_page=*/true, err);
+    }
   }
   char* low = static_cast<char*>(base) + page;
   char* high = static_cast<char*>(base) + mapping_bytes;
@@ -89,10 +140,10 @@ boost::context::stack_context FiberStackAllocator::allocate() {
   // teams against without).
   static std::atomic<uint32_t> next_colour{0};
   const size_t colour = (next_colour.fetch_add(1, std::memory_order_relaxed) * 39 % 64) * 64;
-  boost::context::stack_context sctx;
-  sctx.size = usable - sizeof(StackHeader) - colour;
-  sctx.sp = high - colour;
-  return sctx;
+  sctx->size = usable - sizeof(StackHeader) - colour;
+  sctx->sp = high - colour;
+  SM_DASSERT(static_cast<char*>(sctx->sp) - sctx->size == low + sizeof(StackHeader));
+  return Status::OK();
 }
 
 void FiberStackAllocator::deallocate(boost::context::stack_context& sctx) noexcept {

@@ -40,6 +40,8 @@
 #include <functional>
 #include <string>
 
+#include "sm/common/status.h"
+
 namespace sm::threads {
 
 class Worker;
@@ -54,12 +56,20 @@ const char* WaitReasonName(WaitReason reason);
 
 // Allocates fiber stacks: mmap'ed, a PROT_NONE guard page below, pooled process-wide, and
 // registered with valgrind (VALGRIND_STACK_REGISTER) so memcheck and callgrind follow switches.
+// A stack is two memory mappings (the guard page and the rest), so the kernel's limit on a
+// process's mappings (vm.max_map_count) bounds the fibers alive at once, before memory does.
 class FiberStackAllocator {
  public:
   explicit FiberStackAllocator(size_t stack_bytes) : stack_bytes_(stack_bytes) {}
-  boost::context::stack_context allocate();
+  // IOError if the kernel refuses the memory or the guard page; the message names the limit
+  // that is the likely cause (memory, or vm.max_map_count) and what to change.
+  [[nodiscard]] Status Allocate(boost::context::stack_context* sctx);
   void deallocate(boost::context::stack_context& sctx) noexcept;
   size_t stack_bytes() const { return stack_bytes_; }
+
+  // Test hook: the next `count` allocations (of any allocator) fail as if the kernel had
+  // refused the stack's mapping (guard_page false) or its guard page with `err`.
+  static void TEST_FailNextAllocations(int count, bool guard_page, int err);
 
  private:
   size_t stack_bytes_;

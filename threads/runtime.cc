@@ -27,11 +27,18 @@ Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* 
 
 Runtime::~Runtime() { Shutdown(); }
 
-Fiber* Runtime::Spawn(std::function<void()> fn, int worker, std::string name) {
+Status Runtime::TrySpawn(std::function<void()> fn, int worker, Fiber** fiber,
+                         std::string name) {
   unsigned index = worker >= 0 ? static_cast<unsigned>(worker) % worker_count()
                                : next_worker_.fetch_add(1, std::memory_order_relaxed) %
                                      worker_count();
-  return workers_[index]->Spawn(std::move(fn), std::move(name));
+  return workers_[index]->TrySpawn(std::move(fn), std::move(name), fiber);
+}
+
+Fiber* Runtime::Spawn(std::function<void()> fn, int worker, std::string name) {
+  Fiber* fiber = nullptr;
+  TrySpawn(std::move(fn), worker, &fiber, std::move(name)).PermitUnchecked();  // null: failed
+  return fiber;
 }
 
 void Runtime::Shutdown() {

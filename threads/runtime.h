@@ -32,7 +32,11 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // Runs fn in a new fiber on worker `worker` (-1: round robin). nullptr after Shutdown.
+  // Runs fn in a new fiber on worker `worker` (-1: round robin): Worker::TrySpawn (Closed
+  // after Shutdown, IOError if no fiber stack can be had).
+  [[nodiscard]] Status TrySpawn(std::function<void()> fn, int worker, Fiber** fiber,
+                                std::string name = {});
+  // TrySpawn for callers that need no reason: nullptr if it fails.
   Fiber* Spawn(std::function<void()> fn, int worker = -1, std::string name = {});
   // Stops accepting fibers, waits until every fiber has finished, joins the workers.
   void Shutdown();

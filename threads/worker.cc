@@ -96,10 +96,21 @@ void Worker::SchedulerLoop() {
 }
 
 Fiber* Worker::Spawn(std::function<void()> fn, std::string name) {
-  if (stopping_.load(std::memory_order_acquire)) return nullptr;
+  Fiber* fiber = nullptr;
+  TrySpawn(std::move(fn), std::move(name), &fiber).PermitUnchecked();  // null says it failed
+  return fiber;
+}
+
+Status Worker::TrySpawn(std::function<void()> fn, std::string name, Fiber** spawned) {
+  *spawned = nullptr;
+  if (stopping_.load(std::memory_order_acquire)) {
+    return Status::Closed("the fiber runtime is shut down");
+  }
+  boost::context::stack_context stack;
+  SM_TRY(stacks_.Allocate(&stack));
   uint64_t id = next_fiber_id_.fetch_add(1, std::memory_order_relaxed);  // unique only
   auto* fiber = new Fiber(this, id, std::move(name), std::move(fn));
-  fiber->stack_ = stacks_.allocate();
+  fiber->stack_ = stack;
   fiber->stack_bottom_ = static_cast<char*>(fiber->stack_.sp) - fiber->stack_.size;
   fiber->stack_bytes_ = fiber->stack_.size;
   fiber->context_ = boost::context::detail::make_fcontext(fiber->stack_.sp, fiber->stack_.size,
@@ -115,7 +126,8 @@ Fiber* Worker::Spawn(std::function<void()> fn, std::string name) {
   } else {
     PushRemote(fiber);
   }
-  return fiber;
+  *spawned = fiber;
+  return Status::OK();
 }
 
 // First frame of every fiber. `transfer.data` is the context that switched to us, whose

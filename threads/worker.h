@@ -82,7 +82,10 @@ class Worker {
   uint64_t SwitchCount() const { return stats_.scheduler_switches + stats_.direct_switches; }
   size_t live_fibers() const { return live_fibers_.load(std::memory_order_relaxed); }
 
-  // Creates a fiber that runs fn on this worker. Any thread. Returns nullptr after Stop().
+  // Creates a fiber that runs fn on this worker (*fiber; null on failure). Any thread.
+  // Closed after Stop(); IOError if no stack can be had (FiberStackAllocator::Allocate).
+  [[nodiscard]] Status TrySpawn(std::function<void()> fn, std::string name, Fiber** fiber);
+  // TrySpawn for callers that need no reason: nullptr if it fails.
   Fiber* Spawn(std::function<void()> fn, std::string name = {});
 
   // --- From a fiber of this worker -------------------------------------------------------

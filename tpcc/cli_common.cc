@@ -178,7 +178,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
     }
     return rc;
   }
-  if (report.recovered) Say(o, "recovered: %s\n", report.recovery.c_str());
+  if (report.recovered) Say(o, "%s\n", report.recovery.c_str());  // "recovery: ..."
   return 0;
 }
 

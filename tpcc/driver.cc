@@ -254,8 +254,15 @@ class Terminal {
   }
 
   int worker() const { return worker_; }
+  // Runs the terminal on a fiber of its worker. A terminal that gets none (a resource limit,
+  // such as the count of fiber stacks: the message names it) stops the run with that error.
   void Spawn() {
-    st_->engine->Spawn([this] { Loop(); }, worker_);
+    Status s = st_->engine->Spawn([this] { Loop(); }, worker_);
+    if (!s.ok()) NotStarted(std::move(s));
+  }
+  void NotStarted(Status why) {
+    st_->Fail(std::move(why));
+    Finish();
   }
 
   // Runs transactions until the run stops (the terminal is finished) or it has to think (the
@@ -637,9 +644,14 @@ Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,
   for (auto& t : st.terminals) by_worker[t->worker()].push_back(t.get());
   for (unsigned w = 0; w < by_worker.size(); ++w) {
     if (by_worker[w].empty()) continue;
-    engine->Spawn([terminals = by_worker[w]] {
-      for (Terminal* t : terminals) t->Spawn();
-    }, static_cast<int>(w));
+    Status spawned = engine->Spawn(
+        [terminals = by_worker[w]] {
+          for (Terminal* t : terminals) t->Spawn();
+        },
+        static_cast<int>(w));
+    if (!spawned.ok()) {
+      for (Terminal* t : by_worker[w]) t->NotStarted(spawned);
+    }
   }
 
   StatsSnapshot at_warmup_end;  // zero unless there is a warm-up

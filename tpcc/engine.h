@@ -22,7 +22,8 @@
 //   5. Spawn runs a function on the engine's fiber runtime (a TPC-C terminal is one fiber);
 //      an engine without one may run it on a thread. Functions spawned on the same worker
 //      never run at the same time as each other (they interleave only where the engine
-//      suspends them), which the driver relies on for its per-worker statistics.
+//      suspends them), which the driver relies on for its per-worker statistics. A Spawn
+//      that fails (a resource limit: its message names it) does not run the function.
 //
 // Thread/fiber safety: an Engine is shared by all terminals; an EngineTxn belongs to one
 // terminal (one fiber) at a time and is reused for that terminal's successive transactions.
@@ -159,7 +160,7 @@ class Engine {
   // Checks the engine's own structures (B-tree invariants); optional.
   [[nodiscard]] virtual Status Verify() = 0;
   virtual EngineStats Stats() = 0;
-  virtual void Spawn(std::function<void()> fn, int worker) = 0;
+  [[nodiscard]] virtual Status Spawn(std::function<void()> fn, int worker) = 0;
   virtual unsigned workers() const = 0;
   [[nodiscard]] virtual Status Close() = 0;
 };

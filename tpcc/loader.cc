@@ -397,7 +397,13 @@ Status Load(Engine* engine, const LoadOptions& options, LoadResult* result) {
 
   const unsigned fibers = engine->workers() * std::max(1u, options.fibers_per_worker);
   for (unsigned f = 0; f < fibers; ++f) {
-    engine->Spawn([&sh] { LoadFiber(&sh); }, static_cast<int>(f % engine->workers()));
+    Status spawned =
+        engine->Spawn([&sh] { LoadFiber(&sh); }, static_cast<int>(f % engine->workers()));
+    if (!spawned.ok()) {  // a fiber that never runs is done at once (and stops the others)
+      sh.Fail(std::move(spawned));
+      std::lock_guard<std::mutex> guard(sh.mu);
+      ++sh.fibers_done;
+    }
   }
   const uint64_t total = ExpectedRows(options.warehouses, options.scale);
   auto seconds = [&] {

@@ -206,7 +206,9 @@ EngineStats SmEngine::Stats() {
   return s;
 }
 
-void SmEngine::Spawn(std::function<void()> fn, int worker) { db_->Spawn(std::move(fn), worker); }
+Status SmEngine::Spawn(std::function<void()> fn, int worker) {
+  return db_->Spawn(std::move(fn), worker);
+}
 
 unsigned SmEngine::workers() const { return db_->workers(); }
 

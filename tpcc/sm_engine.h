@@ -51,7 +51,7 @@ class SmEngine final : public Engine {
   Status Checkpoint() override;
   Status Verify() override;
   EngineStats Stats() override;
-  void Spawn(std::function<void()> fn, int worker) override;
+  Status Spawn(std::function<void()> fn, int worker) override;
   unsigned workers() const override;
   Status Close() override;
 

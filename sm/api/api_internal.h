@@ -14,8 +14,23 @@
 // all given back has an entry of kind kDropped under PendingDropKey(its id) (drop.cc); users
 // may not create or drop such names.
 //
+// Lifetime of the user's objects: a TransactionImpl, and a CursorImpl through the transaction
+// object it was made in, may outlive the DatabaseImpl (sm.h). The database keeps a list of its
+// live transaction objects (live_txns_), each transaction object a list of its cursors
+// (TxnCursor). Close, or the destructor of a database that was not closed, detaches them all
+// (DetachTxns, TransactionImpl::Detach): an active transaction is aborted, its Txn goes back
+// to the transaction manager while the lock manager still exists, and from then on the object
+// touches nothing of the database and every call on it returns Closed. A transaction object
+// destroyed first detaches its cursors the same way (their calls return TxnFinished).
+// Invariants:
+//   1. A TransactionImpl is in live_txns_ iff db_ is set (it is attached); detached, txn_ is
+//      null.
+//   2. A CursorImpl is in the cursor list of the transaction object txn_ names iff txn_ is set.
+//
 // Thread/fiber safety: as sm/sm.h says; tables_mu_ guards the handle map, reclaim_mu_ the
-// pending drops (taken before tables_mu_ where both are held).
+// pending drops (taken before tables_mu_ where both are held), live_txns_mu_ the list of live
+// transaction objects. A cursor's calls count as calls on its transaction object (they share
+// its key-lock hooks and its cursor list).
 #pragma once
 
 #include <atomic>
@@ -25,6 +40,8 @@
 #include <string>
 #include <typeinfo>
 #include <vector>
+
+#include <boost/intrusive/list.hpp>
 
 #include "index/btree.h"
 #include "index/btree_locks.h"
@@ -81,19 +98,48 @@ Status ReadMeta(io::FileSystem* fs, const std::string& dir, MetaData* meta);
 
 class DatabaseImpl;
 
+// A cursor as the transaction object it was made in sees it (CursorImpl, table.cc).
+class TxnCursor : public Cursor, public boost::intrusive::list_base_hook<> {
+ public:
+  // The transaction object goes away, or its database closes: from now on the cursor is
+  // !Valid() and its calls return `why`, and it never touches the transaction or the tree
+  // again.
+  virtual void Detach(const Status& why) = 0;
+};
+
 class TransactionImpl final : public Transaction {
  public:
   TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn);
   ~TransactionImpl() override;
-  uint64_t id() const override { return txn_->id().value(); }
+  uint64_t id() const override { return txn_ != nullptr ? txn_->id().value() : detached_id_; }
   Isolation isolation() const override;
-  bool active() const override { return txn_->active(); }
+  bool active() const override { return txn_ != nullptr && txn_->active(); }
   Status Commit() override;
   Status Commit(CommitMode mode) override;
   Status Abort() override;
+  // What a call on this transaction returns once it is no longer active: the error that
+  // rolled it back (Settle), else TxnFinished.
+  Status NotActive() const;
+  // The result of one of this transaction's operations, passed on: a retryable error
+  // (Deadlock, LockTimeout) first rolls the transaction back (RollBackVictim), so that every
+  // later call returns it and Commit cannot commit half of the transaction (sm.h).
+  Status Settle(Status result) {
+    if (result.IsRetryable()) [[unlikely]] return RollBackVictim(std::move(result));
+    return result;
+  }
 
   txn::Txn* txn() { return txn_.get(); }
-  DatabaseImpl* db() const { return db_; }
+  DatabaseImpl* db() const { return db_; }  // null once detached
+
+  // The cursors made in this object (see "Lifetime" above).
+  void AdoptCursor(TxnCursor* cursor) { cursors_.push_back(*cursor); }
+  void ForgetCursor(TxnCursor* cursor) { cursors_.erase(cursors_.iterator_to(*cursor)); }
+  // Close, or the destruction of a database that was not closed (DatabaseImpl::DetachTxns):
+  // aborts the transaction if it is active, detaches the cursors and hands the Txn back;
+  // every later call returns Closed.
+  void Detach();
+  // DatabaseImpl::live_txns_.
+  boost::intrusive::list_member_hook<> live_hook;
 
   // Begins the next transaction on this finished one (DatabaseImpl::Begin): the Txn and the
   // key-lock hooks are kept, so a warm transaction object begins without allocating.
@@ -118,12 +164,23 @@ class TransactionImpl final : public Transaction {
   static_assert(kInlineTableIds <= 32, "inline_in_use_ has a bit per inline id");
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
+  Status RollBackVictim(Status cause);
+  void DetachCursors(const Status& why);
+  void DropKeyLocks();
   // Runs fn on every hook in use.
   template <typename Fn>
   void ForEachKeyLocks(Fn fn);
 
-  DatabaseImpl* const db_;
+  DatabaseImpl* db_;  // null once detached (invariant 1)
   std::unique_ptr<txn::Txn> txn_;
+  // Once detached: what id() and isolation() answer.
+  uint64_t detached_id_ = 0;
+  Isolation detached_isolation_ = Isolation::kSerializable;
+  boost::intrusive::list<TxnCursor> cursors_;
+  // The error that ended the transaction when the engine rolled it back (RollBackVictim:
+  // the retryable error, or the rollback's own failure), returned by every later call until
+  // the object begins again; OK otherwise.
+  Status ended_by_;
   std::optional<index::TxnKeyLocks> key_locks_[kInlineTableIds];     // by table id
   uint32_t inline_in_use_ = 0;  // bit i: key_locks_[i] holds a hook (Restart visits only those)
   std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
@@ -162,6 +219,8 @@ class TableImpl final : public Table {
   Status ResolveSlow(Transaction* txn, TransactionImpl** impl) const;
   Status Fetch(Transaction* txn, std::string_view key, std::string* value, bool for_update);
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
+  Status WriteTree(Op op, std::string_view key, std::string_view value,
+                   const index::OpContext& ctx);
   // NewCursor for a resolved transaction: reuses the cursor in *cursor if it is ours.
   Status StartCursor(TransactionImpl* t, const ScanOptions& options,
                      std::unique_ptr<Cursor>* cursor);
@@ -194,11 +253,13 @@ class DatabaseImpl final : public Database {
   Status DropTable(std::string_view name) override;
   std::vector<std::string> TableNames() override;
   Status Begin(std::unique_ptr<Transaction>* txn, Isolation isolation) override;
+  // A transaction object going away takes itself off live_txns_.
+  void ForgetTxn(TransactionImpl* txn);
   Status Checkpoint() override;
   Status Verify() override;
   Status Prewarm(uint64_t* pages) override;
   DatabaseStats stats() override;
-  void Spawn(std::function<void()> fn, int worker) override;
+  Status Spawn(std::function<void()> fn, int worker, WaitGroup* group) override;
   unsigned workers() const override;
 
   // For TableImpl / TransactionImpl.
@@ -297,6 +358,11 @@ class DatabaseImpl final : public Database {
   // Open: finishes the drops LoadCatalog found pending (drop.cc).
   Status ResumeDrops();
   bool RootOwnedElsewhere(const PendingDrop& drop);
+  // Detaches every live transaction object (see "Lifetime" above); later Begins fail. No
+  // fiber of the runtime may be running: they may use them.
+  void DetachTxns();
+  // The caller runs on one of the runtime's workers (where waiting for them never ends).
+  bool OnOwnWorker() const;
   void Teardown();
 
   const Options options_;
@@ -314,6 +380,14 @@ class DatabaseImpl final : public Database {
   std::unique_ptr<threads::Runtime> runtime_;
   std::atomic<bool> closed_{false};
   bool installed_steps_ = false;
+
+  using TxnList = boost::intrusive::list<
+      TransactionImpl, boost::intrusive::member_hook<TransactionImpl,
+                                                     boost::intrusive::list_member_hook<>,
+                                                     &TransactionImpl::live_hook>>;
+  threads::Mutex live_txns_mu_;
+  TxnList live_txns_;          // GUARDED_BY(live_txns_mu_)
+  bool txns_detached_ = false;  // GUARDED_BY(live_txns_mu_): DetachTxns ran; none may join
 
   mutable threads::Mutex tables_mu_;
   std::map<std::string, std::unique_ptr<TableImpl>, std::less<>> tables_;  // GUARDED_BY(tables_mu_)

@@ -45,9 +45,14 @@ bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode) {
 }
 
 std::string OpenReport::ToString() const {
+  if (!opened) {  // the fields say how far it got, not what the database is
+    return recovery.empty() ? "did not open the database"
+                            : "did not open the database; " + recovery;
+  }
   std::string out = created ? "created a new database" : "opened an existing database";
   out += ", " + Counted(tables, "table");
-  if (!created) out += recovered ? "; recovery: " + recovery : "; clean (nothing to recover)";
+  // The recovery report names itself ("recovery: ...").
+  if (!created) out += recovered ? "; " + recovery : "; clean (nothing to recover)";
   if (map_copies_rejected != 0) {
     out += "; " + Counted(map_copies_rejected, "damaged allocation-map copy",
                           "damaged allocation-map copies") +
@@ -75,6 +80,11 @@ ScanOptions ScanOptions::Range(std::string_view lower, std::string_view upper) {
   return o;
 }
 
+WaitGroup::WaitGroup() : impl_(std::make_unique<threads::WaitGroup>()) {}
+WaitGroup::~WaitGroup() { impl_->Wait(); }
+void WaitGroup::Wait() { impl_->Wait(); }
+uint64_t WaitGroup::count() const { return static_cast<uint64_t>(impl_->count()); }
+
 std::string IndexKey(std::string_view secondary_key, std::string_view primary_key) {
   std::string key(secondary_key);
   key.append(primary_key);
@@ -82,15 +92,19 @@ std::string IndexKey(std::string_view secondary_key, std::string_view primary_ke
 }
 
 Status Database::Open(const Options& options, std::unique_ptr<Database>* db, OpenReport* report) {
+  OpenReport local;
+  OpenReport* out = report != nullptr ? report : &local;
+  *out = OpenReport();  // a report of an earlier Open must not speak for this one
   if (options.path.empty()) return Status::InvalidArgument("Options::path is empty");
   if (!(options.checkpoint_spread >= 0 && options.checkpoint_spread < 1)) {
     return Status::InvalidArgument("Options::checkpoint_spread " +
                                    std::to_string(options.checkpoint_spread) +
                                    " is outside [0, 1)");
   }
-  OpenReport local;
   auto impl = std::make_unique<api::DatabaseImpl>(options);
-  SM_TRY(impl->Start(report != nullptr ? report : &local));
+  SM_TRY(impl->Start(out));
+  SM_ASSERT(!out->opened);  // Start fills in what it did, not the outcome
+  out->opened = true;
   *db = std::move(impl);
   return Status::OK();
 }
@@ -138,7 +152,13 @@ Status RemoveUnfinished(io::FileSystem* fs, const std::string& dir) {
 DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {}
 
 DatabaseImpl::~DatabaseImpl() {
-  if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) Close().PermitUnchecked();
+  if (!closed_.load(std::memory_order_acquire) && txns_ != nullptr) {
+    // Close refuses while a transaction is active: the fibers that may run one finish, and
+    // the transactions still active are aborted, first.
+    runtime_->Shutdown();
+    DetachTxns();
+    Close().PermitUnchecked();
+  }
   Teardown();  // after TEST_Crash: the parts are dropped without writing anything
 }
 
@@ -422,8 +442,42 @@ Status DatabaseImpl::Begin(std::unique_ptr<Transaction>* txn, Isolation isolatio
   }
   std::unique_ptr<txn::Txn> inner;
   SM_TRY(txns_->Begin(static_cast<txn::Isolation>(isolation), &inner));
-  *txn = std::make_unique<TransactionImpl>(this, std::move(inner));
+  auto impl = std::make_unique<TransactionImpl>(this, std::move(inner));
+  bool admitted = false;
+  {
+    std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+    if (!txns_detached_) {
+      live_txns_.push_back(*impl);
+      admitted = true;
+    }
+  }
+  if (!admitted) {
+    impl->Detach();  // Close began meanwhile: aborts it
+    return Status::Closed("the database is closed");
+  }
+  *txn = std::move(impl);  // destroys what *txn held: not under live_txns_mu_ (ForgetTxn)
   return Status::OK();
+}
+
+void DatabaseImpl::ForgetTxn(TransactionImpl* txn) {
+  std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+  SM_ASSERT(txn->live_hook.is_linked());  // invariant 1: attached, so on the list
+  live_txns_.erase(live_txns_.iterator_to(*txn));
+}
+
+void DatabaseImpl::DetachTxns() {
+  TxnList detaching;
+  {
+    std::lock_guard<threads::Mutex> guard(live_txns_mu_);
+    txns_detached_ = true;
+    detaching.swap(live_txns_);
+  }
+  while (!detaching.empty()) {
+    TransactionImpl& txn = detaching.front();
+    detaching.pop_front();
+    txn.Detach();
+  }
+  SM_ASSERT(txns_ == nullptr || txns_->stats().active == 0);
 }
 
 Status DatabaseImpl::Checkpoint() {
@@ -581,19 +635,39 @@ DatabaseStats DatabaseImpl::stats() {
   return out;
 }
 
-void DatabaseImpl::Spawn(std::function<void()> fn, int worker) {
-  runtime_->Spawn(
-      [fn = std::move(fn)] {
+Status DatabaseImpl::Spawn(std::function<void()> fn, int worker, WaitGroup* group) {
+  SM_TRY(CheckOpen());
+  if (group != nullptr) group->impl_->Add(1);
+  threads::Fiber* fiber = nullptr;
+  Status s = runtime_->TrySpawn(
+      [fn = std::move(fn), group] {
         fn();
         steps::Detach();  // a fiber that joined teams leaves them before it ends
+        if (group != nullptr) group->impl_->Done();  // last: Wait may return, the group go
       },
-      worker);
+      worker, &fiber);
+  if (!s.ok() && group != nullptr) group->impl_->Done();  // fn will not run
+  SM_ASSERT(s.ok() == (fiber != nullptr));
+  return s;
 }
 
 unsigned DatabaseImpl::workers() const { return runtime_->worker_count(); }
 
+bool DatabaseImpl::OnOwnWorker() const {
+  threads::Worker* current = threads::Worker::Current();
+  if (current == nullptr || runtime_ == nullptr) return false;
+  for (unsigned i = 0; i < runtime_->worker_count(); ++i) {
+    if (&runtime_->worker(i) == current) return true;
+  }
+  return false;
+}
+
 Status DatabaseImpl::Close() {
   if (txns_ == nullptr) return Status::Closed("the database is closed");
+  if (OnOwnWorker()) {
+    return Status::InvalidArgument(
+        "Close from a fiber of the database's runtime: Close waits for those fibers");
+  }
   uint64_t active = txns_->stats().active;
   if (active != 0) {
     return Status::InvalidArgument(std::to_string(active) +
@@ -603,6 +677,9 @@ Status DatabaseImpl::Close() {
     return Status::Closed("the database is closed");
   }
   runtime_->Shutdown();  // every spawned fiber finishes first
+  // The user's transaction and cursor objects may outlive the database: from here on their
+  // calls return Closed, and their locks leave the lock manager now.
+  DetachTxns();
   txns_->StopCheckpointer();
   pool_->StopWriter();
   // No transaction is active: every dropped table's pages, and every page a tree retired, can
@@ -644,6 +721,7 @@ void DatabaseImpl::TEST_Crash() {
 
 void DatabaseImpl::Teardown() {
   if (runtime_ != nullptr) runtime_->Shutdown();
+  DetachTxns();  // after TEST_Crash (after Close there are none left)
   if (installed_steps_) {
     steps::Uninstall();
     installed_steps_ = false;

@@ -18,18 +18,49 @@ TransactionImpl::TransactionImpl(DatabaseImpl* db, std::unique_ptr<txn::Txn> txn
     : db_(db), txn_(std::move(txn)) {}
 
 TransactionImpl::~TransactionImpl() {
+  DetachCursors(Status::TxnFinished("the cursor's transaction object was destroyed"));
+  if (db_ == nullptr) return;  // detached: nothing of the database is left to give back
+  db_->ForgetTxn(this);
   if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
   db_->txns()->Recycle(std::move(txn_));
+}
+
+void TransactionImpl::Detach() {
+  SM_ASSERT(db_ != nullptr);
+  SM_ASSERT(!live_hook.is_linked());  // DetachTxns took it off the list
+  DetachCursors(Status::Closed("the database is closed"));
+  // Only when the database is destroyed without Close (which refuses while one is active).
+  if (txn_->active()) db_->txns()->Abort(txn_.get()).PermitUnchecked();
+  SM_ASSERT(!txn_->active());
+  detached_id_ = txn_->id().value();
+  detached_isolation_ = static_cast<Isolation>(txn_->isolation());
+  DropKeyLocks();
+  txn_.reset();  // its lock owner leaves the lock manager, which is still there
+  ended_by_ = Status::OK();
+  db_ = nullptr;
+}
+
+void TransactionImpl::DetachCursors(const Status& why) {
+  while (!cursors_.empty()) {
+    TxnCursor& cursor = cursors_.front();
+    cursors_.pop_front();
+    cursor.Detach(why);
+  }
+}
+
+void TransactionImpl::DropKeyLocks() {
+  for (auto& locks : key_locks_) locks.reset();
+  inline_in_use_ = 0;
+  overflow_locks_.clear();
 }
 
 Status TransactionImpl::Restart(Isolation isolation) {
   SM_ASSERT(!txn_->active());
   const txn::Txn* before = txn_.get();
   SM_TRY(db_->txns()->Begin(static_cast<txn::Isolation>(isolation), &txn_));
+  ended_by_ = Status::OK();
   if (txn_.get() != before) {  // another Txn, another lock owner: the hooks are of the old one
-    for (auto& locks : key_locks_) locks.reset();
-    inline_in_use_ = 0;
-    overflow_locks_.clear();
+    DropKeyLocks();
     return Status::OK();
   }
   ForEachKeyLocks([this](index::TxnKeyLocks& locks) { locks.Reset(txn_->isolation()); });
@@ -65,31 +96,68 @@ index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
   return overflow_locks_.back().get();
 }
 
+Status TransactionImpl::NotActive() const {
+  if (txn_ == nullptr) return Status::Closed("the transaction's database is closed");
+  SM_ASSERT(!txn_->active());
+  if (!ended_by_.ok()) return ended_by_;
+  return Status::TxnFinished("transaction " + std::to_string(id()) + " already finished (" +
+                             txn::TxnStateName(txn_->state()) + ")");
+}
+
 Isolation TransactionImpl::isolation() const {
-  return static_cast<Isolation>(txn_->isolation());
+  return txn_ != nullptr ? static_cast<Isolation>(txn_->isolation()) : detached_isolation_;
 }
 
 // Commit and abort are the STEPS "commit" operation (the paper's transaction end).
 Status TransactionImpl::Commit() {
+  if (!active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get());
 }
 
 Status TransactionImpl::Commit(CommitMode mode) {
+  if (!active()) return NotActive();
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Commit(txn_.get(), static_cast<log::CommitMode>(mode));
 }
 
 Status TransactionImpl::Abort() {
+  if (!active()) {
+    // The engine rolled it back (RollBackVictim): what the caller asks for has happened, and
+    // the usual reaction to a retryable error, abort and retry, must not fail.
+    if (txn_ != nullptr && ended_by_.IsRetryable()) return Status::OK();
+    return NotActive();
+  }
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
   return db_->txns()->Abort(txn_.get());
+}
+
+// A deadlock victim or a lock timeout is rolled back at once, as InnoDB and PostgreSQL do,
+// not left active for the caller to abort: a caller that went on (or did not look) would
+// commit the writes made before the failed call, half a transaction, and until it aborted it
+// would hold the locks the other members of the deadlock wait for.
+Status TransactionImpl::RollBackVictim(Status cause) {
+  SM_ASSERT(cause.IsRetryable());
+  SM_ASSERT(txn_->active());  // every operation resolves an active transaction first
+  steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));  // a transaction end, as Abort is
+  Status rolled_back = db_->txns()->Abort(txn_.get());
+  SM_ASSERT(!txn_->active());  // rolled back, or failed: either way finished
+  if (rolled_back.ok()) {
+    const std::string why = std::string(cause.message()) + "; transaction " +
+                            std::to_string(id()) + " was rolled back";
+    ended_by_ = cause.IsDeadlock() ? Status::Deadlock(why) : Status::LockTimeout(why);
+  } else {
+    ended_by_ = std::move(rolled_back);  // the database latched its failed state (Fatal)
+  }
+  ended_by_.PermitUnchecked();  // a record, handed out as copies
+  return ended_by_;
 }
 
 // ---- CursorImpl ------------------------------------------------------------------------------
 
 namespace {
 
-class CursorImpl final : public Cursor {
+class CursorImpl final : public TxnCursor {
  public:
   // The cursor locks through the transaction's hook for the table, like every other operation
   // on it: a hook's pin (index/btree_locks.h) is then never released under another hook's
@@ -99,10 +167,17 @@ class CursorImpl final : public Cursor {
       : cursor_(tree) {
     Reuse(txn, tree, table_id, options);
   }
+  ~CursorImpl() override {
+    if (txn_ != nullptr) txn_->ForgetCursor(this);
+  }
 
   // Becomes a new cursor for these arguments, in place (Table::NewCursor).
   void Reuse(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
              const ScanOptions& options) {
+    if (txn_ != txn) {  // joins the cursor list of its new transaction object (invariant 2)
+      if (txn_ != nullptr) txn_->ForgetCursor(this);
+      txn->AdoptCursor(this);
+    }
     txn_ = txn;
     txn_id_ = txn->id();
     cursor_.Reuse(tree, index::OpContext{txn->txn(), txn->KeyLocks(table_id)});
@@ -112,29 +187,43 @@ class CursorImpl final : public Cursor {
   }
 
   Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
-  bool Valid() const override { return cursor_.Valid(); }
+  bool Valid() const override { return txn_ != nullptr && cursor_.Valid(); }
+  void Detach(const Status& why) override {
+    SM_ASSERT(txn_ != nullptr);
+    SM_ASSERT(!why.ok());
+    txn_ = nullptr;
+    detached_by_ = why;
+    detached_by_.PermitUnchecked();  // a record, handed out as copies
+  }
   std::string_view key() const override { return cursor_.key(); }
   std::string_view value() const override { return cursor_.value(); }
   Status Next() override {
-    // The transaction object may have begun another transaction since (Database::Begin).
-    if (!txn_->active() || txn_->id() != txn_id_) {
-      return Status::InvalidArgument("the cursor's transaction has finished");
-    }
+    SM_TRY(CheckTxn());
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
-    return reverse_ ? cursor_.Prev() : cursor_.Next();
+    return txn_->Settle(reverse_ ? cursor_.Prev() : cursor_.Next());
   }
   Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) override {
     *visited = 0;
-    if (!txn_->active() || txn_->id() != txn_id_) {
-      return Status::InvalidArgument("the cursor's transaction has finished");
-    }
+    SM_TRY(CheckTxn());
     if (reverse_) return Status::InvalidArgument("NextBatch on a reverse cursor");
     if (!cursor_.Valid()) return Status::InvalidArgument("NextBatch on an exhausted cursor");
-    return cursor_.NextBatch(max_rows, row, visited);
+    return txn_->Settle(cursor_.NextBatch(max_rows, row, visited));
   }
 
  private:
-  TransactionImpl* txn_ = nullptr;
+  // OK while the transaction the cursor was made in is active. The transaction object may
+  // have begun another transaction since (Database::Begin): that one is not the cursor's.
+  Status CheckTxn() const {
+    if (txn_ == nullptr) return detached_by_;
+    if (txn_->id() != txn_id_) {
+      return Status::TxnFinished("the cursor's transaction " + std::to_string(txn_id_) +
+                                 " has finished");
+    }
+    return txn_->active() ? Status::OK() : txn_->NotActive();
+  }
+
+  TransactionImpl* txn_ = nullptr;  // null once detached
+  Status detached_by_;              // what the calls return once detached
   uint64_t txn_id_ = 0;
   index::Cursor cursor_;
   bool reverse_ = false;
@@ -157,13 +246,11 @@ Status TableImpl::ResolveSlow(Transaction* txn, TransactionImpl** impl) const {
     return Status::InvalidArgument("not a transaction of this library");
   }
   auto* t = static_cast<TransactionImpl*>(txn);
+  if (t->db() == nullptr) return t->NotActive();  // detached: its database has closed
   if (t->db() != db_) {
     return Status::InvalidArgument("the transaction belongs to another database");
   }
-  if (!t->active()) {
-    return Status::InvalidArgument("transaction " + std::to_string(t->id()) +
-                                   " already finished");
-  }
+  if (!t->active()) return t->NotActive();
   if (dropped_.load(std::memory_order_acquire)) {
     return Status::NotFound("table '" + name_ + "' was dropped");
   }
@@ -184,8 +271,8 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
-  return tree_->Lookup(key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)},
-                       for_update);
+  return t->Settle(tree_->Lookup(
+      key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}, for_update));
 }
 
 Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>& keys,
@@ -213,7 +300,7 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
     Status found =
         tree_->Lookup(keys[i], &value, index::OpContext{t->txn(), t->KeyLocks(id_), &hint},
                       for_update);
-    if (!found.ok() && !found.IsNotFound()) return found;
+    if (!found.ok() && !found.IsNotFound()) return t->Settle(std::move(found));
     // The update that follows a read for update finds the leaf through the table's hint.
     if (for_update && !hint.ahead) t->Hint(id_)->TakeLeafFrom(hint);
     if (i + kLeavesAhead < n) ask_ahead(i + kLeavesAhead);
@@ -227,7 +314,12 @@ Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::stri
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(op));
-  index::OpContext ctx{t->txn(), t->KeyLocks(id_), t->Hint(id_)};
+  return t->Settle(WriteTree(op, key, value,
+                             index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
+}
+
+Status TableImpl::WriteTree(Op op, std::string_view key, std::string_view value,
+                            const index::OpContext& ctx) {
   switch (op) {
     case Op::kInsert:
       return tree_->Insert(key, value, ctx);
@@ -273,8 +365,8 @@ Status TableImpl::Add(Transaction* txn, std::string_view key, uint32_t offset, i
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(StepsKey(Op::kUpdate));  // an update of the row, for STEPS' teams
-  return tree_->Add(key, offset, delta, value,
-                    index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)});
+  return t->Settle(tree_->Add(key, offset, delta, value,
+                              index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
 }
 
 Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
@@ -282,7 +374,7 @@ Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
   if (cursor == nullptr) return Status::InvalidArgument("no cursor to return");
   TransactionImpl* t = nullptr;
   Status s = Resolve(txn, &t);
-  if (s.ok()) s = StartCursor(t, options, cursor);
+  if (s.ok()) s = t->Settle(StartCursor(t, options, cursor));
   if (!s.ok()) cursor->reset();
   return s;
 }

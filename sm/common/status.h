@@ -87,6 +87,7 @@ class [[nodiscard]] Status {
   bool IsDeadlock() const { return code() == Code::kDeadlock; }
   bool IsLockTimeout() const { return code() == Code::kLockTimeout; }
   bool IsClosed() const { return code() == Code::kClosed; }
+  bool IsTxnFinished() const { return code() == Code::kTxnFinished; }
   bool IsFatal() const { return code() == Code::kFatal; }
   // A retry of the whole transaction can succeed: deadlock victim or lock timeout.
   bool IsRetryable() const {

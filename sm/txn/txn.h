@@ -15,7 +15,7 @@
 //          or a half-done rollback latched TxnManager's sticky failed state; the transaction's
 //          outcome is decided by the next recovery)
 // A finished transaction (committed, aborted, failed) refuses every further call with
-// Status::InvalidArgument("transaction already finished").
+// Status::TxnFinished.
 //
 // Per-transaction state lives here, never in thread_local storage: fibers share OS threads, and
 // a transaction may run on a plain thread.

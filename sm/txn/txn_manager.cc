@@ -132,8 +132,8 @@ Status TxnManager::NotActive(const Txn* txn) const {
                                    " belongs to another database");
   }
   if (!txn->active()) {
-    return Status::InvalidArgument("transaction " + std::to_string(txn->id_.value()) +
-                                   " already finished (" + TxnStateName(txn->state_) + ")");
+    return Status::TxnFinished("transaction " + std::to_string(txn->id_.value()) +
+                               " already finished (" + TxnStateName(txn->state_) + ")");
   }
   return Status::OK();
 }

@@ -243,10 +243,9 @@ void RunConcurrentRandom(StepsMode mode, int rounds, uint64_t seed) {
   const int kFibers = 8;
   const int kRounds = rounds;
   std::vector<std::map<std::string, std::string>> models(kFibers);
-  threads::WaitGroup done;
-  done.Add(kFibers);
+  WaitGroup done;
   for (int f = 0; f < kFibers; ++f) {
-    db->Spawn(
+    REQUIRE(db->Spawn(
         [&, f] {
           std::mt19937_64 rng(seed * 31 + f);
           for (int round = 0; round < kRounds; ++round) {
@@ -262,9 +261,8 @@ void RunConcurrentRandom(StepsMode mode, int rounds, uint64_t seed) {
                 break;
             }
           }
-          done.Done();
         },
-        f % 2);
+        f % 2, &done).ok());
   }
   done.Wait();
   INFO(shared.first_failure);

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -19,6 +21,8 @@
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
 #include "tests/test_util.h"
+#include "threads/fiber.h"
+#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -166,7 +170,11 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   CHECK(t->Update(txn.get(), "missing", "v").IsNotFound());
   CHECK(db->Close().code() == Status::Code::kInvalidArgument);  // a transaction is active
   REQUIRE(txn->Commit().ok());
-  CHECK(txn->Commit().code() == Status::Code::kInvalidArgument);
+  CHECK(txn->Commit().IsTxnFinished());  // the code sm.h's error list gives
+  CHECK(txn->Abort().IsTxnFinished());
+  std::string got;
+  CHECK(t->Get(txn.get(), "k", &got).IsTxnFinished());
+  CHECK(t->Insert(txn.get(), "k2", "v").IsTxnFinished());
   REQUIRE(db->DropTable("t").ok());
   std::unique_ptr<Transaction> after;
   REQUIRE(db->Begin(&after).ok());
@@ -176,6 +184,41 @@ TEST_CASE("misuse returns errors", "[unit][api]") {
   REQUIRE(after->Commit().ok());
   REQUIRE(db->Close().ok());
   CHECK(db->Close().code() == Status::Code::kClosed);
+}
+
+TEST_CASE("the open report says what Open did, and only that", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(24);
+  Options o = TestOptions(&fs);
+  o.create_if_missing = false;
+  OpenReport report;
+  std::unique_ptr<Database> db;
+  CHECK(Database::Open(o, &db, &report).IsNotFound());
+  CHECK_FALSE(report.opened);
+  CHECK(report.ToString() == "did not open the database");
+  o.create_if_missing = true;
+  db = MustOpen(o, &report);
+  CHECK(report.opened);
+  CHECK(report.ToString() == "created a new database, 0 tables");
+  MustCreateTable(db.get(), "t");
+  REQUIRE(db->Close().ok());
+  db = MustOpen(o, &report);
+  CHECK(report.ToString() == "opened an existing database, 1 table; clean (nothing to recover)");
+  // A report of an earlier Open does not speak for a failed one.
+  std::unique_ptr<Database> second;
+  CHECK(Database::Open(o, &second, &report).code() == Status::Code::kBusy);
+  CHECK(report.ToString() == "did not open the database");
+  Table* t = MustOpenTable(db.get(), "t");
+  RunCommitted(db.get(), [&](Transaction* txn) { REQUIRE(t->Insert(txn, "k", "v").ok()); });
+  Internals(db.get())->TEST_Crash();
+  db.reset();
+  fs.SimulateCrash(io::CrashMode::kDropUnsynced);
+  db = MustOpen(o, &report);
+  CHECK(report.recovered);
+  const std::string text = report.ToString();
+  INFO(text);
+  CHECK(text.rfind("opened an existing database, 1 table; recovery: ", 0) == 0);
+  CHECK(text.find("recovery:") == text.rfind("recovery:"));  // named once
+  REQUIRE(db->Close().ok());
 }
 
 TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
@@ -193,6 +236,183 @@ TEST_CASE("a database is open in one handle at a time", "[unit][api]") {
   fs.SimulateCrash(io::CrashMode::kDropUnsynced);
   std::unique_ptr<Database> after = MustOpen(TestOptions(&fs));
   REQUIRE(after->Close().ok());
+}
+
+// Every call on a transaction or cursor whose database has closed returns Closed, and the
+// objects answer as inert ones.
+void CheckInert(Transaction* txn, uint64_t id, Cursor* cursor) {
+  CHECK_FALSE(txn->active());
+  CHECK(txn->id() == id);
+  CHECK(txn->Commit().IsClosed());
+  CHECK(txn->Commit(CommitMode::kNone).IsClosed());
+  CHECK(txn->Abort().IsClosed());
+  CHECK_FALSE(cursor->Valid());
+  CHECK(cursor->Next().IsClosed());
+  size_t visited = 1;
+  CHECK(cursor->NextBatch(10, [](std::string_view, std::string_view) { return true; },
+                          &visited)
+            .IsClosed());
+  CHECK(visited == 0);
+}
+
+TEST_CASE("transactions and cursors outlive their database and return Closed", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(21);
+  for (bool close : {true, false}) {
+    INFO((close ? "Close, then the database destroyed" : "destroyed without Close"));
+    std::unique_ptr<Database> db = MustOpen(TestOptions(&fs));
+    Table* t = nullptr;
+    Status opened = db->OpenTable("t", &t);
+    if (opened.IsNotFound()) t = MustCreateTable(db.get(), "t");
+    RunCommitted(db.get(), [&](Transaction* load) {
+      for (int i = 0; i < 10; ++i) REQUIRE(t->Upsert(load, Key(i), "v").ok());
+    });
+    // One transaction finished, with a cursor; one active (if the database is closed: not
+    // by Close, which refuses), with a write and a cursor.
+    std::unique_ptr<Transaction> finished, active;
+    std::unique_ptr<Cursor> finished_cursor, active_cursor;
+    REQUIRE(db->Begin(&finished).ok());
+    REQUIRE(t->NewCursor(finished.get(), ScanOptions::All(), &finished_cursor).ok());
+    REQUIRE(finished->Commit().ok());
+    REQUIRE(db->Begin(&active).ok());
+    REQUIRE(t->Insert(active.get(), "lost", "v").ok());
+    REQUIRE(t->NewCursor(active.get(), ScanOptions::All(), &active_cursor).ok());
+    const uint64_t finished_id = finished->id(), active_id = active->id();
+    if (close) {
+      CHECK(db->Close().IsInvalidArgument());  // a transaction is active
+      REQUIRE(active->Abort().ok());
+      REQUIRE(db->Close().ok());
+      CheckInert(finished.get(), finished_id, finished_cursor.get());
+      CheckInert(active.get(), active_id, active_cursor.get());
+      std::string value;
+      CHECK(t->Get(finished.get(), Key(1), &value).IsClosed());
+    }
+    db.reset();  // aborts `active` if it is still active
+    CheckInert(finished.get(), finished_id, finished_cursor.get());
+    CheckInert(active.get(), active_id, active_cursor.get());
+    // Destroyed in either order; one transaction before its cursor.
+    active.reset();
+    active_cursor.reset();
+    finished_cursor.reset();
+
+    // The next database has the committed rows only; a transaction object of the closed one
+    // is replaced by Begin, and refused by its tables.
+    db = MustOpen(TestOptions(&fs));
+    t = MustOpenTable(db.get(), "t");
+    std::string value;
+    CHECK(t->Get(finished.get(), Key(1), &value).IsClosed());
+    REQUIRE(db->Begin(&finished).ok());
+    CHECK(t->Get(finished.get(), "lost", &value).IsNotFound());
+    REQUIRE(t->Get(finished.get(), Key(1), &value).ok());
+    REQUIRE(finished->Commit().ok());
+    REQUIRE(db->Close().ok());
+  }
+}
+
+TEST_CASE("a cursor outlives its transaction object, returning TxnFinished", "[unit][api]") {
+  io::FaultInjectionFileSystem fs(22);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(200), &t);
+  RunCommitted(db.get(), [&](Transaction* load) { REQUIRE(t->Insert(load, Key(1), "v").ok()); });
+  std::unique_ptr<Cursor> cursor;
+  {
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(db->Begin(&txn).ok());
+    REQUIRE(t->NewCursor(txn.get(), ScanOptions::All(), &cursor).ok());
+    CHECK(cursor->Valid());
+  }  // destroyed while active: rolled back, and the cursor let go
+  CHECK_FALSE(cursor->Valid());
+  CHECK(cursor->Next().IsTxnFinished());
+  // The cursor object serves a new transaction.
+  Cursor* const object = cursor.get();
+  std::unique_ptr<Transaction> txn;
+  REQUIRE(db->Begin(&txn).ok());
+  REQUIRE(t->NewCursor(txn.get(), ScanOptions::All(), &cursor).ok());
+  CHECK(cursor.get() == object);
+  REQUIRE(cursor->Valid());
+  CHECK(cursor->key() == Key(1));
+  REQUIRE(txn->Commit().ok());
+  REQUIRE(db->Close().ok());
+  CHECK(cursor->Next().IsClosed());
+}
+
+TEST_CASE("Spawn's fibers are waited for with a WaitGroup, and Close waits for its own",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(25);
+  Options o = TestOptions(&fs);
+  o.workers = 2;
+  std::unique_ptr<Database> db = MustOpen(o);
+  Table* t = MustCreateTable(db.get(), "t");
+  std::atomic<int> committed{0};
+  WaitGroup group;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(db->Spawn(
+                  [&, i] {
+                    std::unique_ptr<Transaction> txn;
+                    if (db->Begin(&txn).ok() && t->Insert(txn.get(), Key(i), "v").ok() &&
+                        txn->Commit().ok()) {
+                      committed.fetch_add(1);
+                    }
+                  },
+                  -1, &group)
+                .ok());
+  }
+  group.Wait();
+  CHECK(group.count() == 0);
+  CHECK(committed.load() == 20);
+
+  // A fiber waits for the fibers it spawns; the group serves again.
+  std::atomic<int> inner_ran{0};
+  REQUIRE(db->Spawn(
+                [&] {
+                  WaitGroup inner;
+                  for (int i = 0; i < 5; ++i) {
+                    if (db->Spawn([&] { inner_ran.fetch_add(1); }, i % 2, &inner).ok()) {
+                      inner_ran.fetch_add(100);
+                    }
+                  }
+                  inner.Wait();
+                },
+                0, &group)
+              .ok());
+  group.Wait();
+  CHECK(inner_ran.load() == 505);
+
+  // A spawn the kernel refuses a stack for is an error naming the limit; nothing is counted.
+  threads::FiberStackAllocator::TEST_FailNextAllocations(1, /*guard_page=*/true, ENOMEM);
+  bool refused_ran = false;
+  Status refused = db->Spawn([&] { refused_ran = true; }, 0, &group);
+  INFO(refused.ToString());
+  CHECK(refused.IsIOError());
+  CHECK(refused.ToString().find("vm.max_map_count") != std::string::npos);
+  CHECK(group.count() == 0);
+
+  // Close from one of the database's fibers is refused (it would wait for itself).
+  Status from_fiber;
+  REQUIRE(db->Spawn([&] { from_fiber = db->Close(); }, 0, &group).ok());
+  group.Wait();
+  CHECK(from_fiber.IsInvalidArgument());
+
+  // Close waits for a fiber still running, whose calls meanwhile return Closed.
+  std::atomic<bool> started{false};
+  Status last;
+  REQUIRE(db->Spawn(
+                [&] {
+                  started.store(true);
+                  for (;;) {
+                    Table* again = nullptr;
+                    last = db->OpenTable("t", &again);
+                    if (!last.ok()) break;
+                    threads::SleepFor(std::chrono::milliseconds(1));
+                  }
+                },
+                1, &group)
+              .ok());
+  while (!started.load()) std::this_thread::yield();
+  REQUIRE(db->Close().ok());
+  CHECK(group.count() == 0);  // it has returned
+  CHECK(last.IsClosed());
+  CHECK(db->Spawn([] {}, -1, &group).IsClosed());
+  CHECK_FALSE(refused_ran);
 }
 
 // Collects the keys a cursor returns from where it stands.
@@ -252,11 +472,10 @@ TEST_CASE("NewCursor on a cursor of ours makes it the new cursor in place", "[un
   CHECK(cursor->key() == Key(100));
   CHECK(cursor->value() == "u");
   REQUIRE(b->Commit().ok());
-  CHECK(cursor->Next().code() == Status::Code::kInvalidArgument);
+  CHECK(cursor->Next().IsTxnFinished());
 
   // A failure leaves no cursor; a foreign cursor is replaced.
-  CHECK(t->NewCursor(b.get(), ScanOptions::All(), &cursor).code() ==
-        Status::Code::kInvalidArgument);
+  CHECK(t->NewCursor(b.get(), ScanOptions::All(), &cursor).IsTxnFinished());
   CHECK(cursor == nullptr);
   CHECK(t->NewCursor(b.get(), ScanOptions::All(), nullptr).code() ==
         Status::Code::kInvalidArgument);
@@ -415,7 +634,7 @@ TEST_CASE("GetMany reads what Get reads, also from leaves that changed after it 
                      ++rows_read;
                      CHECK(ended->Commit().ok());
                      return true;
-                   }).IsInvalidArgument());
+                   }).IsTxnFinished());
   CHECK(rows_read == 1);
   // Stopping: `row` returning false ends the batch after that row.
   CHECK(ReadMany(t, txn.get(), keys, false, [](size_t i) { return i < 5; }).size() == 6);

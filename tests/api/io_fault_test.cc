@@ -205,12 +205,13 @@ void RunWorkload(Database* db, Table* table, const CountingFileSystem* counting,
   // sees zero and returns. release/acquire: the fibers' results are complete when it does.
   auto running = std::make_shared<std::atomic<int>>(kFibers);
   for (int f = 0; f < kFibers; ++f) {
-    db->Spawn(
-        [db, table, counting, &w, results, running, f] {
-          RunFiber(db, table, counting, w, f, &(*results)[f]);
-          running->fetch_sub(1, std::memory_order_release);
-        },
-        f % 2);
+    REQUIRE(db->Spawn(
+                  [db, table, counting, &w, results, running, f] {
+                    RunFiber(db, table, counting, w, f, &(*results)[f]);
+                    running->fetch_sub(1, std::memory_order_release);
+                  },
+                  f % 2)
+                .ok());
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (running->load(std::memory_order_acquire) != 0) {

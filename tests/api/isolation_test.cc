@@ -256,8 +256,10 @@ Status DoCount(Run* run, Transaction* txn, uint32_t segment) {
   return Status::OK();
 }
 
-Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt) {
+// *started: a tick taken before the last operation began.
+Status RunOps(Run* run, Transaction* txn, const Plan& plan, Attempt* attempt, uint64_t* started) {
   for (const PlannedOp& op : plan.ops) {
+    *started = run->Tick();
     Version seen;
     switch (op.kind) {
       case PlannedOp::kGet:
@@ -287,8 +289,11 @@ bool RunAttempt(Run* run, const Plan& plan, Attempt* attempt) {
   const Isolation isolation =
       run->level == Level::kSerializable ? Isolation::kSerializable : Isolation::kReadCommitted;
   if (!run->db->Begin(&txn, isolation).ok()) return run->Fail("begin"), true;
-  Status s = RunOps(run, txn.get(), plan, attempt);
-  attempt->finished_at = run->Tick();  // before the locks go
+  uint64_t last_op_started = 0;
+  Status s = RunOps(run, txn.get(), plan, attempt, &last_op_started);
+  // Before the locks go: before Commit or Abort, or, after a retryable error, before the
+  // operation that met it, since the engine rolls the transaction back inside that call.
+  attempt->finished_at = s.IsRetryable() ? last_op_started : run->Tick();
   if (s.ok() && !plan.abort) {
     s = txn->Commit();
     if (s.ok()) {
@@ -442,15 +447,11 @@ Totals RunFibers(Run* run, const Config& config, uint64_t seed, History* history
   const DatabaseStats before = run->db->stats();
   const auto start = std::chrono::steady_clock::now();
   std::vector<FiberLog> logs(kFibers);
-  threads::WaitGroup done;
-  done.Add(kFibers);
+  WaitGroup done;
   for (uint32_t f = 0; f < kFibers; ++f) {
-    run->db->Spawn(
-        [&, f] {
-          RunFiber(run, f, seed, config.transactions_per_fiber, &logs[f]);
-          done.Done();
-        },
-        static_cast<int>(f % 2));
+    REQUIRE(run->db->Spawn(
+        [&, f] { RunFiber(run, f, seed, config.transactions_per_fiber, &logs[f]); },
+        static_cast<int>(f % 2), &done).ok());
   }
   done.Wait();
   Totals totals;

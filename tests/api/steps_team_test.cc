@@ -2,6 +2,7 @@
 // (the rollback runs inside the commit team and undoes only its own rows), and members that
 // wait for a page read leave their team as strays for I/O and rejoin at their next operation.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +13,6 @@
 #include "tests/api/api_test_util.h"
 #include "tests/io/io_test_util.h"
 #include "threads/fiber.h"
-#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -32,21 +32,18 @@ steps::TeamStats TeamRow(const std::string& name) {
 // queued before the first runs (and so form teams); returns once all have finished.
 template <typename Body>
 void RunTeamOfFibers(Database* db, Body body) {
-  threads::WaitGroup done;
-  done.Add(kFibers);
-  db->Spawn(
-      [&] {
-        for (int i = 0; i < kFibers; ++i) {
-          db->Spawn(
-              [&, i] {
-                body(i);
-                done.Done();
-              },
-              0);
-        }
-      },
-      0);
+  WaitGroup done;
+  std::atomic<int> refused{0};
+  REQUIRE(db->Spawn(
+                [&] {
+                  for (int i = 0; i < kFibers; ++i) {
+                    if (!db->Spawn([&, i] { body(i); }, 0, &done).ok()) refused.fetch_add(1);
+                  }
+                },
+                0, &done)
+              .ok());
   done.Wait();
+  REQUIRE(refused.load() == 0);
 }
 
 std::string Key(int fiber, int row) {

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <cerrno>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
@@ -39,6 +40,36 @@ TEST_CASE("thousands of fibers are created and finish on two workers", "[unit][f
   REQUIRE(rt->worker(0).live_fibers() == 0);
   REQUIRE(rt->worker(1).live_fibers() == 0);
   REQUIRE(rt->Spawn([] {}) == nullptr);  // no fibers after shutdown
+}
+
+TEST_CASE("a fiber stack the kernel refuses is an error naming the limit", "[unit][fiber]") {
+  auto rt = MakeRuntime(1);
+  struct Case {
+    bool guard_page;
+    const char* names;  // what the message must name
+  };
+  for (const Case& c : {Case{true, "vm.max_map_count"}, Case{false, "ulimit -v"}}) {
+    INFO(c.names);
+    FiberStackAllocator::TEST_FailNextAllocations(1, c.guard_page, ENOMEM);
+    Fiber* fiber = nullptr;
+    bool ran = false;
+    sm::Status refused = rt->TrySpawn([&] { ran = true; }, 0, &fiber);
+    INFO(refused.ToString());
+    CHECK(refused.IsIOError());
+    CHECK(refused.ToString().find(c.names) != std::string::npos);
+    CHECK(fiber == nullptr);
+    CHECK(rt->worker(0).live_fibers() == 0);  // nothing half made
+    // The next one gets its stack.
+    WaitGroup done;
+    done.Add(1);
+    REQUIRE(rt->TrySpawn([&] { done.Done(); }, 0, &fiber).ok());
+    done.Wait();
+    CHECK_FALSE(ran);
+  }
+  rt->Shutdown();
+  Fiber* fiber = nullptr;
+  CHECK(rt->TrySpawn([] {}, 0, &fiber).IsClosed());
+  CHECK(fiber == nullptr);
 }
 
 TEST_CASE("fibers spawned by fibers run on the same worker", "[unit][fiber]") {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "tests/test_util.h"
 #include "tests/tpcc/tpcc_test_util.h"
+#include "threads/fiber.h"
 #include "tpcc/driver.h"
 #include "tpcc/keys.h"
 
@@ -72,6 +74,28 @@ TEST_CASE("each read-for-update mode keeps the conditions", "[random][tpcc]") {
     CHECK(r.completed > 0);
     CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
   }
+}
+
+// As when more terminals are asked for than the kernel allows fiber stacks (vm.max_map_count).
+TEST_CASE("a terminal that gets no fiber ends the run with the error naming the limit",
+          "[unit][tpcc]") {
+  auto db = LoadTestDb(1, TinyScale(), 33, /*workers=*/2);
+  RunOptions options;
+  options.users = 8;
+  options.duration_s = 60;  // the error ends it first
+  // The first stack asked for, that of the fiber that starts one worker's terminals.
+  threads::FiberStackAllocator::TEST_FailNextAllocations(1, /*guard_page=*/true, ENOMEM);
+  RunResult result;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = Run(db->engine.get(), db->info, options, nullptr, &result);
+  INFO(s.ToString());
+  CHECK(s.IsIOError());
+  CHECK(s.ToString().find("vm.max_map_count") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  // The engine is as usable as before.
+  options.duration_s = 0.2;
+  CHECK(MustRun(*db, options).completed > 0);
+  CHECK(FailedConditions(db->engine.get(), db->info, RunConditions()).empty());
 }
 
 TEST_CASE("single-transaction mixes, a warm-up and think times", "[unit][tpcc]") {

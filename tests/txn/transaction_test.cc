@@ -9,12 +9,13 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sm/api/api_internal.h"
 #include "sm/io/testing/fault_file.h"
 #include "sm/sm.h"
 #include "tests/api/api_test_util.h"
-#include "threads/sync.h"
 
 namespace sm {
 namespace {
@@ -78,7 +79,7 @@ TEST_CASE("abort and a dropped transaction undo their changes", "[unit][txn]") {
     REQUIRE(t->Update(txn.get(), "a", "2").ok());
     REQUIRE(txn->Abort().ok());
     CHECK_FALSE(txn->active());
-    CHECK(t->Insert(txn.get(), "b", "x").code() == Status::Code::kInvalidArgument);
+    CHECK(t->Insert(txn.get(), "b", "x").IsTxnFinished());
   }
   {
     std::unique_ptr<Transaction> txn;
@@ -159,15 +160,12 @@ TEST_CASE("statistics count the transactions of every worker and thread", "[unit
   };
   REQUIRE(run("thread").ok());
   std::array<Status, 2> fiber_results;
-  threads::WaitGroup done;
-  done.Add(2);
+  WaitGroup done;
   for (int worker = 0; worker < 2; ++worker) {
-    db->Spawn(
-        [&, worker] {
-          fiber_results[worker] = run("fiber" + std::to_string(worker));
-          done.Done();
-        },
-        worker);
+    REQUIRE(db->Spawn(
+                  [&, worker] { fiber_results[worker] = run("fiber" + std::to_string(worker)); },
+                  worker, &done)
+                .ok());
   }
   done.Wait();
   for (const Status& s : fiber_results) REQUIRE(s.ok());
@@ -206,7 +204,7 @@ TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][tx
     CHECK(a->active());
     CHECK(a->isolation() == isolation);
     // A cursor of the transaction before refuses to go on under this one.
-    CHECK(stale->Next().code() == Status::Code::kInvalidArgument);
+    CHECK(stale->Next().IsTxnFinished());
     // The key-lock hooks start clean: the new transaction locks what it touches, and
     // another transaction waits for (here: times out on) its write.
     REQUIRE(t->Update(a.get(), Key(3), "w").ok());
@@ -224,6 +222,110 @@ TEST_CASE("Begin on a finished transaction begins it again in place", "[unit][tx
   REQUIRE(t->Get(a.get(), Key(4), &value).ok());
   CHECK(value == "v");
   REQUIRE(a->Commit().ok());
+  REQUIRE(db->Close().ok());
+}
+
+// What the engine leaves of a transaction it rolled back after `code` (Deadlock or
+// LockTimeout): not active, every later call returns that error (Commit too, every time)
+// but Abort, which returns OK, and none of the keys it wrote is as it wrote them.
+void CheckRolledBack(Database* db, Table* t, Transaction* victim, Status::Code code,
+                     const std::vector<std::string>& written) {
+  CHECK_FALSE(victim->active());
+  std::string value;
+  Status again = t->Get(victim, written.front(), &value);
+  CHECK(again.code() == code);
+  CHECK(again.ToString().find("was rolled back") != std::string::npos);
+  CHECK(t->Insert(victim, "new", "v").code() == code);
+  std::unique_ptr<Cursor> cursor;
+  CHECK(t->NewCursor(victim, ScanOptions::All(), &cursor).code() == code);
+  CHECK(victim->Commit().code() == code);
+  CHECK(victim->Commit(CommitMode::kDurable).code() == code);
+  CHECK(victim->Abort().ok());
+  CHECK(victim->Abort().ok());
+  RunCommitted(db, [&](Transaction* check) {
+    for (const std::string& key : written) {
+      Status found = t->Get(check, key, &value);
+      INFO(key << ": " << found.ToString());
+      CHECK((found.IsNotFound() || value != "victim"));
+    }
+    CHECK(t->Get(check, "new", &value).IsNotFound());
+  });
+}
+
+TEST_CASE("a deadlock victim is rolled back: it cannot commit, every later call fails",
+          "[unit][txn]") {
+  io::FaultInjectionFileSystem fs(18);
+  Table* t = nullptr;
+  // Long lock waits: the deadlock detector, not a timeout, ends the wait.
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::seconds(60), &t);
+  RunCommitted(db.get(), [&](Transaction* load) {
+    REQUIRE(t->Insert(load, Key(1), "1").ok());
+    REQUIRE(t->Insert(load, Key(2), "2").ok());
+  });
+  const DatabaseStats before = db->stats();
+  // The victim of a cycle is its youngest member (sm/lock/lock_manager.h).
+  std::unique_ptr<Transaction> older, victim;
+  REQUIRE(db->Begin(&older).ok());
+  REQUIRE(db->Begin(&victim).ok());
+  REQUIRE(t->Update(older.get(), Key(1), "older").ok());
+  REQUIRE(t->Update(victim.get(), Key(2), "victim").ok());
+  REQUIRE(t->Insert(victim.get(), Key(3), "victim").ok());
+  std::unique_ptr<Cursor> cursor;  // made before the deadlock, refused after it
+  REQUIRE(t->NewCursor(victim.get(), ScanOptions::Range(Key(2), Key(3)), &cursor).ok());
+  // Each waits for the other, whichever asks first; the victim's rollback lets `older` on.
+  Status older_wait;
+  std::thread waiter([&] { older_wait = t->Update(older.get(), Key(2), "older"); });
+  Status victim_wait = t->Update(victim.get(), Key(1), "victim");
+  waiter.join();
+  INFO(victim_wait.ToString());
+  REQUIRE(victim_wait.IsDeadlock());
+  REQUIRE(older_wait.ok());
+  CHECK(cursor->Next().IsDeadlock());
+  REQUIRE(older->Commit().ok());
+  CheckRolledBack(db.get(), t, victim.get(), Status::Code::kDeadlock, {Key(2), Key(3)});
+  RunCommitted(db.get(), [&](Transaction* check) {
+    std::string value;
+    REQUIRE(t->Get(check, Key(1), &value).ok());
+    CHECK(value == "older");
+    REQUIRE(t->Get(check, Key(2), &value).ok());
+    CHECK(value == "older");
+    CHECK(t->Get(check, Key(3), &value).IsNotFound());
+  });
+  const DatabaseStats after = db->stats();
+  CHECK(after.deadlocks - before.deadlocks == 1);
+  CHECK(after.txn_aborted - before.txn_aborted == 1);
+  REQUIRE(db->Close().ok());
+}
+
+TEST_CASE("a transaction whose lock wait timed out is rolled back and can run again",
+          "[unit][txn]") {
+  io::FaultInjectionFileSystem fs(19);
+  Table* t = nullptr;
+  std::unique_ptr<Database> db = OpenWithTable(&fs, std::chrono::milliseconds(100), &t);
+  RunCommitted(db.get(), [&](Transaction* load) { REQUIRE(t->Insert(load, Key(1), "1").ok()); });
+  std::unique_ptr<Transaction> holder, victim;
+  REQUIRE(db->Begin(&holder).ok());
+  REQUIRE(t->Update(holder.get(), Key(1), "holder").ok());
+  REQUIRE(db->Begin(&victim).ok());
+  REQUIRE(t->Insert(victim.get(), Key(5), "victim").ok());
+  REQUIRE(t->Upsert(victim.get(), Key(6), "victim").ok());
+  Status timed_out = t->Update(victim.get(), Key(1), "victim");
+  INFO(timed_out.ToString());
+  REQUIRE(timed_out.IsLockTimeout());
+  CheckRolledBack(db.get(), t, victim.get(), Status::Code::kLockTimeout, {Key(5), Key(6)});
+  REQUIRE(holder->Commit().ok());
+  // The same object runs the transaction again, from a clean start.
+  REQUIRE(db->Begin(&victim).ok());
+  REQUIRE(t->Insert(victim.get(), Key(5), "retried").ok());
+  REQUIRE(t->Update(victim.get(), Key(1), "retried").ok());
+  REQUIRE(victim->Commit().ok());
+  CHECK(victim->Commit().IsTxnFinished());
+  RunCommitted(db.get(), [&](Transaction* check) {
+    std::string value;
+    REQUIRE(t->Get(check, Key(5), &value).ok());
+    CHECK(value == "retried");
+    CHECK(t->Get(check, Key(6), &value).IsNotFound());
+  });
   REQUIRE(db->Close().ok());
 }
 

@@ -372,7 +372,10 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
 template <typename Fn>
 double ApiPhase(const std::string& label, sm::Database& db, unsigned fibers, Fn body) {
   return Phase(
-      label, [&](std::function<void()> fn, int worker) { db.Spawn(std::move(fn), worker); },
+      label,
+      [&](std::function<void()> fn, int worker) {
+        Check(db.Spawn(std::move(fn), worker), "spawn");
+      },
       db.workers(), fibers, body);
 }
 
@@ -435,7 +438,10 @@ Figures RunApi(const BenchOptions& options, unsigned workers, size_t large_pool_
   ApiStore store(db.get(), table);
   RunPhases(
       Label("txn", workers, small_pool), store,
-      [&](std::function<void()> fn, int worker) { db->Spawn(std::move(fn), worker); }, workers,
+      [&](std::function<void()> fn, int worker) {
+        Check(db->Spawn(std::move(fn), worker), "spawn");
+      },
+      workers,
       fibers, plan, order, &fig);
   watch.Lap(nullptr);
   fig.retries = store.retries();

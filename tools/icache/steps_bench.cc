@@ -274,7 +274,7 @@ void OnWorker(Database* db, Table* t, const std::function<void()>& body) {
   QuietLog(db, t);
   threads::WaitGroup done;
   done.Add(1);
-  db->Spawn(
+  Status spawned = db->Spawn(
       [&] {
         threads::SleepFor(std::chrono::milliseconds(20));
         ScrubInstructionCache();
@@ -282,6 +282,7 @@ void OnWorker(Database* db, Table* t, const std::function<void()>& body) {
         done.Done();
       },
       0);
+  if (!spawned.ok()) Die("spawn", spawned);
   done.Wait();
 }
 
@@ -297,7 +298,7 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
   int arrived = 0, finished = 0;  // fibers of one worker: no atomics needed
   done.Add(fibers);
   for (unsigned f = 0; f < fibers; ++f) {
-    db->Spawn(
+    Status spawned = db->Spawn(
         [&, f] {
           const uint32_t seed = 1000 * fibers + f;
           std::unique_ptr<Transaction> txn = BeginRound(db, t, bo, op, seed);
@@ -322,6 +323,7 @@ void Round(Database* db, Table* t, const BenchOptions& bo, const std::string& op
           done.Done();
         },
         0);
+    if (!spawned.ok()) Die("spawn", spawned);
   }
   done.Wait();
 }
