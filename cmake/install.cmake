@@ -1,5 +1,5 @@
-# Install and export: `cmake --install build --prefix P` puts the public header (sm/sm.h and the
-# sm/common/status.h it includes) and the static libraries under P, with a package config so
+# Install and export: `cmake --install build --prefix P` puts the public headers (sm/sm.h and
+# the sm/common/ headers it includes) and the static libraries under P, with a package config so
 # that an application can `find_package(sm)` and link `sm::sm`.
 include(GNUInstallDirs)
 set(SM_INSTALLED_LIBS sm sm_index sm_core sm_log sm_io sm_steps sm_threads sm_common)
@@ -18,7 +18,8 @@ endif()
 install(TARGETS ${SM_INSTALLED_LIBS} EXPORT smTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES sm/sm.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sm)
-install(FILES sm/common/status.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sm/common)
+install(FILES sm/common/status.h sm/common/key_encoding.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sm/common)
 install(EXPORT smTargets NAMESPACE sm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/sm)
 include(CMakePackageConfigHelpers)
 configure_package_config_file(cmake/smConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/smConfig.cmake
