@@ -1,6 +1,6 @@
 # Install and export: `cmake --install build --prefix P` puts the public headers (sm/sm.h and
-# the sm/common/ headers it includes) and the static libraries under P, with a package config so
-# that an application can `find_package(sm)` and link `sm::sm`.
+# the sm/common/ headers it includes) and the static libraries under P, with a package config and a
+# version file, so that an application can `find_package(sm 0.1)` and link `sm::sm`.
 include(GNUInstallDirs)
 set(SM_INSTALLED_LIBS sm sm_index sm_core sm_log sm_io sm_steps sm_threads sm_common)
 foreach(lib IN LISTS SM_INSTALLED_LIBS)
@@ -24,4 +24,9 @@ install(EXPORT smTargets NAMESPACE sm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmak
 include(CMakePackageConfigHelpers)
 configure_package_config_file(cmake/smConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/smConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/sm)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/smConfig.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/sm)
+# 0.x: a minor version may change the API, so find_package(sm 0.1) accepts 0.1.y only.
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/smConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/smConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/smConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/sm)

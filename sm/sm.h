@@ -338,4 +338,9 @@ class Database {
 // key is then the rest of the entry's key.
 std::string IndexKey(std::string_view secondary_key, std::string_view primary_key);
 
+// The library's version, "MAJOR.MINOR.PATCH": the CMake project version, which an application
+// can also require with find_package(sm 0.1). It names the release of the code; the on-disk
+// format has versions of its own (docs/design/api.md says what a change of them means).
+const char* Version();
+
 }  // namespace sm

@@ -1,7 +1,7 @@
 #!/bin/sh
-# The tpcc driver end to end on a real directory: bad options give a message and exit status 2,
-# a missing database 1; a load is reused and a different warehouse count refused; a short run
-# ends with a JSON line; check passes.
+# The tpcc driver end to end on a real directory: --version names the version and revision;
+# bad options give a message and exit status 2, a missing database 1; a load is reused and a
+# different warehouse count refused; a short run ends with a JSON line; check passes.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR
 set -u
 tpcc="$1"
@@ -22,6 +22,7 @@ expect() {
 }
 
 db="$dir/db"
+expect 0 "^tpcc [0-9]*\.[0-9]*\.[0-9]* (revision " -- --version
 expect 2 "warehouses"        -- load -w 0 --db "$db"
 expect 2 "mix"               -- run --mix sideways --db "$db"
 expect 2 "commit"            -- run --commit maybe --db "$db"

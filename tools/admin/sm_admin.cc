@@ -120,6 +120,7 @@ int LogStats(const std::string& dir) {
 int main(int argc, char** argv) {
   CLI::App app{"sm_admin: inspect a storage manager database"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sm_admin ") + sm::Version());
   std::string dir;
   CLI::App* verify = app.add_subcommand("verify", "recover if needed, check every B-tree");
   verify->add_option("dir", dir, "database directory")->required();
