@@ -12,7 +12,8 @@
 #   measurement harness, a benchmark run under valgrind) goes through the public API and the
 #   fiber primitives; its callgrind runner and reader (tools/icache/callgrind_parts.h, module
 #   callgrind) includes nothing of the engine, and any tool may use it; tools/bench and tests/
-#   may include all.
+#   may include all. examples/ (applications built against the installed or embedded library)
+#   include sm/sm.h alone.
 #
 # Quoted includes must name a path from the repository root ("threads/fiber.h").
 # Usage: cmake -DROOT=<repo> -DSTAMP=<file> -P check_layering.cmake
@@ -39,7 +40,7 @@ function(module_of path out)
     set(m callgrind)
   elseif(path MATCHES "^tools/icache/")
     set(m icache)
-  elseif(path MATCHES "^(threads|steps|log|index|query|tpcc|tools|tests)/")
+  elseif(path MATCHES "^(threads|steps|log|index|query|tpcc|tools|tests|examples)/")
     string(REGEX REPLACE "/.*" "" m "${path}")
   else()
     set(m "")
@@ -65,6 +66,7 @@ set(allowed_callgrind callgrind)
 set(allowed_icache common threads steps api bench callgrind icache)
 set(allowed_bench common threads io testing steps log core index api apiimpl query tpcc callgrind
     bench)
+set(allowed_examples api)
 set(allowed_tests common threads io testing steps log core index api apiimpl query tpcc bench
     callgrind icache tests)
 
@@ -73,7 +75,7 @@ file(GLOB_RECURSE files RELATIVE ${ROOT}
   ${ROOT}/steps/*.h ${ROOT}/steps/*.cc ${ROOT}/log/*.h ${ROOT}/log/*.cc
   ${ROOT}/index/*.h ${ROOT}/index/*.cc ${ROOT}/query/*.h ${ROOT}/query/*.cc
   ${ROOT}/tpcc/*.h ${ROOT}/tpcc/*.cc ${ROOT}/tools/*.h ${ROOT}/tools/*.cc
-  ${ROOT}/tests/*.h ${ROOT}/tests/*.cc)
+  ${ROOT}/tests/*.h ${ROOT}/tests/*.cc ${ROOT}/examples/*.h ${ROOT}/examples/*.cc)
 set(errors "")
 foreach(f IN LISTS files)
   module_of("${f}" from)

@@ -2,10 +2,11 @@
 # every binary linked by gold with tools/icache/code_layout.txt as its section order, so that
 # the engine's hot functions lie together in the order tools/icache/code_layout chose
 # (tools/icache/function_order.h says why). On by default in optimized builds; off in Debug
-# and sanitizer builds, whose code is another, and when gold is not there (then the build
-# says so and links as usual).
-option(SM_CODE_LAYOUT "Lay out the hot functions in the order of SM_CODE_LAYOUT_FILE" ON)
-set(SM_CODE_LAYOUT_FILE "${CMAKE_SOURCE_DIR}/tools/icache/code_layout.txt"
+# and sanitizer builds, whose code is another, when gold is not there (then the build says so
+# and links as usual), and by default in a subproject, whose application links on its own.
+option(SM_CODE_LAYOUT "Lay out the hot functions in the order of SM_CODE_LAYOUT_FILE"
+       ${PROJECT_IS_TOP_LEVEL})
+set(SM_CODE_LAYOUT_FILE "${PROJECT_SOURCE_DIR}/tools/icache/code_layout.txt"
     CACHE FILEPATH "The section order the linker follows (tools/run layout writes one)")
 
 set(SM_CODE_LAYOUT_ACTIVE OFF)

@@ -4,7 +4,8 @@
 // A database is a directory holding a data volume ("data.sm"), a write-ahead log ("log/") and
 // a small metadata file ("sm.meta"). It stores tables: ordered maps from byte-string keys to
 // byte-string values, each a B+-tree. Keys compare with memcmp (encode composite keys with
-// sm::KeyEncoder from index/key_encoding.h, or any memcmp-comparable encoding); a key is at
+// sm::KeyEncoder and read them back with sm::KeyDecoder, from sm/common/key_encoding.h, which
+// this header includes; or use any memcmp-comparable encoding); a key is at
 // most 1024 bytes and key + value at most 1974 bytes (larger is InvalidArgument).
 //
 // Transactions are serializable by default (two-phase locking with key-range locks, so no
@@ -69,6 +70,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sm/common/key_encoding.h"
 #include "sm/common/status.h"
 
 namespace sm {
@@ -418,5 +420,10 @@ std::string IndexKey(std::string_view secondary_key, std::string_view primary_ke
 // another format version is removed too (that is the way to start over with it). A removal cut
 // short leaves a directory that a second call finishes.
 [[nodiscard]] Status DestroyDatabase(const Options& options);
+
+// The library's version, "MAJOR.MINOR.PATCH": the CMake project version, which an application
+// can also require with find_package(sm 0.1). It names the release of the code; the on-disk
+// format has versions of its own (docs/design/api.md says what a change of them means).
+const char* Version();
 
 }  // namespace sm

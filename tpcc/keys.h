@@ -2,7 +2,7 @@
 //
 // Owns: the key format of every table and index of the schema (tpcc/rows.h lists them).
 //
-// Byte format (the same rules as index/key_encoding.h, which tpcc/ may not include):
+// Byte format (the same rules as sm/common/key_encoding.h):
 //   unsigned integers   fixed width, big-endian, so memcmp orders them numerically;
 //   strings             the bytes with every 0x00 escaped as 0x00 0xFF, then the terminator
 //                       0x00 0x01, so a string that is a prefix of another sorts first and the

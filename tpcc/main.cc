@@ -274,6 +274,8 @@ int CheckVerb(const CLI::App& app, int argc, char** argv) {
 int Main(int argc, char** argv) {
   CLI::App app{"TPC-C-like workload over the storage manager (not an audited TPC-C)", "tpcc"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tpcc ") + sm::Version() + " (revision " +
+                                        GitRevision() + ")");
   CommonOptions common;
   RunCliOptions run;
   CheckCliOptions check;

@@ -6,8 +6,8 @@
 #include <typeinfo>
 
 #include "index/btree_locks.h"
-#include "index/key_encoding.h"
 #include "sm/api/api_internal.h"
+#include "sm/common/key_encoding.h"
 #include "steps/steps.h"
 
 namespace sm::api {
@@ -413,7 +413,7 @@ ScanOptions ScanOptions::Prefix(std::string_view prefix) {
   ScanOptions o;
   o.lower = prefix;
   o.has_lower = true;
-  if (std::optional<std::string> upper = index::PrefixSuccessor(prefix)) {
+  if (std::optional<std::string> upper = PrefixSuccessor(prefix)) {
     o.upper = std::move(*upper);
     o.has_upper = true;
   }

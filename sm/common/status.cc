@@ -82,14 +82,9 @@ std::string Status::ToString() const {
   return s;
 }
 
-#ifdef SM_DEBUG
-void Status::CheckedOnDestroy() const {
-  if (!checked_) {
-    std::fprintf(stderr, "unchecked Status destroyed: %s\n",
-                 rep_ ? rep_->message.c_str() : "OK");
-    std::abort();
-  }
+void Status::AbortUnchecked() const {
+  std::fprintf(stderr, "unchecked Status destroyed: %s\n", rep_ ? rep_->message.c_str() : "OK");
+  std::abort();
 }
-#endif
 
 }  // namespace sm

@@ -9,6 +9,9 @@
 //   3. In Debug builds (SM_DEBUG) a non-OK Status that is destroyed without having been inspected
 //      (ok(), code(), Is*(), ToString(), PermitUnchecked(), or moved from) aborts the process,
 //      after RocksDB's ASSERT_STATUS_CHECKED. Deliberate ignoring is spelled PermitUnchecked().
+//   4. The layout does not depend on SM_DEBUG (static_assert below): the checked flag is always
+//      there and always kept, and an application and the library may be built in different
+//      modes.
 //
 // Thread/fiber safety: a Status is a value; distinct objects may be used concurrently.
 #pragma once
@@ -111,19 +114,26 @@ class [[nodiscard]] Status {
   };
   Status(Code code, std::string_view msg);
 
-#ifdef SM_DEBUG
+  // The checked flag is kept in every build mode, so that the class has one layout (invariant
+  // 4): only the check at destruction depends on SM_DEBUG, in the code compiled with it.
   void MarkChecked() const { checked_ = true; }
   void MarkUnchecked() const { checked_ = (rep_ == nullptr); }
-  void CheckedOnDestroy() const;
-  mutable bool checked_ = true;  // OK-by-default Status needs no check
+#ifdef SM_DEBUG
+  void CheckedOnDestroy() const {
+    if (!checked_) [[unlikely]] AbortUnchecked();
+  }
 #else
-  void MarkChecked() const {}
-  void MarkUnchecked() const {}
   void CheckedOnDestroy() const {}
 #endif
+  [[noreturn]] void AbortUnchecked() const;  // defined in every build mode
 
   std::unique_ptr<Rep> rep_;
+  mutable bool checked_ = true;  // OK-by-default Status needs no check
 };
+
+// Invariant 4: the same size with and without SM_DEBUG, so that an application built in either
+// mode can use a library built in the other.
+static_assert(sizeof(Status) == 2 * sizeof(void*), "Status must not depend on the build mode");
 
 // Evaluates an expression yielding Status and returns it from the enclosing function if it is
 // not OK (Shore's W_DO).

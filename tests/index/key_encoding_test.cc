@@ -1,7 +1,7 @@
 // Key encoding: byte layouts, order at the boundaries, strings with embedded zeros and
 // prefixes, round trips, successors, a seeded test that the memcmp order of encodings equals
 // the typed tuple order, and malformed input that the decoder must reject without crashing.
-#include "index/key_encoding.h"
+#include "sm/common/key_encoding.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -16,10 +16,10 @@
 #include "tests/test_util.h"
 
 using sm::Status;
-using sm::index::KeyDecoder;
-using sm::index::KeyEncoder;
-using sm::index::KeySuccessor;
-using sm::index::PrefixSuccessor;
+using sm::KeyDecoder;
+using sm::KeyEncoder;
+using sm::KeySuccessor;
+using sm::PrefixSuccessor;
 
 namespace {
 

@@ -1,11 +1,11 @@
 #!/bin/sh
-# The tpcc driver end to end on a real directory: bad options and unknown verbs give a message
-# and exit status 2 (numeric options name their range), a missing database 1; a load is reused
-# and a different warehouse count refused, one that cannot fit the disk refused before it
-# starts; a run labels its progress per interval, prints p90 against the specification's
-# limits, writes only JSON (or CSV rows) on stdout when asked, and ends cleanly at SIGINT or
-# SIGTERM; check passes; drop removes a database and nothing else; sm_admin's exit statuses
-# agree with tpcc's.
+# The tpcc driver end to end on a real directory: --version names the version and revision;
+# bad options and unknown verbs give a message and exit status 2 (numeric options name their
+# range), a missing database 1; a load is reused and a different warehouse count refused, one
+# that cannot fit the disk refused before it starts; a run labels its progress per interval,
+# prints p90 against the specification's limits, writes only JSON (or CSV rows) on stdout when
+# asked, and ends cleanly at SIGINT or SIGTERM; check passes; drop removes a database and
+# nothing else; sm_admin's exit statuses agree with tpcc's.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -27,6 +27,7 @@ expect() {
 }
 
 db="$dir/db"
+expect 0 "^tpcc [0-9]*\.[0-9]*\.[0-9]* (revision " -- --version
 expect 2 "warehouses"        -- load -w 0 --db "$db"
 expect 2 "mix"               -- run --mix sideways --db "$db"
 expect 2 "commit"            -- run --commit maybe --db "$db"

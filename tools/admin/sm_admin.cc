@@ -10,6 +10,10 @@
 //   sm_admin log DIR      reads the retained log without opening the database (no recovery,
 //                         nothing written) and prints, per record type and sub-type, how many
 //                         records there are and how many bytes they take: what fills the log
+//   sm_admin dump DIR FILE   writes every table and index of DIR to FILE, a portable file that
+//                         does not depend on the on-disk format (tools/admin/dump.h)
+//   sm_admin load FILE DIR   creates a new database in DIR from a dump: with dump, the way to
+//                         move a database to a build with another on-disk format version
 //
 // Exit status, as the tpcc driver's: 0 success; 1 the work failed (the database cannot be
 // opened or read, or it is corrupt); 2 bad usage (an unknown verb, a missing directory
@@ -31,6 +35,7 @@
 #include "sm/txn/page_frees.h"
 #include "sm/txn/page_images.h"
 #include "sm/txn/record_handlers.h"
+#include "tools/admin/dump.h"
 
 namespace {
 
@@ -73,6 +78,33 @@ int Tables(const std::string& dir) {
   if (int rc = Open(dir, &db); rc != 0) return rc;
   for (const std::string& name : db->TableNames()) std::printf("%s\n", name.c_str());
   return db->Close().ok() ? 0 : 1;
+}
+
+int Dump(const std::string& dir, const std::string& file) {
+  std::unique_ptr<sm::Database> db;
+  if (int rc = Open(dir, &db); rc != 0) return rc;
+  uint64_t tables = 0, rows = 0;
+  sm::Status s = sm::admin::DumpDatabase(db.get(), file, &tables, &rows);
+  if (!s.ok()) {
+    std::fprintf(stderr, "sm_admin: dump of %s failed: %s\n", dir.c_str(), s.ToString().c_str());
+    return 1;
+  }
+  std::printf("dumped %llu tables, %llu rows to %s\n", static_cast<unsigned long long>(tables),
+              static_cast<unsigned long long>(rows), file.c_str());
+  return db->Close().ok() ? 0 : 1;
+}
+
+int Load(const std::string& file, const std::string& dir) {
+  uint64_t tables = 0, rows = 0;
+  sm::Status s = sm::admin::LoadDatabase(file, dir, &tables, &rows);
+  if (!s.ok()) {
+    std::fprintf(stderr, "sm_admin: load of %s into %s failed: %s\n", file.c_str(), dir.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+  std::printf("loaded %llu tables, %llu rows into %s\n", static_cast<unsigned long long>(tables),
+              static_cast<unsigned long long>(rows), dir.c_str());
+  return 0;
 }
 
 // The name of a record's (type, sub-type): the registered handler's for page records.
@@ -126,6 +158,7 @@ int LogStats(const std::string& dir) {
 int main(int argc, char** argv) {
   CLI::App app{"sm_admin: inspect a storage manager database"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sm_admin ") + sm::Version());
   std::string dir;
   CLI::App* verify = app.add_subcommand("verify", "recover if needed, check every B-tree");
   verify->add_option("dir", dir, "database directory")->required();
@@ -134,10 +167,17 @@ int main(int argc, char** argv) {
   CLI::App* log = app.add_subcommand(
       "log", "records and bytes of the retained log by record type (read-only, no recovery)");
   log->add_option("dir", dir, "database directory")->required();
+  std::string file;
+  CLI::App* dump = app.add_subcommand("dump", "write every table and index to a portable file");
+  dump->add_option("dir", dir, "database directory")->required();
+  dump->add_option("file", file, "the dump to write")->required();
+  CLI::App* load = app.add_subcommand("load", "create a new database from a dump");
+  load->add_option("file", file, "the dump to read")->required();
+  load->add_option("dir", dir, "database directory to create")->required();
   if (argc >= 2 && argv[1][0] != '-') {  // a verb: named if unknown, not an "extra argument"
     const auto verbs = app.get_subcommands({});
     if (std::none_of(verbs.begin(), verbs.end(), [&](auto* v) { return v->get_name() == argv[1]; })) {
-      std::fprintf(stderr, "sm_admin: unknown verb '%s'; the verbs are verify, tables, log\n",
+      std::fprintf(stderr, "sm_admin: unknown verb '%s'; the verbs are verify, tables, log, dump, load\n",
                    argv[1]);
       return kExitUsage;
     }
@@ -149,5 +189,7 @@ int main(int argc, char** argv) {
   }
   if (verify->parsed()) return Verify(dir);
   if (log->parsed()) return LogStats(dir);
+  if (dump->parsed()) return Dump(dir, file);
+  if (load->parsed()) return Load(file, dir);
   return Tables(dir);
 }

@@ -4,6 +4,9 @@
 // inverse (KeyDecoder), and the successor helpers that turn a key or key prefix into a bound
 // for a range scan (KeySuccessor, PrefixSuccessor).
 //
+// Part of the public API: sm/sm.h includes it and it is installed with it. It is a leaf (it
+// depends on Status only), so the B-tree and the TPC-C keys use the same rules.
+//
 // The B-tree compares keys with memcmp (shorter-is-smaller on a common prefix) and knows
 // nothing of columns. This file makes that order equal the order of the typed tuples:
 //
@@ -56,7 +59,7 @@
 
 #include "sm/common/status.h"
 
-namespace sm::index {
+namespace sm {
 
 // String escape bytes (see the format above).
 inline constexpr char kKeyEscapeByte = '\x00';
@@ -136,4 +139,4 @@ std::string KeySuccessor(std::string_view key);
 // prefix, or all bytes 0xFF): the scan has no upper bound.
 std::optional<std::string> PrefixSuccessor(std::string_view prefix);
 
-}  // namespace sm::index
+}  // namespace sm

@@ -1,11 +1,11 @@
 // Key encoding: the encoder, the decoder and the successor helpers (format in key_encoding.h).
-#include "index/key_encoding.h"
+#include "sm/common/key_encoding.h"
 
 #include <type_traits>
 
 #include "sm/common/assert.h"
 
-namespace sm::index {
+namespace sm {
 
 namespace {
 constexpr uint64_t kSignBit32 = uint64_t{1} << 31;
@@ -153,4 +153,4 @@ std::optional<std::string> PrefixSuccessor(std::string_view prefix) {
   return next;
 }
 
-}  // namespace sm::index
+}  // namespace sm
