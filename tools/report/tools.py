@@ -241,17 +241,12 @@ TOOLS = [
     Tool("buffers", "The buffer operator (Zhou & Ross)",
          "`tools/run query-icache`: the paper's Queries 1-3 on CH data, buffers off, on (above "
          "every eligible operator) and auto (plan refinement), under callgrind at two L1-I sizes "
-         "and natively (`auto` here with the paper's threshold of 600 rows, to show where its rule "
-         "puts buffers); the cardinality sweep that calibrates the threshold; buffer sizes; and "
-         "the 22 CH queries with `--buffers auto` as shipped (the calibrated threshold) against "
-         "off.",
+         "and natively; the cardinality sweep that calibrates the threshold (`auto` uses the one "
+         "checked in); buffer sizes; and the 22 CH queries with `--buffers auto` against off.",
          verb("query-icache", ["-w", "1", "--tpcc-seconds", "2", "--repeat", "1",
                                "--i1", "16384,4,64", "--callgrind-districts", "1",
-                               "--cardinalities", "10,1000", "--buffer-sizes", "10,1000",
-                               "--auto-threshold", "600"],
-              ["--auto-threshold", "600"],
-              ["--auto-threshold", "600", "--repeat", "7", "--callgrind-districts", "10",
-               "--wall-warehouses", "0"]),
+                               "--cardinalities", "10,1000", "--buffer-sizes", "10,1000"],
+              [], ["--repeat", "7", "--callgrind-districts", "10", "--wall-warehouses", "0"]),
          render.render_buffers),
     Tool("htap", "HTAP: TPC-C beside the CH-benCHmark queries",
          "`tpcc htap`: three phases of equal length on a fresh CH database (`tpcc load --ch`): "
