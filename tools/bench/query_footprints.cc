@@ -342,7 +342,8 @@ std::string FileText(const std::map<std::string, Measured>& modules,
       "# `tools/run query-footprints` (tools/bench/query_footprints.cc): the functions each\n"
       "# module ran on its calibration plan under callgrind, with their code bytes in the\n"
       "# measuring binary. A group's footprint is the union of its modules' functions.\n"
-      "# Functions outside the binary (libc) are not listed.\n";
+      "# Functions outside the binary (libc) are not listed. The threshold line is\n"
+      "# refinement's cardinality threshold, written by `tools/run query-calibrate`.\n";
   size_t next = 0;
   for (auto& [name, id] : ids) {
     id = next++;
@@ -405,7 +406,11 @@ int Parent(const Options& o) {
     figures[std::string(cal.module) + "_bytes"] = m.bytes;
     modules[cal.module] = std::move(m);
   }
-  const std::string text = FileText(modules, syms);
+  // The calibrated threshold of the table compiled in carries over until calibrated anew.
+  const double threshold = FootprintTable::Default().threshold_rows();
+  const std::string text =
+      threshold < 0 ? FileText(modules, syms)
+                    : FootprintTable::WithThreshold(FileText(modules, syms), threshold);
   FootprintTable check;
   if (Status s = FootprintTable::Parse(text, o.output, &check); !s.ok()) {
     return Fail("the written table", s);
