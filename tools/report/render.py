@@ -380,11 +380,15 @@ def render_buffers(record, _records):
         buffered = j.get("ch_auto_buffered_queries")
         names = ", ".join(f"Q{n}" for n in buffered) if buffered else "none"
         rows = [(f"Q{n}", ratio(j.get(f"ch_q{n}_auto_wall_speedup"), 3)) for n in buffered or []]
-        out += (f"\nThe CH queries with `--buffers auto` against off (this machine's L1-I, the "
-                f"calibrated threshold): auto places buffers in {names}; the others run the same "
-                f"plan either way. Over those, medians of {j.get('repeat', NA)} alternating "
-                f"runs: total speedup {ratio(j['ch_auto_total_speedup'], 3)}, the slowest at "
-                f"{ratio(j.get('ch_auto_slowest_ratio'), 3)} of off's time.\n")
+        lead = ("\nThe CH queries with `--buffers auto` against off (this machine's L1-I, the "
+                "calibrated threshold): ")
+        if not buffered:
+            out += lead + "auto places no buffer in any of the 22: each runs off's plan.\n"
+        else:
+            out += (lead + f"auto places buffers in {names}; the others run the same plan either "
+                    f"way. Over those, medians of {j.get('repeat', NA)} alternating runs: total "
+                    f"speedup {ratio(j['ch_auto_total_speedup'], 3)}, the slowest at "
+                    f"{ratio(j.get('ch_auto_slowest_ratio'), 3)} of off's time.\n")
         if rows:
             out += "\n" + table(("query", "speedup (off / auto)"), rows) + "\n"
     return out
