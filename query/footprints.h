@@ -9,9 +9,9 @@
 //
 // The file: '#' starts a comment; "function ID BYTES NAME" gives a function (its mangled name
 // and code size); "module NAME ID..." lists a module's functions; "threshold ROWS" (or
-// "threshold none") is the cardinality threshold of refinement (refine.h) as
-// `tools/run query-calibrate` measured it on the machine and build the footprints come from:
-// "none" when buffering never paid there. Without the line, the paper's threshold holds.
+// "threshold none") is the cardinality threshold of refinement (refine.h), the
+// `calibrated_threshold` that `tools/run query-calibrate` writes: "none" when buffering never
+// won its sweep. Without the line, the paper's threshold holds.
 //
 // Invariants: every module's function ids are defined; a name appears once; at most one
 // threshold line.
