@@ -227,6 +227,7 @@ struct RunState {
       std::lock_guard<std::mutex> guard(mu);
       if (error.ok()) error = std::move(s);
     }
+    s.PermitUnchecked();  // the first error ends the run; a later one only confirms it
     phase.store(Phase::kStop, std::memory_order_relaxed);
     cv.notify_all();
   }

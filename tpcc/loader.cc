@@ -54,6 +54,7 @@ struct Shared {
   void Fail(Status s) {
     std::lock_guard<std::mutex> guard(mu);
     if (error.ok()) error = std::move(s);
+    s.PermitUnchecked();  // the first error is the load's; the others follow from it
     failed.store(true, std::memory_order_relaxed);
   }
 };

@@ -41,6 +41,7 @@ void TransactionImpl::Detach() {
 }
 
 void TransactionImpl::DetachCursors(const Status& why) {
+  why.PermitUnchecked();  // a reason handed to the cursors, not a result to check
   while (!cursors_.empty()) {
     TxnCursor& cursor = cursors_.front();
     cursors_.pop_front();
