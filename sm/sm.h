@@ -98,11 +98,16 @@ struct Options {
   std::string path;  // the database directory
   bool create_if_missing = true;
   bool error_if_exists = false;
-  size_t buffer_pool_bytes = 256u << 20;
+  // The defaults suit an embedded database: a few MiB on disk and in memory at open, growing
+  // with use. The pool's memory is taken as its frames are first used, up to this size.
+  // Servers and benchmarks set larger values (the TPC-C driver: its --buffer-pool and
+  // --log-buffer, 64 MiB log segments and a prefaulted pool).
+  size_t buffer_pool_bytes = 64u << 20;
   // A background thread has the kernel back the pool's memory a window (64 MiB) ahead of the
   // pages in use, so that no operation waits while the kernel zeroes memory it touches first
-  // (a whole huge page at a time: sm/buffer/pool_memory.h). The memory still grows with use.
-  bool prefault_pool = true;
+  // (a whole huge page at a time: sm/buffer/pool_memory.h). It costs that window of memory at
+  // open and a thread, so it is off by default.
+  bool prefault_pool = false;
   // The buffer pool's background writer wakes this often (and whenever eviction meets dirty
   // pages) to write the dirty pages whose oldest unwritten change lies at least
   // background_write_log_lag_bytes of log behind its end (0: every dirty page) and that has
@@ -117,14 +122,14 @@ struct Options {
   // free, so that no operation waits for the file to grow until that space is used up (0: the
   // file grows only when it is full).
   uint64_t reserve_free_bytes = 0;
-  uint64_t log_segment_bytes = 64ull << 20;  // for a new database
+  uint64_t log_segment_bytes = 4ull << 20;  // for a new database; preallocated whole
   // Log segments a checkpoint retires are kept for reuse, up to this many bytes (the rest are
   // deleted), so the log's files stay at about the size one checkpoint interval needs. A
   // sync after a write into a reused segment commits no file-system metadata, so it is shorter
   // than one into a new segment, and durable commits wait for it (log/log_manager.h,
   // "Segments"; bench_log's durable_commits_per_s_1fiber times that wait).
-  uint64_t log_spare_bytes = 1ull << 30;
-  size_t log_buffer_bytes = 8u << 20;
+  uint64_t log_spare_bytes = 64ull << 20;
+  size_t log_buffer_bytes = 1u << 20;  // the log's in-memory ring (a multiple of 4 KiB, >= 16 KiB)
   CommitMode commit_mode = CommitMode::kDurable;
   // Background fuzzy checkpoints (which also truncate the log); 0 disables them.
   std::chrono::milliseconds checkpoint_interval{30000};

@@ -109,6 +109,13 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
                       o.log_buffer + "'");
   }
   options.db.log_buffer_bytes = log_buffer;
+  // A server's settings rather than the embedded defaults: segments that a run at many
+  // warehouses does not switch every few hundred milliseconds, spares for a checkpoint
+  // interval of them, and a pool backed ahead of use so that no transaction waits for the
+  // kernel to zero its memory.
+  options.db.log_segment_bytes = 64ull << 20;
+  options.db.log_spare_bytes = 1ull << 30;
+  options.db.prefault_pool = true;
   if (!ParseBytes(o.reserve_free, &options.db.reserve_free_bytes)) {
     return UsageError("--reserve-free takes a size such as 0, 64M or 1G, not '" + o.reserve_free +
                       "'");

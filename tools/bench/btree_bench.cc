@@ -111,7 +111,7 @@ struct BenchOptions {
   std::string steps = "off";  // the API runs' STEPS: off, on, or auto (Options::steps_adaptive)
   std::string ctx_placement;  // empty: the built-in placement
   uint32_t writer_quiet_ms = 5000;         // the API's default (Options::background_write_quiet)
-  bool prefault_pool = true;               // the API's default (Options::prefault_pool)
+  bool prefault_pool = true;               // as the TPC-C driver runs (Options::prefault_pool)
   std::string miss_interleaving = "auto";  // Options::miss_interleaving, both kinds of run
   unsigned repeat = 3;             // runs per large-pool configuration (medians reported)
   unsigned small_pool_repeat = 1;  // runs per small-pool configuration
@@ -366,6 +366,10 @@ sm::Options ApiOptions(const BenchOptions& options, const std::string& path, uns
   o.background_write_quiet = std::chrono::milliseconds(options.writer_quiet_ms);
   o.prefault_pool = options.prefault_pool;
   o.miss_interleaving = Interleaving(options);
+  // The TPC-C driver's log settings, not the embedded defaults: a load writes hundreds of MiB.
+  o.log_segment_bytes = 64ull << 20;
+  o.log_spare_bytes = 1ull << 30;
+  o.log_buffer_bytes = 8u << 20;
   return o;
 }
 

@@ -122,6 +122,10 @@ Options DbOptions(const BenchOptions& bo, bool steps) {
   o.commit_mode = CommitMode::kNone;  // nothing here waits for the log
   o.checkpoint_interval = std::chrono::milliseconds(0);
   o.buffer_pool_bytes = 64u << 20;  // the whole table stays resident
+  // A round's log records stay far below a quarter of the log buffer (QuietLog) and within
+  // one segment, so that the flusher never wakes during a round.
+  o.log_buffer_bytes = 8u << 20;
+  o.log_segment_bytes = 64ull << 20;
   o.background_write_interval = std::chrono::milliseconds(0);  // no timer-driven writes
   // Free space for every page the rounds' splits allocate: a fiber that grew the file would
   // wait for another thread, an I/O thread, and the rounds' counts would depend on when the
