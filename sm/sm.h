@@ -290,14 +290,32 @@ class Table {
                                          std::unique_ptr<Cursor>* cursor) = 0;
 };
 
+// A position in a table's key range (ScanOptions), moved in key order by the Seek calls and
+// in the scan's direction by Next (Prev: against it), like LevelDB's and RocksDB's iterators.
+// Every move takes the locks a scan to that row would (next-key locks under serializable).
+// A cursor is Valid() only on a row and while its transaction is active: once the transaction
+// has finished (committed, aborted, rolled back by the engine, its object or database gone)
+// it is !Valid(), status() says why, and every call but status() returns that status.
 class Cursor {
  public:
   virtual ~Cursor() = default;
   virtual bool Valid() const = 0;
-  virtual std::string_view key() const = 0;
-  virtual std::string_view value() const = 0;
+  // OK while the cursor may be used (also when it is exhausted); else why it may not.
+  [[nodiscard]] virtual Status status() const = 0;
+  virtual std::string_view key() const = 0;    // the row's, while Valid()
+  virtual std::string_view value() const = 0;  // the row's, while Valid()
   // Moves in the scan's direction; an exhausted cursor becomes !Valid() with OK.
   [[nodiscard]] virtual Status Next() = 0;
+  // Moves against the scan's direction (to the previous key of a forward scan); past the
+  // range's end the cursor becomes !Valid() with OK.
+  [[nodiscard]] virtual Status Prev() = 0;
+  // Positioned in key order within the range, whatever the scan's direction, on a valid or
+  // an exhausted cursor: the smallest key; the largest; the smallest key >= `key`; the largest
+  // key <= `key`. !Valid() with OK if there is no such row.
+  [[nodiscard]] virtual Status SeekToFirst() = 0;
+  [[nodiscard]] virtual Status SeekToLast() = 0;
+  [[nodiscard]] virtual Status Seek(std::string_view key) = 0;
+  [[nodiscard]] virtual Status SeekForPrev(std::string_view key) = 0;
   // Moves forward over up to `max_rows` rows, calling row(key, value) for each, and stops
   // after a row for which `row` returns false; *visited: the rows passed to `row`. The same
   // rows, with the same locks, as calling Next and reading key() and value() for each, but

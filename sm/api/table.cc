@@ -188,7 +188,8 @@ class CursorImpl final : public TxnCursor {
   }
 
   Status Start() { return reverse_ ? cursor_.SeekToLast() : cursor_.SeekToFirst(); }
-  bool Valid() const override { return txn_ != nullptr && cursor_.Valid(); }
+  bool Valid() const override { return cursor_.Valid() && TxnActive(); }
+  Status status() const override { return CheckTxn(); }
   void Detach(const Status& why) override {
     SM_ASSERT(txn_ != nullptr);
     SM_ASSERT(!why.ok());
@@ -203,6 +204,27 @@ class CursorImpl final : public TxnCursor {
     if (!cursor_.Valid()) return Status::InvalidArgument("Next on an exhausted cursor");
     return txn_->Settle(reverse_ ? cursor_.Prev() : cursor_.Next());
   }
+  Status Prev() override {
+    SM_TRY(CheckTxn());
+    if (!cursor_.Valid()) return Status::InvalidArgument("Prev on an exhausted cursor");
+    return txn_->Settle(reverse_ ? cursor_.Next() : cursor_.Prev());
+  }
+  Status SeekToFirst() override {
+    SM_TRY(CheckTxn());
+    return txn_->Settle(cursor_.SeekToFirst());
+  }
+  Status SeekToLast() override {
+    SM_TRY(CheckTxn());
+    return txn_->Settle(cursor_.SeekToLast());
+  }
+  Status Seek(std::string_view key) override {
+    SM_TRY(CheckTxn());
+    return txn_->Settle(cursor_.Seek(key));
+  }
+  Status SeekForPrev(std::string_view key) override {
+    SM_TRY(CheckTxn());
+    return txn_->Settle(cursor_.SeekForPrev(key));
+  }
   Status NextBatch(size_t max_rows, const RowVisitor& row, size_t* visited) override {
     *visited = 0;
     SM_TRY(CheckTxn());
@@ -214,13 +236,15 @@ class CursorImpl final : public TxnCursor {
  private:
   // OK while the transaction the cursor was made in is active. The transaction object may
   // have begun another transaction since (Database::Begin): that one is not the cursor's.
+  bool TxnActive() const { return txn_ != nullptr && txn_->id() == txn_id_ && txn_->active(); }
   Status CheckTxn() const {
+    if (TxnActive()) [[likely]] return Status::OK();
     if (txn_ == nullptr) return detached_by_;
     if (txn_->id() != txn_id_) {
       return Status::TxnFinished("the cursor's transaction " + std::to_string(txn_id_) +
                                  " has finished");
     }
-    return txn_->active() ? Status::OK() : txn_->NotActive();
+    return txn_->NotActive();
   }
 
   TransactionImpl* txn_ = nullptr;  // null once detached

@@ -429,9 +429,15 @@ std::vector<std::string> Drain(Cursor* cursor) {
 class ForeignCursor final : public Cursor {
  public:
   bool Valid() const override { return false; }
+  Status status() const override { return Status::OK(); }
   std::string_view key() const override { return {}; }
   std::string_view value() const override { return {}; }
   Status Next() override { return Status::OK(); }
+  Status Prev() override { return Status::OK(); }
+  Status SeekToFirst() override { return Status::OK(); }
+  Status SeekToLast() override { return Status::OK(); }
+  Status Seek(std::string_view) override { return Status::OK(); }
+  Status SeekForPrev(std::string_view) override { return Status::OK(); }
 };
 
 TEST_CASE("NewCursor on a cursor of ours makes it the new cursor in place", "[unit][api]") {
