@@ -78,11 +78,18 @@ Status LogManager::Refuse() const {
   return Status::Closed("log is closed");
 }
 
+Status LogManager::RefuseReadOnly(const char* what) const {
+  return Status::InvalidArgument(std::string(what) + ": the log " + dir_->dir() +
+                                 " is open read-only");
+}
+
 Status LogManager::Insert(const LogRecord& record, Lsn* lsn, Lsn* end_lsn) {
   SM_CTX(kCtxLogInsert);
   if (fatal_.load(std::memory_order_acquire) || closed_.load(std::memory_order_acquire))
       [[unlikely]]
     return Refuse();
+  if (options_.read_only) [[unlikely]]
+    return RefuseReadOnly("Insert");
   if (!IsKnownType(static_cast<uint8_t>(record.type)) || (record.flags & ~kFlagsDefined) != 0) {
     return Status::InvalidArgument("log record: unknown type or flags");
   }
@@ -427,6 +434,7 @@ Lsn LogManager::start_lsn() { return Lsn(dir_->control().start_lsn); }
 Lsn LogManager::checkpoint_lsn() { return Lsn(dir_->control().checkpoint_lsn); }
 
 Status LogManager::SetCheckpoint(Lsn checkpoint_begin) {
+  if (options_.read_only) return RefuseReadOnly("SetCheckpoint");
   uint64_t durable = durable_.load(std::memory_order_acquire);
   if (checkpoint_begin.value() < kFirstLsn || checkpoint_begin.value() >= durable) {
     return Status::InvalidArgument("SetCheckpoint: LSN " +
@@ -450,6 +458,7 @@ uint32_t LogManager::SpareSegments() const {
 }
 
 Status LogManager::Truncate(Lsn oldest_needed) {
+  if (options_.read_only) return RefuseReadOnly("Truncate");
   uint64_t durable = durable_.load(std::memory_order_acquire);
   if (oldest_needed.value() > durable) {
     return Status::InvalidArgument("Truncate: LSN " + std::to_string(oldest_needed.value()) +
@@ -480,7 +489,8 @@ Status LogManager::Close() {
   current_segment_.reset();
   next_segment_.reset();
   dirty_segments_.clear();
-  if (!started_) return Status::OK();  // Open failed: leave the files as they were
+  // Open failed, or the log is read-only: leave the files as they were.
+  if (!started_) return Status::OK();
   if (fatal_.load(std::memory_order_acquire)) return Refuse();
   // The flusher's last round (stopping) wrote and synced everything inserted.
   SM_ASSERT(durable_.load(std::memory_order_relaxed) == insert_.load(std::memory_order_relaxed));

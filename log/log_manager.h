@@ -73,6 +73,13 @@
 //   later record inserted after it became durable) cannot be told from a torn tail and is cut;
 //   after a clean shutdown the durable hint written at Close leaves no such window.
 //
+// Read-only (LogOptions::read_only): Open finds the end as above but changes nothing - no
+// retired segments removed, no tail cut or zeroed, no sync, no control-file update, no segment
+// created, and no flusher. Every position starts at the end, so Flush and the readers see the
+// whole log; Insert, Commit with a record, SetCheckpoint and Truncate return InvalidArgument,
+// and Close writes nothing. A torn tail is reported (LogOpenReport::bytes_cut, tail_bytes())
+// and left for a read-write open to cut.
+//
 // Sticky fatal state: a failed write or sync of a segment (sm/io/file.h contract 4), or a
 // segment that cannot be created when needed, latches Status::Fatal: the flusher stops, every
 // waiter is woken, and every later Insert, Flush, Commit returns Fatal. Nothing is retried.
@@ -81,6 +88,7 @@
 //   open   --Close-->      closed (everything inserted is durable; later calls return Closed)
 //   open   --SetFatal-->   fatal  (flusher I/O failed; later calls return the fatal status)
 //   fatal  --Close-->      closed (returns the fatal status; the files are released)
+//   open   --Close-->      closed, read-only: nothing written
 //   open   --TEST_Kill-->  fatal, flusher gone, nothing more written (a simulated process death)
 //
 // Invariants (CheckInvariants checks 1; the flusher asserts 4 before each sync, and in paranoid
@@ -138,6 +146,9 @@ struct LogOptions {
   uint64_t spare_bytes = 0;
   bool create_if_missing = true;
   bool direct_io = true;  // O_DIRECT segment files (alignment is kept either way)
+  // Opens an existing log for reading only (see "Read-only" in the file comment); implies
+  // !create_if_missing.
+  bool read_only = false;
 };
 
 // What Open found.
@@ -154,7 +165,8 @@ struct LogOpenReport {
   uint64_t records_scanned = 0;
   uint64_t bytes_scanned = 0;
   uint64_t bytes_cut = 0;  // torn tail discarded: from the end to the last byte of a
-                           // partial or stale record image found after it
+                           // partial or stale record image found after it (read-only: found
+                           // and left in place)
   std::string ToString() const;
 };
 
@@ -243,6 +255,9 @@ class LogManager {
 
   Lsn start_lsn();  // oldest record needed
   Lsn checkpoint_lsn();
+  bool read_only() const { return options_.read_only; }
+  // Bytes of a torn tail Open found after the end (a read-write open cuts them, so 0 there).
+  uint64_t tail_bytes() const { return tail_bytes_; }
   Lsn end_lsn() const { return Lsn(insert_.load(std::memory_order_relaxed)); }
   Lsn written_lsn() const { return Lsn(written_.load(std::memory_order_acquire)); }
   Lsn durable_lsn() const { return Lsn(durable_.load(std::memory_order_acquire)); }
@@ -276,6 +291,8 @@ class LogManager {
                    uint64_t to);
   Status SyncScanned(uint64_t scan_start, uint64_t end);
   Status Start(uint64_t end);
+  void SetPositions(uint64_t end);
+  Status RefuseReadOnly(const char* what) const;
 
   // --- Insert path (log_manager.cc) ---
   // Copy the record reserved at `start` (ring offset `offset`, `length` bytes with header and
@@ -329,6 +346,7 @@ class LogManager {
   // the flusher: release/acquire publishes the ring bytes (see Publish for the requests).
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;
   uint64_t open_end_ = kFirstLsn;  // where the log ended at open
+  uint64_t tail_bytes_ = 0;        // set by Open (FindEnd), then constant
 
   // The reservation counter, alone on its line: every Insert does a fetch_add here. relaxed:
   // the reservation orders nothing; publication goes through slots_.

@@ -27,7 +27,8 @@ Status LogManager::Open(io::FileSystem* fs, const std::string& dir, const LogOpt
   log->reset();
   SM_TRY(ValidateOptions(options));
   LogDirectoryOptions dir_options;
-  dir_options.create_if_missing = options.create_if_missing;
+  dir_options.create_if_missing = options.create_if_missing && !options.read_only;
+  dir_options.read_only = options.read_only;
   dir_options.direct_io = options.direct_io;
   dir_options.segment_bytes = options.segment_bytes;
   std::unique_ptr<LogDirectory> directory;
@@ -51,9 +52,12 @@ Status LogManager::FindEnd(LogOpenReport* report) {
   report->checkpoint_lsn = Lsn(control.checkpoint_lsn);
   uint64_t scan_start = control.checkpoint_lsn != 0 ? control.checkpoint_lsn : control.start_lsn;
   report->scan_start_lsn = Lsn(scan_start);
-  // A crash inside Truncate (control file moved, segments not yet retired) leaves some behind.
-  uint32_t retired = 0;
-  SM_TRY(dir_->RemoveSegmentsBefore(control.start_lsn, SpareSegments(), &retired));
+  // A crash inside Truncate (control file moved, segments not yet retired) leaves some behind
+  // (a read-only open leaves them: the reader never goes below start_lsn).
+  if (!options_.read_only) {
+    uint32_t retired = 0;
+    SM_TRY(dir_->RemoveSegmentsBefore(control.start_lsn, SpareSegments(), &retired));
+  }
 
   LogReader reader(dir_);
   SM_TRY(reader.Seek(Lsn(scan_start)));
@@ -70,6 +74,18 @@ Status LogManager::FindEnd(LogOpenReport* report) {
   uint64_t cut_until = end;
   SM_TRY(ClassifyStop(end, reader.last_stop(), &reader, &cut_until));
   SM_ASSERT(cut_until >= end);  // only what lies past the end is cut
+  tail_bytes_ = cut_until - end;
+  if (options_.read_only) {
+    // Nothing is cut, synced or recorded: the positions start at the end, and readers stop
+    // there whatever lies after it.
+    report->bytes_cut = tail_bytes_;
+    report->end_lsn = Lsn(end);
+    SetPositions(end);
+    report->spares = static_cast<uint32_t>(dir_->spare_count());
+    report->segments = static_cast<uint32_t>(dir_->SegmentStarts().size());
+    SM_ASSERT(!started_);  // Close writes nothing
+    return Status::OK();
+  }
   SM_TRY(CutTail(end, cut_until, report));
   SM_TRY(SyncScanned(scan_start, end));
   {
@@ -183,15 +199,9 @@ Status LogManager::SyncScanned(uint64_t scan_start, uint64_t end) {
 // rewrites that block), makes sure its segment exists, and starts the flusher.
 Status LogManager::Start(uint64_t end) {
   SM_ASSERT(!started_);
-  SM_ASSERT(end >= kFirstLsn && end % kRecordAlignment == 0);  // invariant 1 from the start
+  SM_ASSERT(!options_.read_only);  // a read-only log never writes, so it needs no flusher
   const SegmentGeometry& g = dir_->geometry();
-  open_end_ = end;
-  filled_walk_ = end;
-  walk_record_start_ = end;
-  for (std::atomic<uint64_t>* position :
-       {&insert_, &filled_, &written_, &durable_, &durable_request_, &write_request_}) {
-    position->store(end, std::memory_order_relaxed);  // the flusher thread starts after this
-  }
+  SetPositions(end);
   uint64_t segment = g.SegmentStart(end);
   std::shared_ptr<io::File> file;
   SM_TRY(SegmentForWrite(segment, &file));
@@ -203,6 +213,19 @@ Status LogManager::Start(uint64_t end) {
   flusher_ = std::thread(&LogManager::FlusherMain, this);
   started_ = true;
   return Status::OK();
+}
+
+// Every LSN position at `end` (invariant 1 from the start), before any flusher runs.
+void LogManager::SetPositions(uint64_t end) {
+  SM_ASSERT(!started_);
+  SM_ASSERT(end >= kFirstLsn && end % kRecordAlignment == 0);
+  open_end_ = end;
+  filled_walk_ = end;
+  walk_record_start_ = end;
+  for (std::atomic<uint64_t>* position :
+       {&insert_, &filled_, &written_, &durable_, &durable_request_, &write_request_}) {
+    position->store(end, std::memory_order_relaxed);  // the flusher thread starts after this
+  }
 }
 
 }  // namespace sm::log

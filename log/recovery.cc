@@ -178,6 +178,7 @@ Status Recovery::Analyze() {
   if (!s.IsNotFound()) return s;
 
   report_->dirty_pages = dirty_.size();
+  report_->unfinished = txns_.size();
   report_->next_txn_id = TxnId(next_txn_id_);
   report_->analysis_seconds = SecondsSince(start);
   return Status::OK();
@@ -223,6 +224,7 @@ void Recovery::Track(const LogRecordView& record) {
   const RecordKind kind = record.kind();
   // Comments and checkpoint brackets belong to no transaction and change no page.
   if (kind == RecordKind::kInfo || kind == RecordKind::kCheckpoint) return;
+  if (IsPageKind(kind)) ++report_->analysis_page_records;
   if (IsPageKind(kind) && record.page.valid()) dirty_.try_emplace(record.page, record.lsn);
   if (record.txn.valid()) TrackTxn(record);
 }
@@ -524,6 +526,11 @@ Status Recover(LogManager* log, RecoveryTarget* target, const RecoveryOptions& o
   SM_TRY(log->FlushAll());
   Recovery recovery(log, target, report);
   SM_TRY(recovery.Analyze());
+  if (options.analysis_only) {
+    SM_TRY(recovery.UndoPass(/*undo=*/false));  // lists the losers, writes nothing
+    report->end_lsn = log->end_lsn();
+    return Status::OK();
+  }
   SM_TRY(recovery.RedoPass());
   SM_TRY(target->EndRedo());
   SM_TRY(recovery.UndoPass(options.undo));

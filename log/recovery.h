@@ -117,6 +117,9 @@ class RecoveryTarget {
 
 struct RecoveryOptions {
   bool undo = true;  // false: stop after redo (tests and log dumps); losers stay in the report
+  // Analysis only (a read-only open): nothing is redone, undone or written; the report's
+  // unfinished, losers and dirty_pages say whether a full recovery would have work to do.
+  bool analysis_only = false;
 };
 
 struct RecoveryReport {
@@ -125,6 +128,7 @@ struct RecoveryReport {
   Lsn redo_lsn;        // where redo started
   Lsn end_lsn;         // the end of the log after recovery
   uint64_t analysis_records = 0;
+  uint64_t analysis_page_records = 0;  // of those, page records (also ones naming no page)
   uint64_t redo_records = 0;  // page records passed to Redo
   uint64_t redo_pages_applied = 0;
   uint64_t undo_records = 0;  // records passed to Undo
@@ -132,14 +136,24 @@ struct RecoveryReport {
   uint64_t winners = 0;       // committed transactions seen by analysis
   std::vector<TxnId> losers;  // rolled back (or left, if !undo)
   uint64_t dirty_pages = 0;   // analysis dirty page table size
+  // Transactions analysis left without an end record: losers, and winners whose end record
+  // is missing (recovery writes one).
+  uint64_t unfinished = 0;
   TxnId next_txn_id;
   double analysis_seconds = 0, redo_seconds = 0, undo_seconds = 0;
 
   bool nothing_to_do() const { return redo_records == 0 && losers.empty(); }
+  // After analysis: whether redo or undo would have anything to do. No page record lies after
+  // the checkpoint's begin and its dirty page table is empty (then redo, which starts there,
+  // meets no page record), and every transaction has ended (no undo, no end record to write).
+  bool analysis_clean() const {
+    return analysis_page_records == 0 && dirty_pages == 0 && unfinished == 0;
+  }
   std::string ToString() const;
 };
 
-// Runs analysis, redo and undo (if options.undo) on `log`, which has just been opened.
+// Runs analysis, redo and undo (if options.undo) on `log`, which has just been opened; only
+// analysis if options.analysis_only (which also suits a read-only log).
 Status Recover(LogManager* log, RecoveryTarget* target, const RecoveryOptions& options,
                RecoveryReport* report);
 

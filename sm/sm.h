@@ -26,7 +26,9 @@
 //   NotFound         an absent key or table, or no database at the path (create_if_missing)
 //   Duplicate        the key or table exists
 //   InvalidArgument  a bad key, value, option or handle: a null or foreign transaction, a key
-//                    or record beyond the limits above, Close with transactions active
+//                    or record beyond the limits above, Close with transactions active; a
+//                    change to a database opened read-only, or a read-only open of one that
+//                    needs recovery (Options::read_only)
 //   TxnFinished      a call on a transaction that has committed or aborted, or on a cursor
 //                    whose transaction has
 //   Deadlock, LockTimeout  retryable (Status::IsRetryable): the engine has rolled the
@@ -98,6 +100,22 @@ struct Options {
   std::string path;  // the database directory
   bool create_if_missing = true;
   bool error_if_exists = false;
+  // Opens an existing database for reading only and writes nothing to its directory, ever: no
+  // recovery, checkpoint, log write, control-file or meta-file update, no growth of the data
+  // file (reserve_free_bytes is ignored), no free-space reclamation, no background writer or
+  // checkpointer, and Close writes no page. The files are opened read-only, so a directory
+  // the process may not write serves (its LOCK file must exist, as every database's does; the
+  // lock is still taken, so a writer and a reader never share a directory). For inspecting a
+  // database that must not change (a backup, evidence, a replica being diagnosed).
+  //   - A database that did not close cleanly, whose recovery would have work to do, is
+  //     refused: InvalidArgument saying it needs recovery (OpenReport::needs_recovery), which
+  //     a read-write open performs. A missing database is NotFound (create_if_missing does
+  //     not apply).
+  //   - Transactions begin, read, scan, GetForUpdate and commit as usual (they log nothing);
+  //     Verify and Prewarm work. Every call that would change the database (Insert, Update,
+  //     Upsert, Delete, Add, CreateTable, CreateIndex, DropTable, Checkpoint) returns
+  //     InvalidArgument naming the call and read-only, and changes nothing.
+  bool read_only = false;
   // The defaults suit an embedded database: a few MiB on disk and in memory at open, growing
   // with use. The pool's memory is taken as its frames are first used, up to this size.
   // Servers and benchmarks set larger values (the TPC-C driver: its --buffer-pool and
@@ -173,6 +191,9 @@ struct Options {
 // What Open did. After a failed Open, opened is false and the rest says how far it got.
 struct OpenReport {
   bool opened = false;   // Open succeeded
+  bool read_only = false;  // Options::read_only
+  // A read-only Open refused the database because restart recovery would have work to do.
+  bool needs_recovery = false;
   bool created = false;
   bool recovered = false;  // restart recovery had work to do (the last run did not close)
   uint64_t tables = 0;
@@ -370,23 +391,24 @@ class WaitGroup {
 
 class Database {
  public:
-  // Opens (recovering if needed) or creates the database at options.path. A directory is open
-  // in one Database at a time (it holds the directory's LOCK file until Close): Busy if
-  // another process or another Database of this one has it open.
+  // Opens (recovering if needed) or creates the database at options.path (read-only: neither;
+  // see Options::read_only). A directory is open in one Database at a time (it holds the
+  // directory's LOCK file until Close): Busy if another process or another Database of this
+  // one has it open.
   [[nodiscard]] static Status Open(const Options& options, std::unique_ptr<Database>* db,
                                    OpenReport* report = nullptr);
   // If Close was not called: aborts the transactions still active, then closes (ignoring the
   // status).
   virtual ~Database() = default;
 
-  // Checkpoints, writes every page, and closes; later calls return Closed, also those on the
-  // database's Transaction and Cursor objects (see "Lifetime" at the top). InvalidArgument,
-  // changing nothing, while a transaction is active, or when called from a fiber of the
-  // database's runtime (Close waits for those fibers). Fibers still running (Spawn) are not
-  // stopped: Close waits until each has returned, and meanwhile their calls on the database
-  // return Closed and their Spawns fail; a fiber that never returns (one that ignores errors
-  // in a loop, or waits for something only the closing thread would do) makes Close wait
-  // forever.
+  // Checkpoints, writes every page, and closes (read-only: writes nothing); later calls return
+  // Closed, also those on the database's Transaction and Cursor objects (see "Lifetime" at
+  // the top). InvalidArgument, changing nothing, while a transaction is active, or when called
+  // from a fiber of the database's runtime (Close waits for those fibers). Fibers still
+  // running (Spawn) are not stopped: Close waits until each has returned, and meanwhile their
+  // calls on the database return Closed and their Spawns fail; a fiber that never returns (one
+  // that ignores errors in a loop, or waits for something only the closing thread would do)
+  // makes Close wait forever.
   [[nodiscard]] virtual Status Close() = 0;
 
   // Names starting with a NUL byte are reserved for the catalog (InvalidArgument).

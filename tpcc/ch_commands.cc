@@ -38,8 +38,10 @@ std::string Sha256Hex(const std::string& bytes) {
 }
 
 // Opens a loaded database that has the CH tables and registers the catalog; 0 or the exit code.
-int OpenCh(const CommonOptions& o, std::unique_ptr<SmEngine>* engine, query::Catalog* catalog) {
-  if (int rc = OpenEngine(o, /*create=*/false, engine); rc != 0) return rc;
+// read_only: the queries only read (htap runs the mix beside them, so it opens read-write).
+int OpenCh(const CommonOptions& o, bool read_only, std::unique_ptr<SmEngine>* engine,
+           query::Catalog* catalog) {
+  if (int rc = OpenEngine(o, /*create=*/false, engine, read_only); rc != 0) return rc;
   DatabaseInfo info;
   if (Status s = OpenLoaded(engine->get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
     return Failure(o, "query", s);
@@ -112,7 +114,7 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
   }
   std::unique_ptr<SmEngine> engine;
   query::Catalog catalog(nullptr);
-  if (int rc = OpenCh(o, &engine, &catalog); rc != 0) {
+  if (int rc = OpenCh(o, /*read_only=*/true, &engine, &catalog); rc != 0) {
     if (engine) engine->Close().PermitUnchecked();
     return rc;
   }
@@ -186,7 +188,7 @@ void AddExportOptions(CLI::App* cmd, ExportCliOptions* e) {
 
 int ExportCommand(const CommonOptions& o, const ExportCliOptions& e) {
   std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(o, /*create=*/false, &engine); rc != 0) return rc;
+  if (int rc = OpenEngine(o, /*create=*/false, &engine, /*read_only=*/true); rc != 0) return rc;
   DatabaseInfo info;
   if (Status s = OpenLoaded(engine.get(), 0, &info); !s.ok()) return Failure(o, "export", s);
   query::Catalog catalog(engine->database());
@@ -322,7 +324,7 @@ int HtapCommand(const CommonOptions& o, const HtapCliOptions& h) {
   if (Status s = Mix::Parse(h.mix, &mix); !s.ok()) return UsageError(std::string(s.message()));
   std::unique_ptr<SmEngine> engine;
   query::Catalog catalog(nullptr);
-  if (int rc = OpenCh(o, &engine, &catalog); rc != 0) {
+  if (int rc = OpenCh(o, /*read_only=*/false, &engine, &catalog); rc != 0) {
     if (engine) engine->Close().PermitUnchecked();
     return rc;
   }

@@ -88,7 +88,8 @@ std::string BytesText(uint64_t bytes) {
   return buf;
 }
 
-int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine) {
+int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine,
+               bool read_only) {
   if (o.warehouses == 0 || o.warehouses > kMaxWarehouses) {
     return UsageError("--warehouses takes a number in 1.." + std::to_string(kMaxWarehouses) +
                       ", not " + std::to_string(o.warehouses));
@@ -96,6 +97,7 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   SmEngineOptions options;
   options.db.path = o.db;
   options.db.create_if_missing = create;
+  options.db.read_only = read_only;
   uint64_t pool = 0;
   if (!ParseBytes(o.buffer_pool, &pool) || pool < (8u << 20)) {
     return UsageError("--buffer-pool takes a size of at least 8M such as 512M or 2G, not '" +
@@ -175,6 +177,15 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   }
   sm::OpenReport report;
   Status s = SmEngine::Open(options, engine, &report);
+  if (!s.ok() && report.needs_recovery) {
+    // Not bad usage: the database is as the last run left it, and recovery is one command away.
+    Failure(o, "cannot open the database at " + o.db + " read-only", s);
+    std::fprintf(stderr,
+                 "tpcc: the last run did not close it cleanly; `tpcc check --recover --db %s` "
+                 "recovers it (a read-write open), then checks it\n",
+                 o.db.c_str());
+    return kExitFailed;
+  }
   if (!s.ok()) {
     const int rc = Failure(o, "cannot open the database at " + o.db, s);
     // A database of another on-disk format version: nothing here converts it; a new load is

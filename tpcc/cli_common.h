@@ -110,8 +110,12 @@ int Failure(const CommonOptions& o, const std::string& what, const Status& s);
 bool ParseBytes(std::string_view text, uint64_t* bytes);
 std::string BytesText(uint64_t bytes);
 // Validates the options every verb shares and opens the engine (creating the database if
-// `create`); returns 0 or the exit code, having printed why.
-int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine);
+// `create`; with `read_only`, sm::Options::read_only: no recovery and nothing written, for the
+// verbs that only read); returns 0 or the exit code, having printed why. A read-only open of a
+// database that needs recovery fails with kExitFailed and says how to recover it
+// (`tpcc check --recover`).
+int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine,
+               bool read_only = false);
 
 nlohmann::json ConditionsJson(const std::vector<ConditionResult>& results);
 

@@ -2,10 +2,13 @@
 //
 //   tpcc load  [-w N] [--db PATH] ...   populate a database (or reuse one loaded with N)
 //   tpcc run   [-w N] [--users U] ...   run the mix; conditions 1-4 before and after
-//   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2
-//   tpcc query N|all [--format F] ...   CH-benCHmark queries (tables from `tpcc load --ch`)
+//   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2, read-only
+//                                       (--recover: read-write, recovering first if needed)
+//   tpcc query N|all [--format F] ...   CH-benCHmark queries (tables from `tpcc load --ch`),
+//                                       read-only
 //   tpcc htap [--query-streams S] ...  the mix and query streams at once, and each alone
-//   tpcc export DIR                     every table as CSV (dates ISO 8601, money decimal)
+//   tpcc export DIR                     every table as CSV (dates ISO 8601, money decimal),
+//                                       read-only
 //   tpcc crash-test [--cycles N] ...    SIGKILL and recover, cycle after cycle; acknowledged
 //                                       New-Orders and the conditions are the oracle
 //                                       (tpcc/crash_torture.h)
@@ -54,6 +57,9 @@ using json = nlohmann::json;
 
 struct CheckCliOptions {
   std::string conditions;  // empty: all that apply
+  // Open read-write, running restart recovery if the last run crashed; without it the check
+  // opens read-only and changes nothing (a database that needs recovery is refused).
+  bool recover = false;
 };
 
 // "1-4", "1,2,11", "all".
@@ -206,7 +212,9 @@ int LoadCommand(const CommonOptions& o) {
 
 int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(o, /*create=*/false, &engine); rc != 0) return rc;
+  if (int rc = OpenEngine(o, /*create=*/false, &engine, /*read_only=*/!c.recover); rc != 0) {
+    return rc;
+  }
   DatabaseInfo info;
   if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
     engine->Close().PermitUnchecked();
@@ -320,6 +328,9 @@ int Main(int argc, char** argv) {
   check_cmd->add_option("--conditions", check.conditions,
                         "which conditions, e.g. 1-4,6 or all (default: all that apply; 11 only "
                         "before the first run)");
+  check_cmd->add_flag("--recover", check.recover,
+                      "open read-write, recovering a database the last run did not close "
+                      "(default: read-only, changing nothing)");
   CLI::App* drop_cmd = app.add_subcommand(
       "drop", "remove a database (only a database directory: anything else is refused)");
   drop_cmd->add_option("--db", common.db, "database directory")->capture_default_str();

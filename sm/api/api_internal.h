@@ -22,6 +22,13 @@
 // to the transaction manager while the lock manager still exists, and from then on the object
 // touches nothing of the database and every call on it returns Closed. A transaction object
 // destroyed first detaches its cursors the same way (their calls return TxnFinished).
+// Read-only (Options::read_only): OpenParts opens the volume and the log read-only and starts
+// no background writer; OpenExisting runs recovery's analysis alone (Restart), refusing a
+// database whose recovery would have work, and neither resumes drops nor frees pages in no
+// tree; every entry point that would change the database (TableImpl::Write and Add, Create,
+// DropTable, Checkpoint) returns RefuseReadOnly before it touches anything, so no page is ever
+// dirtied and nothing logged, which CloseReadOnly asserts before it closes without writing.
+//
 // Invariants:
 //   1. A TransactionImpl is in live_txns_ iff db_ is set (it is attached); detached, txn_ is
 //      null.
@@ -270,6 +277,9 @@ class DatabaseImpl final : public Database {
     }
     return Status::OK();
   }
+  // Options::read_only: every call that would change the database returns RefuseReadOnly.
+  bool read_only() const { return options_.read_only; }
+  Status RefuseReadOnly(const char* what) const;
   lock::LockManager* locks() const { return locks_.get(); }
   txn::TxnManager* txns() const { return txns_.get(); }
   index::BtreeWal* wal() const { return wal_.get(); }
@@ -325,6 +335,7 @@ class DatabaseImpl final : public Database {
   Status StartSteps();
   Status CreateNew(OpenReport* report);
   Status OpenExisting(const MetaData& meta, OpenReport* report);
+  Status Restart(OpenReport* report);
   Status LoadCatalog();
   // The options of every tree this database opens or creates: logged through wal_, with the
   // database's miss interleaving.
@@ -363,6 +374,7 @@ class DatabaseImpl final : public Database {
   void DetachTxns();
   // The caller runs on one of the runtime's workers (where waiting for them never ends).
   bool OnOwnWorker() const;
+  Status CloseReadOnly();
   void Teardown();
 
   const Options options_;

@@ -46,10 +46,12 @@ bool ParseMissInterleaving(std::string_view name, MissInterleaving* mode) {
 
 std::string OpenReport::ToString() const {
   if (!opened) {  // the fields say how far it got, not what the database is
-    return recovery.empty() ? "did not open the database"
-                            : "did not open the database; " + recovery;
+    std::string out = "did not open the database";
+    if (needs_recovery) out += " read-only: it needs recovery";
+    return recovery.empty() ? out : out + "; " + recovery;
   }
   std::string out = created ? "created a new database" : "opened an existing database";
+  if (read_only) out += " read-only";
   out += ", " + Counted(tables, "table");
   // The recovery report names itself ("recovery: ...").
   if (!created) out += recovered ? "; " + recovery : "; clean (nothing to recover)";
@@ -164,6 +166,7 @@ DatabaseImpl::~DatabaseImpl() {
 
 Status DatabaseImpl::Start(OpenReport* report) {
   *report = OpenReport();
+  report->read_only = options_.read_only;
   if (options_.reserve_free_bytes / kPageBytes > space::kMaxVolumePages) {
     return Status::InvalidArgument("Options::reserve_free_bytes " +
                                    std::to_string(options_.reserve_free_bytes) +
@@ -174,8 +177,19 @@ Status DatabaseImpl::Start(OpenReport* report) {
   bool exists = false;
   SM_TRY(fs_->Exists(dir, &exists));
   if (!exists) {
+    if (options_.read_only) {
+      return Status::NotFound(dir + ": no such database (a read-only open creates none)");
+    }
     if (!options_.create_if_missing) return Status::NotFound(dir + ": no such database");
     SM_TRY(fs_->CreateDir(dir));
+  }
+  if (options_.read_only) {
+    // Every database has its lock file from its first open on; LockFile would create one.
+    SM_TRY(fs_->Exists(LockPath(dir), &exists));
+    if (!exists) {
+      const std::string why = ": not a database (no LOCK file, and a read-only open makes none)";
+      return Status::NotFound(dir + why);
+    }
   }
   // Before anything is read: a second writer would corrupt the log and the volume.
   SM_TRY(fs_->LockFile(LockPath(dir), &dir_lock_));
@@ -186,13 +200,18 @@ Status DatabaseImpl::Start(OpenReport* report) {
     SM_TRY(OpenExisting(meta, report));
   } else {
     if (!m.IsNotFound()) return m;
+    if (options_.read_only) {
+      m.PermitUnchecked();
+      return Status::NotFound(dir + ": not a database (no sm.meta; a read-only open creates none)");
+    }
     if (!options_.create_if_missing) {
       return Status::NotFound(dir + ": not a database (no sm.meta)");
     }
     SM_TRY(RemoveUnfinished(fs_, dir));
     SM_TRY(CreateNew(report));
   }
-  if (options_.reserve_free_bytes == 0) return Status::OK();
+  // A read-only volume does not grow: the reserve serves writes, and there are none.
+  if (options_.reserve_free_bytes == 0 || options_.read_only) return Status::OK();
   return volume_->Reserve((options_.reserve_free_bytes + kPageBytes - 1) / kPageBytes);
 }
 
@@ -221,7 +240,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   if (create) {
     SM_TRY(space::Volume::Create(fs_, VolumePath(options_.path), {}, &volume_));
   } else {
-    SM_TRY(space::Volume::Open(fs_, VolumePath(options_.path), &volume_));
+    SM_TRY(space::Volume::Open(fs_, VolumePath(options_.path), &volume_, options_.read_only));
   }
   log::LogOptions log_options;
   log_options.segment_bytes = options_.log_segment_bytes;
@@ -230,6 +249,7 @@ Status DatabaseImpl::OpenParts(bool create) {
   log_options.commit_mode = static_cast<log::CommitMode>(options_.commit_mode);
   log_options.create_if_missing = create;
   log_options.direct_io = options_.direct_io;
+  log_options.read_only = options_.read_only;
   SM_TRY(log::LogManager::Open(fs_, LogDir(options_.path), log_options, &log_));
   buffer::BufferPoolOptions pool_options;
   pool_options.pool_bytes = options_.buffer_pool_bytes;
@@ -249,7 +269,8 @@ Status DatabaseImpl::OpenParts(bool create) {
   txns_ = std::make_unique<txn::TxnManager>(log_.get(), locks_.get(), pool_.get(), volume_.get(),
                                             txn_options);
   wal_ = std::make_unique<index::BtreeWal>(txns_.get());
-  pool_->StartWriter(nullptr);
+  // Read-only: no page is ever dirty, so there is nothing for a writer to write.
+  if (!options_.read_only) pool_->StartWriter(nullptr);
   return Status::OK();
 }
 
@@ -271,24 +292,60 @@ Status DatabaseImpl::CreateNew(OpenReport* report) {
 
 Status DatabaseImpl::OpenExisting(const MetaData& meta, OpenReport* report) {
   SM_TRY(OpenParts(/*create=*/false));
+  SM_TRY(Restart(report));
+  index::BtreeOptions tree_options = TreeOptions();
+  SM_TRY(index::BTree::Open(pool_.get(), meta.catalog_root, tree_options, &catalog_));
+  SM_TRY(LoadCatalog());
+  report->tables = tables_.size();
+  SM_TRY(RemarkTreePages(report));
+  if (options_.read_only) {
+    // Pending drops and pages in no tree stay as they are, for a read-write open to give back.
+    SM_ASSERT(pool_->DirtyPages().empty());
+    return Status::OK();
+  }
+  SM_TRY(ResumeDrops());            // no transaction has begun yet
+  SM_TRY(FreeOrphanPages(report));  // after the drops: their pages are theirs to free
+  txns_->StartCheckpointer();
+  return Status::OK();
+}
+
+// Restart recovery; read-only, analysis alone, and a refusal if redo or undo would have work:
+// the pages would then not hold what the log says was committed, or would hold what it says
+// was rolled back, and recovery must write to set that right.
+Status DatabaseImpl::Restart(OpenReport* report) {
   log::RecoveryReport recovery;
-  SM_TRY(txns_->Restart(log::RecoveryOptions{}, &recovery));
+  log::RecoveryOptions recovery_options;
+  recovery_options.analysis_only = options_.read_only;
+  SM_TRY(txns_->Restart(recovery_options, &recovery));
+  report->recovery_seconds =
+      recovery.analysis_seconds + recovery.redo_seconds + recovery.undo_seconds;
+  if (options_.read_only) {
+    SM_ASSERT(recovery.redo_records == 0);  // analysis alone applies nothing
+    if (recovery.analysis_clean() && log_->tail_bytes() == 0) return Status::OK();
+    report->needs_recovery = true;
+    std::string work;
+    auto add = [&work](uint64_t n, const std::string& what) {
+      if (n != 0) work += (work.empty() ? "" : ", ") + what;
+    };
+    const uint64_t losers = recovery.losers.size();
+    SM_ASSERT(losers <= recovery.unfinished);  // losers are the unfinished not committed
+    add(recovery.analysis_page_records + recovery.dirty_pages,
+        Counted(recovery.dirty_pages, "page") + " to redo from the log (" +
+            Counted(recovery.analysis_page_records, "page record") + " after the last checkpoint)");
+    add(losers, Counted(losers, "transaction") + " to roll back");
+    add(recovery.unfinished - losers,
+        Counted(recovery.unfinished - losers, "committed transaction") + " to mark ended");
+    add(log_->tail_bytes(), "a torn log tail to cut");
+    return Status::InvalidArgument(
+        options_.path + ": the database needs recovery (the last run did not close cleanly: " +
+        work + "), and a read-only open does not recover; open it read-write once to recover it");
+  }
   report->recovered = !recovery.nothing_to_do();
   report->recovery = recovery.ToString();
   report->redo_records = recovery.redo_records;
   report->redo_bytes = recovery.redo_bytes;
   report->losers = recovery.losers.size();
   report->torn_pages_repaired = txns_->torn_pages_repaired();
-  report->recovery_seconds =
-      recovery.analysis_seconds + recovery.redo_seconds + recovery.undo_seconds;
-  index::BtreeOptions tree_options = TreeOptions();
-  SM_TRY(index::BTree::Open(pool_.get(), meta.catalog_root, tree_options, &catalog_));
-  SM_TRY(LoadCatalog());
-  report->tables = tables_.size();
-  SM_TRY(RemarkTreePages(report));
-  SM_TRY(ResumeDrops());            // no transaction has begun yet
-  SM_TRY(FreeOrphanPages(report));  // after the drops: their pages are theirs to free
-  txns_->StartCheckpointer();
   return Status::OK();
 }
 
@@ -310,7 +367,8 @@ Status DatabaseImpl::RemarkTreePages(OpenReport* report) {
     SM_TRY(volume_->RedoAllocate(id));
     ++report->pages_remarked;
   }
-  return volume_->Sync();
+  // Read-only: the map is put right in memory only, for this run's reads and Verify.
+  return options_.read_only ? Status::OK() : volume_->Sync();
 }
 
 // Tables get handles; pending-drop entries become pending drops with no users (drop.cc). Their
@@ -378,7 +436,16 @@ Status DatabaseImpl::CatalogTxn(const std::function<Status(txn::Txn*, index::OpC
   return txns_->Commit(txn.get(), log::CommitMode::kDurable);
 }
 
+Status DatabaseImpl::RefuseReadOnly(const char* what) const {
+  return Status::InvalidArgument(std::string(what) + ": the database " + options_.path +
+                                 " is open read-only (Options::read_only)");
+}
+
 Status DatabaseImpl::Create(std::string_view name, TableKind kind, Table** table) {
+  SM_TRY(CheckOpen());
+  if (options_.read_only) {
+    return RefuseReadOnly(kind == TableKind::kIndex ? "CreateIndex" : "CreateTable");
+  }
   // Pages of dropped tables first, so that the new tree can reuse them (best effort: an error
   // is reported by the next Checkpoint or Close).
   if (CheckOpen().ok()) ReclaimDropped().PermitUnchecked();
@@ -482,6 +549,7 @@ void DatabaseImpl::DetachTxns() {
 
 Status DatabaseImpl::Checkpoint() {
   SM_TRY(CheckOpen());
+  if (options_.read_only) return RefuseReadOnly("Checkpoint");
   SM_TRY(ReclaimDropped());
   return txns_->Checkpoint();
 }
@@ -682,6 +750,7 @@ Status DatabaseImpl::Close() {
   DetachTxns();
   txns_->StopCheckpointer();
   pool_->StopWriter();
+  if (options_.read_only) return CloseReadOnly();
   // No transaction is active: every dropped table's pages, and every page a tree retired, can
   // go back to the volume.
   Status s = ReclaimDropped();
@@ -703,6 +772,21 @@ Status DatabaseImpl::Close() {
   log_closed.PermitUnchecked();
   // Everything logged is durable (LogManager::Close checks the same on its side).
   SM_ASSERT(!s.ok() || log_->durable_lsn() == log_->end_lsn());
+  Status volume_closed = volume_->Close();
+  if (s.ok()) s = volume_closed;
+  volume_closed.PermitUnchecked();
+  dir_lock_.reset();  // the files are closed: another Open may start
+  return s;
+}
+
+// Close of a read-only database: nothing was changed, so nothing is written; the log and the
+// volume close without a sync or a control-file update.
+Status DatabaseImpl::CloseReadOnly() {
+  SM_ASSERT(options_.read_only);
+  // No change was admitted (RefuseReadOnly), so none was logged either.
+  SM_ASSERT(pool_->DirtyPages().empty());
+  SM_ASSERT(log_->end_lsn() == log_->durable_lsn());
+  Status s = log_->Close();
   Status volume_closed = volume_->Close();
   if (s.ok()) s = volume_closed;
   volume_closed.PermitUnchecked();

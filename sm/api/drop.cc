@@ -109,6 +109,8 @@ std::string DropName(uint32_t table_id) {
 }  // namespace
 
 Status DatabaseImpl::DropTable(std::string_view name) {
+  SM_TRY(CheckOpen());
+  if (options_.read_only) return RefuseReadOnly("DropTable");
   CatalogEntry entry;
   SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
     std::string bytes;

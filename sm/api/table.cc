@@ -338,6 +338,11 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
 Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::string_view value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
+  if (db_->read_only()) [[unlikely]] {
+    constexpr const char* kNames[] = {"Insert", "Update", "Upsert", "Delete"};
+    static_assert(static_cast<int>(Op::kDelete) == 3);
+    return db_->RefuseReadOnly(kNames[static_cast<int>(op)]);
+  }
   steps::BeginOp(StepsKey(op));
   return t->Settle(WriteTree(op, key, value,
                              index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
@@ -389,6 +394,8 @@ Status TableImpl::Add(Transaction* txn, std::string_view key, uint32_t offset, i
                       std::string* value) {
   TransactionImpl* t = nullptr;
   SM_TRY(Resolve(txn, &t));
+  if (db_->read_only()) [[unlikely]]
+    return db_->RefuseReadOnly("Add");
   steps::BeginOp(StepsKey(Op::kUpdate));  // an update of the row, for STEPS' teams
   return t->Settle(tree_->Add(key, offset, delta, value,
                               index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));

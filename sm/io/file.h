@@ -90,7 +90,8 @@ class FileSystem {
   virtual Status SyncDir(const std::string& path) = 0;
   // Creates `path` if it is missing and locks it exclusively for as long as *lock lives. Busy
   // if it is locked already, by another process or by another LockFile call of this one: a
-  // database directory is opened by one Database at a time.
+  // database directory is opened by one Database at a time. An existing file is locked even
+  // where it (or its directory) may not be written, as a read-only open needs.
   virtual Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) = 0;
 
   // The POSIX file system (sm/io/posix_file.h), process-wide and never destroyed.

@@ -237,6 +237,14 @@ Status PosixFileSystem::LockFile(const std::string& path, std::unique_ptr<FileLo
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     return fd;
   });
+  if (err == EACCES || err == EROFS) {
+    // A directory or lock file without write permission (a database opened read-only): a
+    // flock needs no write access, so an existing lock file still serves.
+    err = BlockingCall([&] {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      return fd;
+    });
+  }
   if (err != 0) return ErrnoStatus(path, "open lock file", err);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     err = errno;

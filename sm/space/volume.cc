@@ -141,10 +141,12 @@ Status Volume::BuildNew(io::FileSystem* fs, const std::string& path,
   return fs->SyncDir(io::ParentDir(path));
 }
 
-Status Volume::Open(io::FileSystem* fs, const std::string& path, std::unique_ptr<Volume>* out) {
+Status Volume::Open(io::FileSystem* fs, const std::string& path, std::unique_ptr<Volume>* out,
+                    bool read_only) {
   out->reset();
   std::unique_ptr<io::File> file;
-  SM_TRY(fs->Open(path, io::OpenOptions{}, &file));  // never creates; Open writes nothing
+  // Never creates; Open writes nothing.
+  SM_TRY(fs->Open(path, io::OpenOptions{.read_only = read_only}, &file));
   uint64_t file_bytes = 0;
   SM_TRY(file->Size(&file_bytes));
   if (file_bytes == 0) return Status::InvalidArgument(path + ": empty file, not a volume");
@@ -161,6 +163,7 @@ Status Volume::Open(io::FileSystem* fs, const std::string& path, std::unique_ptr
       new Volume(path, std::move(file), header.creation_id, header.extent_pages));
   volume->file_bytes_ = file_bytes;
   volume->header_page_count_ = header.page_count;
+  volume->read_only_ = read_only;
   SM_TRY(volume->LoadMaps(header.page_count));
   SM_DASSERT(volume->CheckInvariants());
   *out = std::move(volume);
@@ -458,6 +461,7 @@ Status Volume::WriteHeader(uint64_t page_count) {
 
 Status Volume::Sync() {
   SM_TRY(CheckWritable());
+  if (read_only_) return Status::InvalidArgument(path_ + ": Sync of a volume opened read-only");
   std::lock_guard<threads::Mutex> guard(sync_mu_);
   SM_TRY(CheckWritable());
   std::vector<uint64_t> ranges;
@@ -492,7 +496,7 @@ Status Volume::Sync() {
 
 Status Volume::Close() {
   SM_TRY(CheckOpen());
-  Status s = Sync();
+  Status s = read_only_ ? Status::OK() : Sync();
   std::lock_guard<threads::Mutex> guard(sync_mu_);
   closed_.store(true, std::memory_order_release);
   file_.reset();

@@ -46,7 +46,8 @@
 //   3. allocated_pages() equals the map's count; metadata pages are allocated.
 //   4. Once a fatal error is latched (a failed fdatasync), every write path returns Fatal.
 //
-// State machine: Create/Open -> open --Close--> closed (every call returns Closed);
+// State machine: Create/Open -> open --Close--> closed (every call returns Closed; a
+//                read-only volume's Close writes nothing);
 //                open --failed fdatasync--> fatal (writes return Fatal; ReadPage works).
 //
 // Thread/fiber safety: all methods may be called concurrently from fibers on any worker and
@@ -87,7 +88,10 @@ class Volume {
                        std::unique_ptr<Volume>* out);
   // Opens an existing volume. A file that is not a volume, is truncated, or has a newer
   // format is rejected with InvalidArgument or Corruption saying why; Open never writes.
-  static Status Open(io::FileSystem* fs, const std::string& path, std::unique_ptr<Volume>* out);
+  // read_only: the file is opened read-only, Sync refuses (InvalidArgument), Close writes
+  // nothing, and page writes and growth fail at the file; allocation changes stay in memory.
+  static Status Open(io::FileSystem* fs, const std::string& path, std::unique_ptr<Volume>* out,
+                     bool read_only = false);
 
   // Destroying an open Volume without Close discards unsynced allocation changes, as a crash
   // would.
@@ -143,6 +147,7 @@ class Volume {
   // allocations) and reports the count.
   uint64_t map_copies_rejected() const { return map_copies_rejected_; }
   uint32_t extent_pages() const { return extent_pages_; }
+  bool read_only() const { return read_only_; }
   const std::string& path() const { return path_; }
 
   // Writes the dirty allocation-map pages and (if the volume grew) the header, then
@@ -187,6 +192,7 @@ class Volume {
   std::unique_ptr<io::File> file_;
   const uint64_t creation_id_;
   const uint32_t extent_pages_;
+  bool read_only_ = false;  // set by Open, then constant
 
   mutable threads::Latch map_latch_;  // shared: lookups; exclusive: changes
   AllocMap map_;  // GUARDED_BY(map_latch_)

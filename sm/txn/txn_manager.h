@@ -57,6 +57,8 @@
 //
 // Restart runs log::Recover with this object as the target (it must be called before the first
 // Begin), then flushes every page and takes a checkpoint, so that the next restart starts there.
+// With RecoveryOptions::analysis_only (a read-only open) it runs analysis alone and writes
+// nothing; the caller decides from the report whether the database may be read as it is.
 //
 // Checked in code: a durable commit is acknowledged only once its record is durable (a
 // read-only one once every released commit record is); each record undone, by Abort or by

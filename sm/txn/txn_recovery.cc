@@ -23,6 +23,11 @@ Status TxnManager::Restart(const log::RecoveryOptions& options, log::RecoveryRep
   uint64_t current = next_txn_id_.load(std::memory_order_relaxed);
   if (next > current) next_txn_id_.store(next, std::memory_order_relaxed);
   if (!options.undo) return Status::OK();  // losers remain: no checkpoint may forget them
+  if (options.analysis_only) {
+    // A read-only open: analysis changed no page, and nothing may be written.
+    SM_ASSERT(pool_->DirtyPages().empty());
+    return Status::OK();
+  }
   // Redo marked pages dirty with rec_lsn = the record repeated; writing them all now makes the
   // checkpoint below a clean starting point for the next restart.
   SM_TRY(pool_->FlushAll());

@@ -4,8 +4,10 @@
 # range), a missing database 1; a load is reused and a different warehouse count refused, one
 # that cannot fit the disk refused before it starts; a run labels its progress per interval,
 # prints p90 against the specification's limits, writes only JSON (or CSV rows) on stdout when
-# asked, and ends cleanly at SIGINT or SIGTERM; check passes; drop removes a database and
-# nothing else; sm_admin's exit statuses agree with tpcc's.
+# asked, and ends cleanly at SIGINT or SIGTERM; check passes; check, query, export and sm_admin
+# verify change no file of the database (they open it read-only), and refuse one a crash left
+# until --recover recovers it; drop removes a database and nothing else; sm_admin's exit
+# statuses agree with tpcc's.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -13,6 +15,18 @@ dir="$2"
 admin="$3"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 failures=0
+
+# The database's files: each one's hash, and each entry's size and modification time.
+state() {
+  find "$1" -type f -exec sha256sum {} + | sort
+  find "$1" -printf '%p %s %T@\n' | sort
+}
+# unchanged WHAT STATE: the database's files are as STATE recorded them.
+unchanged() {
+  if [ "$(state "$db")" != "$2" ]; then
+    echo "FAIL: $1 changed the database's files"; failures=$((failures + 1))
+  fi
+}
 
 # expect STATUS PATTERN -- ARGS...: the exit status is STATUS and the output matches PATTERN.
 expect() {
@@ -142,6 +156,15 @@ expect 2 "warmup-transactions" -- run --db "$db" --transactions 10 --warmup 1
 expect 2 "needs --transactions" -- run --db "$db" --callgrind-window
 expect 0 "check: pass"       -- check --db "$db"
 expect 2 "conditions"        -- check --db "$db" --conditions 0-13
+before=$(state "$db")
+expect 0 "check: pass"       -- check --db "$db"
+unchanged "tpcc check" "$before"
+out=$("$admin" verify "$db" 2>&1); got=$?
+if [ "$got" -ne 0 ] || ! printf '%s\n' "$out" | grep -q "read-only" ||
+   ! printf '%s\n' "$out" | grep -q "^verify: ok"; then
+  echo "FAIL: sm_admin verify -> exit $got: $out" | tail -3; failures=$((failures + 1))
+fi
+unchanged "sm_admin verify" "$before"
 
 # The CH-benCHmark verbs: refused without the CH tables (saying how to add them), then run.
 expect 2 "tpcc load --ch"    -- query 1 --db "$db"
@@ -163,7 +186,10 @@ for key in '"result_sha256"' '"rows_read"' '"total_ms"' '"query":22'; do
   fi
 done
 expect 0 '"tpcc_slowdown"'   -- htap --db "$db" --duration 0.5 --users 4 --commit async --output json --interval 0
+before=$(state "$db")
 expect 0 "exported order_line" -- export "$dir/csv" --db "$db"
+expect 0 "Q6: 1 rows"        -- query 6 --db "$db"
+unchanged "tpcc export and query" "$before"
 if ! head -1 "$dir/csv/order_line.csv" | grep -q '^ol_w_id,ol_d_id,ol_o_id,ol_number,'; then
   echo "FAIL: order_line.csv has no header line"; failures=$((failures + 1))
 fi
@@ -173,6 +199,38 @@ sleep 1
 expect 1 "Busy"              -- query 1 --db "$db"
 expect 1 "Busy"              -- drop --db "$db"
 wait
+
+# A run killed mid-way leaves a database that needs recovery: check and verify refuse it,
+# say how to recover, and change nothing; --recover recovers (and verifies, checks) it.
+"$tpcc" run --db "$db" --duration 60 --output csv --interval 0.2 --checks off \
+  >"$dir/killed.csv" 2>/dev/null &
+pid=$!
+tries=0  # until the run has measured an interval, so it has changed the database
+while [ "$(wc -l <"$dir/killed.csv")" -lt 3 ] && [ "$tries" -lt 300 ]; do
+  sleep 0.1; tries=$((tries + 1))
+done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+before=$(state "$db")
+expect 1 "needs recovery"    -- check --db "$db"
+if ! printf '%s\n' "$out" | grep -q -- "tpcc check --recover"; then
+  echo "FAIL: tpcc check does not say how to recover: $out" | tail -3
+  failures=$((failures + 1))
+fi
+expect 1 "needs recovery"    -- query 6 --db "$db"
+out=$("$admin" verify "$db" 2>&1); got=$?
+if [ "$got" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "needs recovery" ||
+   ! printf '%s\n' "$out" | grep -q -- "sm_admin verify --recover"; then
+  echo "FAIL: sm_admin verify of a crashed database -> exit $got: $out" | tail -3
+  failures=$((failures + 1))
+fi
+unchanged "check and verify of a database that needs recovery" "$before"
+out=$("$admin" verify --recover "$db" 2>&1); got=$?
+if [ "$got" -ne 0 ] || ! printf '%s\n' "$out" | grep -q "recovery: " ||
+   ! printf '%s\n' "$out" | grep -q "^verify: ok"; then
+  echo "FAIL: sm_admin verify --recover -> exit $got: $out" | tail -3; failures=$((failures + 1))
+fi
+expect 0 "check: pass"       -- check --db "$db"
+expect 0 "check: pass"       -- check --recover --db "$db"
 
 # sm_admin: the same exit statuses.
 for args in "frobnicate:2:unknown verb" "verify:2:required" "verify $dir/none:1:cannot open" \

@@ -1,17 +1,20 @@
 // sm_admin: inspect a database directory.
 //
-//   sm_admin verify DIR   opens DIR (running restart recovery if the last run crashed, and
-//                         saying what it did), checks every B-tree (key order, fences,
-//                         parent-child agreement, page LSNs, checksums), the pages outside
-//                         the trees and every record of the retained log, and prints one line
-//                         per table, one for the pages and one for the log; exit status 1 on
-//                         any corruption
-//   sm_admin tables DIR   lists the tables
+//   sm_admin verify DIR   opens DIR read-only (nothing in it is written: sm::Options::read_only),
+//                         checks every B-tree (key order, fences, parent-child agreement, page
+//                         LSNs, checksums), the pages outside the trees and every record of
+//                         the retained log, and prints one line per table, one for the pages
+//                         and one for the log; exit status 1 on any corruption, and if the last
+//                         run did not close DIR cleanly (it needs recovery, which writes)
+//   sm_admin verify --recover DIR   opens DIR read-write instead, running restart recovery if
+//                         the last run crashed (and saying what it did), then verifies
+//   sm_admin tables DIR   lists the tables (read-only)
 //   sm_admin log DIR      reads the retained log without opening the database (no recovery,
 //                         nothing written) and prints, per record type and sub-type, how many
 //                         records there are and how many bytes they take: what fills the log
 //   sm_admin dump DIR FILE   writes every table and index of DIR to FILE, a portable file that
-//                         does not depend on the on-disk format (tools/admin/dump.h)
+//                         does not depend on the on-disk format (tools/admin/dump.h); DIR is
+//                         opened read-only
 //   sm_admin load FILE DIR   creates a new database in DIR from a dump: with dump, the way to
 //                         move a database to a build with another on-disk format version
 //
@@ -41,25 +44,33 @@ namespace {
 
 constexpr int kExitUsage = 2;
 
-int Open(const std::string& dir, std::unique_ptr<sm::Database>* db) {
+// Opens DIR, read-only unless `recover`; 0, or 1 having said why not.
+int Open(const std::string& dir, bool recover, std::unique_ptr<sm::Database>* db) {
   sm::Options options;
   options.path = dir;
   options.create_if_missing = false;
+  options.read_only = !recover;
   options.checkpoint_interval = std::chrono::milliseconds(0);
   options.workers = 1;
   sm::OpenReport report;
   sm::Status s = sm::Database::Open(options, db, &report);
   if (!s.ok()) {
     std::fprintf(stderr, "sm_admin: cannot open %s: %s\n", dir.c_str(), s.ToString().c_str());
+    if (report.needs_recovery) {
+      std::fprintf(stderr,
+                   "sm_admin: `sm_admin verify --recover %s` recovers it (opening it "
+                   "read-write), then verifies it\n",
+                   dir.c_str());
+    }
     return 1;
   }
   std::printf("%s\n", report.ToString().c_str());
   return 0;
 }
 
-int Verify(const std::string& dir) {
+int Verify(const std::string& dir, bool recover) {
   std::unique_ptr<sm::Database> db;
-  if (int rc = Open(dir, &db); rc != 0) return rc;
+  if (int rc = Open(dir, recover, &db); rc != 0) return rc;
   std::string report;
   sm::Status s = static_cast<sm::api::DatabaseImpl*>(db.get())->VerifyWithReport(&report);
   std::printf("%s", report.c_str());
@@ -75,14 +86,14 @@ int Verify(const std::string& dir) {
 
 int Tables(const std::string& dir) {
   std::unique_ptr<sm::Database> db;
-  if (int rc = Open(dir, &db); rc != 0) return rc;
+  if (int rc = Open(dir, /*recover=*/false, &db); rc != 0) return rc;
   for (const std::string& name : db->TableNames()) std::printf("%s\n", name.c_str());
   return db->Close().ok() ? 0 : 1;
 }
 
 int Dump(const std::string& dir, const std::string& file) {
   std::unique_ptr<sm::Database> db;
-  if (int rc = Open(dir, &db); rc != 0) return rc;
+  if (int rc = Open(dir, /*recover=*/false, &db); rc != 0) return rc;
   uint64_t tables = 0, rows = 0;
   sm::Status s = sm::admin::DumpDatabase(db.get(), file, &tables, &rows);
   if (!s.ok()) {
@@ -160,8 +171,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("sm_admin ") + sm::Version());
   std::string dir;
-  CLI::App* verify = app.add_subcommand("verify", "recover if needed, check every B-tree");
+  CLI::App* verify =
+      app.add_subcommand("verify", "check every B-tree, page and log record (read-only)");
   verify->add_option("dir", dir, "database directory")->required();
+  bool recover = false;
+  verify->add_flag("--recover", recover,
+                   "open read-write, running restart recovery if the last run crashed");
   CLI::App* tables = app.add_subcommand("tables", "list the tables");
   tables->add_option("dir", dir, "database directory")->required();
   CLI::App* log = app.add_subcommand(
@@ -187,7 +202,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
-  if (verify->parsed()) return Verify(dir);
+  if (verify->parsed()) return Verify(dir, recover);
   if (log->parsed()) return LogStats(dir);
   if (dump->parsed()) return Dump(dir, file);
   if (load->parsed()) return Load(file, dir);
