@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 
 #include "sm/io/file.h"
 #include "sm/sm.h"
@@ -20,6 +22,13 @@ inline Options SmallDbOptions(io::FileSystem* fs) {
   o.checkpoint_interval = std::chrono::milliseconds(0);
   o.workers = 1;
   return o;
+}
+
+// "k00042": keys whose byte order is their numbers' order.
+inline std::string NumberedKey(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "k%05d", i);
+  return buf;
 }
 
 }  // namespace sm::test

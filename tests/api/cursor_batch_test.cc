@@ -14,11 +14,7 @@
 namespace sm {
 namespace {
 
-std::string K(int i) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "k%05d", i);
-  return buf;
-}
+std::string K(int i) { return test::NumberedKey(i); }
 
 struct Fixture {
   io::FaultInjectionFileSystem fs{7};

@@ -19,11 +19,7 @@
 namespace sm {
 namespace {
 
-std::string K(int i) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "k%05d", i);
-  return buf;
-}
+std::string K(int i) { return test::NumberedKey(i); }
 
 // A table of the even keys 0, 2, ..., 2 * (rows - 1), values long enough to span many leaves.
 struct Fixture {
