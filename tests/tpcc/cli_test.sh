@@ -205,11 +205,17 @@ wait
 "$tpcc" run --db "$db" --duration 60 --output csv --interval 0.2 --checks off \
   >"$dir/killed.csv" 2>/dev/null &
 pid=$!
-tries=0  # until the run has measured an interval, so it has changed the database
-while [ "$(wc -l <"$dir/killed.csv")" -lt 3 ] && [ "$tries" -lt 300 ]; do
+# Until an interval has committed transactions, so the run has changed the database (a busy
+# machine may take long to start it: up to two minutes).
+committed() { awk -F, 'NR > 1 && $4 > 0 { found = 1 } END { exit !found }' "$dir/killed.csv"; }
+tries=0
+while ! committed && [ "$tries" -lt 1200 ]; do
   sleep 0.1; tries=$((tries + 1))
 done
 kill -9 "$pid"; wait "$pid" 2>/dev/null
+if ! committed; then
+  echo "FAIL: the run to be killed committed nothing in two minutes"; failures=$((failures + 1))
+fi
 before=$(state "$db")
 expect 1 "needs recovery"    -- check --db "$db"
 if ! printf '%s\n' "$out" | grep -q -- "tpcc check --recover"; then
