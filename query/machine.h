@@ -18,8 +18,8 @@
 //   1. Every size and count is positive and every line and page size is a power of two.
 //   2. l1d_bytes <= l2_bytes <= l3_bytes (a missing level takes the size of the one below).
 //
-// Thread/fiber safety: ReadMachine is safe to call from any thread; MeasureTlb runs for tens
-// of milliseconds and allocates, so it belongs to calibration, not to query execution.
+// Thread/fiber safety: ReadMachine is safe to call from any thread; MeasureTlb chases pointers
+// through freshly allocated pages, so it belongs to calibration, not to query execution.
 #pragma once
 
 #include <cstdint>

@@ -29,8 +29,9 @@
 // dependent pair of loads (a probe) grows with the region's bytes; `model_error_pct` measures
 // those.
 //
-// Thread/fiber safety: the models are pure functions; Calibrate allocates up to 2 GiB at a
-// time and runs for tens of seconds, on the calling thread.
+// Thread/fiber safety: the models are pure functions; Calibrate allocates arrays far larger
+// than the caches and runs its microbenchmarks on the calling thread, so it belongs to a
+// benchmark's start, not to query execution.
 #pragma once
 
 #include <string>
