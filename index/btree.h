@@ -329,6 +329,8 @@ struct LevelSplit;
 struct VerifyState;
 }  // namespace btree_internal
 
+struct ScanRange;
+
 class BTree {
  public:
   // Allocates and formats an empty root leaf; *root_page_id receives its id.
@@ -394,6 +396,16 @@ class BTree {
   // node is not the tree's or not one level below its parent.
   [[nodiscard]] Status ForEachPage(const std::function<void(PageId)>& visit) const;
   BtreeCounters counters() const;
+
+  // Up to parts - 1 ascending keys, each strictly inside `range`, that cut it into parts of
+  // about equal numbers of subtrees: separators of the highest inner level with enough of them
+  // inside the range, at most level 1 (whose separators bound leaves), chosen evenly among
+  // them. For splitting a scan among threads: any keys cut the range correctly; these make
+  // the parts even and give each part leaves of its own. Holds the root latch shared while it
+  // reads the inner nodes (no structure change meanwhile; leaves are not read). Fewer cuts
+  // when the range spans fewer leaves (none for a root leaf or parts <= 1).
+  [[nodiscard]] Status SplitRange(const ScanRange& range, size_t parts,
+                                  std::vector<std::string>* cuts) const;
 
   // InvalidArgument (naming the limit) if key or key + value exceed the limits.
   [[nodiscard]] static Status CheckKey(std::string_view key);

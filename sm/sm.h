@@ -309,6 +309,15 @@ class Table {
   // *cursor is empty.
   [[nodiscard]] virtual Status NewCursor(Transaction* txn, const ScanOptions& options,
                                          std::unique_ptr<Cursor>* cursor) = 0;
+  // Up to parts - 1 ascending keys strictly inside `range` that cut it into parts of about
+  // equal size, for sharing a scan among threads: part 0 runs from the range's start to cut 0
+  // (exclusive), part i from cut i - 1 (inclusive) to cut i, the last from the last cut to the
+  // range's end. The keys are read from the B-tree's inner nodes: no row is read or locked,
+  // and any keys would cut the range correctly, so rows committed meanwhile only make the
+  // parts less even. Fewer cuts (none) for a range of few (one) leaves. InvalidArgument for a
+  // reverse range or parts == 0.
+  [[nodiscard]] virtual Status SplitRange(Transaction* txn, const ScanOptions& range, size_t parts,
+                                          std::vector<std::string>* cuts) = 0;
 };
 
 // A position in a table's key range (ScanOptions), moved in key order by the Seek calls and

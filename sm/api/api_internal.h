@@ -214,6 +214,8 @@ class TableImpl final : public Table {
              std::string* value) override;
   Status NewCursor(Transaction* txn, const ScanOptions& options,
                    std::unique_ptr<Cursor>* cursor) override;
+  Status SplitRange(Transaction* txn, const ScanOptions& range, size_t parts,
+                    std::vector<std::string>* cuts) override;
 
   index::BTree* tree() const { return tree_.get(); }
   void MarkDropped() { dropped_.store(true, std::memory_order_release); }

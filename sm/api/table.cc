@@ -411,6 +411,20 @@ Status TableImpl::NewCursor(Transaction* txn, const ScanOptions& options,
   return s;
 }
 
+Status TableImpl::SplitRange(Transaction* txn, const ScanOptions& range, size_t parts,
+                             std::vector<std::string>* cuts) {
+  if (cuts == nullptr) return Status::InvalidArgument("no vector for the cuts");
+  cuts->clear();
+  if (parts == 0) return Status::InvalidArgument("a range splits into at least one part");
+  if (range.reverse) return Status::InvalidArgument("a reverse range is not split");
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  index::ScanRange tree_range;
+  if (range.has_lower) tree_range.lower.Set(range.lower, range.lower_inclusive);
+  if (range.has_upper) tree_range.upper.Set(range.upper, range.upper_inclusive);
+  return t->Settle(tree_->SplitRange(tree_range, parts, cuts));
+}
+
 Status TableImpl::StartCursor(TransactionImpl* t, const ScanOptions& options,
                               std::unique_ptr<Cursor>* cursor) {
   steps::BeginOp(steps::KeyFor(steps::Op::kScan, id_));
