@@ -18,6 +18,7 @@
 #include "query/expr_eval.h"
 #include "query/hash.h"
 #include "query/nodes.h"
+#include "query/parallel.h"
 #include "query/row_store.h"
 #include "sm/common/assert.h"
 
@@ -80,8 +81,8 @@ class DistinctBits {
   // False if an equal entry is there already.
   bool Place(const Entry& e) {
     size_t mask = slots_.size() - 1;
-    for (size_t i = MixHash((e.group * 0x9e3779b97f4a7c15ULL) ^ e.bits ^ (uint64_t{e.agg} << 56));
-         ; ++i) {
+    for (size_t i = MixHash((e.group * 0x9e3779b97f4a7c15ULL) ^ e.bits ^ (uint64_t{e.agg} << 56));;
+         ++i) {
       Entry& slot = slots_[i & mask];
       if (!slot.used) {
         slot = e;
@@ -165,6 +166,36 @@ class Accumulators {
         return st.extreme;
     }
     return Value::Null();
+  }
+  // Adds the states `from` of another part's group to `into` (aggregate i); strings of MIN and
+  // MAX move into `arena`. Not for COUNT(DISTINCT), whose states hold counts, not values.
+  Status Merge(size_t i, AggState* into, const AggState& from, Arena* arena) const {
+    switch (aggs_[i].kind) {
+      case AggKind::kCountStar:
+      case AggKind::kCount:
+        into->count += from.count;
+        break;
+      case AggKind::kSum:
+      case AggKind::kAvg:
+        into->count += from.count;
+        into->dsum += from.dsum;
+        if (__builtin_add_overflow(into->sum, from.sum, &into->sum)) {
+          return Status::InvalidArgument("integer overflow in " + aggs_[i].name);
+        }
+        break;
+      case AggKind::kMin:
+      case AggKind::kMax: {
+        if (from.extreme.null) break;
+        int c = into->extreme.null ? 0 : CompareValues(from.extreme, into->extreme, arg_types_[i]);
+        bool better = aggs_[i].kind == AggKind::kMin ? c < 0 : c > 0;
+        if (into->extreme.null || better) into->extreme = arena->Own(from.extreme);
+        break;
+      }
+      case AggKind::kCountDistinct:
+        SM_ASSERT(false && "COUNT(DISTINCT) states are not merged");
+        break;
+    }
+    return Status::OK();
   }
   // Forgets the distinct values seen (a sort aggregation's next group).
   void ClearDistinct() {
@@ -280,8 +311,8 @@ class AggregateBase : public Operator {
       key_columns_.push_back(bound->column());
       keys_.push_back(std::move(bound));
     }
-    keys_are_columns_ = std::find(key_columns_.begin(), key_columns_.end(), -1) ==
-                        key_columns_.end();
+    keys_are_columns_ =
+        std::find(key_columns_.begin(), key_columns_.end(), -1) == key_columns_.end();
     return accumulators_.Bind(aggs_, input, ctx);
   }
   // Group keys that are plain columns (the common case) are copied without an evaluation call.
@@ -311,61 +342,36 @@ class AggregateBase : public Operator {
   Accumulators accumulators_;
 };
 
-class HashAggregateOperator final : public AggregateBase {
+// The groups of a hash aggregation: each group's key values (in a RowStore, whose arena also
+// keeps the strings of MIN and MAX states), its key hash and its aggregate states, found
+// through an open-addressing array of group numbers.
+//
+// Invariants: every group's key is distinct (KeysEqual); slots_ is a power of two in size and
+// at most half full; states_ holds aggs states per group. Without group keys there is exactly
+// one group, made by Reset.
+class GroupTable {
  public:
-  using AggregateBase::AggregateBase;
-  bool blocking() const override { return true; }
-  void OutputModules(std::vector<std::string>* out) const override {
-    out->push_back("hash_aggregate.output");
-  }
-  void InputModules(size_t, std::vector<std::string>* out) const override {
-    AddModules("hash_aggregate", out);
-  }
-  uint32_t window() const override { return kUnboundedWindow; }
-
- protected:
-  Status OpenImpl(ExecContext* ctx) override {
-    SM_TRY(BindAggregates(ctx));
-    SM_TRY(OpenChildren(ctx));
-    size_t k = keys_.size();
-    groups_.Reset(k == 0 ? 1 : k);
+  void Reset(size_t key_width, size_t aggs) {
+    key_width_ = key_width;
+    aggs_ = aggs;
+    groups_.Reset(key_width == 0 ? 1 : key_width);
     hashes_.clear();
     states_.clear();
     slots_.assign(1024, kEmpty);
-    std::vector<Value> key(k == 0 ? 1 : k);
-    if (k == 0) NewGroup(key.data(), 0);  // one row even for an empty input
-    for (;;) {
-      const Value* row = nullptr;
-      SM_TRY(child(0)->Next(&row));
-      if (row == nullptr) break;
-      EvalKeys(row, key.data());
-      size_t group = k == 0 ? 0 : FindOrAdd(key.data());
-      SM_TRY(
-          accumulators_.Add(group, &states_[group * accumulators_.size()], row, &groups_.arena()));
+    if (key_width == 0) {
+      Value none;
+      NewGroup(&none, 0);  // one row even for an empty input
     }
-    output_.Reset(schema().size());
-    for (size_t g = 0; g < groups_.size(); ++g) {
-      Finish(groups_.row(g), &states_[g * accumulators_.size()], output_.AppendEmpty());
-    }
-    states_.clear();
-    next_ = 0;
-    return Status::OK();
   }
-  Status NextImpl(const Value** row) override {
-    *row = next_ < output_.size() ? output_.row(next_++) : nullptr;
-    return Status::OK();
-  }
-  void CloseImpl() override {
+  void Clear() {
     groups_.Clear();
-    output_.Clear();
+    hashes_.clear();
     states_.clear();
+    slots_.clear();
   }
-
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-
-  size_t FindOrAdd(const Value* key) {
-    uint64_t h = HashKeys(key, key_types_);
+  // The number of the group with key `key` (hash `h`), made with fresh states if new.
+  size_t FindOrAdd(const Value* key, uint64_t h, const std::vector<Type>& key_types) {
+    if (key_width_ == 0) return 0;
     size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       uint32_t g = slots_[i];
@@ -376,13 +382,22 @@ class HashAggregateOperator final : public AggregateBase {
         if (groups_.size() * 2 > slots_.size()) Grow();
         return g;
       }
-      if (hashes_[g] == h && KeysEqual(groups_.row(g), key, key_types_)) return g;
+      if (hashes_[g] == h && KeysEqual(groups_.row(g), key, key_types)) return g;
     }
   }
+  size_t size() const { return groups_.size(); }
+  const Value* key(size_t g) const { return groups_.row(g); }
+  uint64_t hash(size_t g) const { return hashes_[g]; }
+  AggState* states(size_t g) { return &states_[g * aggs_]; }
+  Arena* arena() { return &groups_.arena(); }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
   void NewGroup(const Value* key, uint64_t hash) {
     groups_.Append(key);
     hashes_.push_back(hash);
-    states_.resize(states_.size() + accumulators_.size());
+    states_.resize(states_.size() + aggs_);
   }
   void Grow() {
     slots_.assign(slots_.size() * 2, kEmpty);
@@ -394,10 +409,109 @@ class HashAggregateOperator final : public AggregateBase {
     }
   }
 
+  size_t key_width_ = 0;
+  size_t aggs_ = 0;
   RowStore groups_;               // each group's key values
   std::vector<uint64_t> hashes_;  // each group's key hash
-  std::vector<AggState> states_;  // accumulators_.size() per group
+  std::vector<AggState> states_;  // aggs_ per group
   std::vector<uint32_t> slots_;   // open addressing: group numbers
+};
+
+// Hash aggregation, run in parallel (query.md, "Parallel aggregation") when the execution
+// allows several threads, no aggregate is COUNT(DISTINCT), and its input is a pipeline over a
+// scan (parallel.h): each part fills a group table of its own, and the others are merged into
+// part 0's. The bound group keys and aggregates are shared by the parts' threads: evaluating
+// them and adding to a part's own states writes nothing shared.
+class HashAggregateOperator final : public AggregateBase {
+ public:
+  HashAggregateOperator(const char* name, RowSchema schema, std::vector<NamedExpr> group_by,
+                        std::vector<Agg> aggs, std::string detail, NodePtr input_node)
+      : AggregateBase(name, std::move(schema), std::move(group_by), std::move(aggs),
+                      std::move(detail)),
+        input_node_(std::move(input_node)) {
+    for (const Agg& a : aggs_) mergeable_ &= a.kind != AggKind::kCountDistinct;
+  }
+  bool blocking() const override { return true; }
+  std::string detail() const override {
+    if (parts_ <= 1) return AggregateBase::detail();
+    return AggregateBase::detail() + "; " + std::to_string(parts_) + " parts in parallel";
+  }
+  void OutputModules(std::vector<std::string>* out) const override {
+    out->push_back("hash_aggregate.output");
+  }
+  void InputModules(size_t, std::vector<std::string>* out) const override {
+    AddModules("hash_aggregate", out);
+  }
+  uint32_t window() const override { return kUnboundedWindow; }
+
+ protected:
+  Status OpenImpl(ExecContext* ctx) override {
+    SM_TRY(BindAggregates(ctx));
+    groups_.Reset(keys_.size(), accumulators_.size());
+    std::vector<ScanOptions> parts;
+    if (ctx->threads > 1 && mergeable_) SM_TRY(SplitPipeline(ctx, child(0), &parts));
+    parts_ = parts.size();
+    if (parts.size() <= 1) {
+      SM_TRY(OpenChildren(ctx));
+      SM_TRY(Consume(child(0), &groups_));
+    } else {
+      std::vector<GroupTable> others(parts.size() - 1);
+      SM_TRY(RunParts(ctx, *input_node_, child(0), parts, [&](size_t part, Operator* input) {
+        if (part == 0) return Consume(input, &groups_);
+        others[part - 1].Reset(keys_.size(), accumulators_.size());
+        return Consume(input, &others[part - 1]);
+      }));
+      for (GroupTable& other : others) SM_TRY(Merge(&other));
+    }
+    output_.Reset(schema().size());
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      Finish(groups_.key(g), groups_.states(g), output_.AppendEmpty());
+    }
+    next_ = 0;  // the output's strings live in groups_ until Close
+    return Status::OK();
+  }
+  Status NextImpl(const Value** row) override {
+    *row = next_ < output_.size() ? output_.row(next_++) : nullptr;
+    return Status::OK();
+  }
+  void CloseImpl() override {
+    groups_.Clear();
+    output_.Clear();
+  }
+
+ private:
+  // Adds every tuple of `input` to `groups`. Runs on the threads of the parts at once.
+  Status Consume(Operator* input, GroupTable* groups) {
+    const size_t k = keys_.size();
+    std::vector<Value> key(k == 0 ? 1 : k);
+    for (;;) {
+      const Value* row = nullptr;
+      SM_TRY(input->Next(&row));
+      if (row == nullptr) return Status::OK();
+      EvalKeys(row, key.data());
+      size_t group =
+          k == 0 ? 0 : groups->FindOrAdd(key.data(), HashKeys(key.data(), key_types_), key_types_);
+      SM_TRY(accumulators_.Add(group, groups->states(group), row, groups->arena()));
+    }
+  }
+  // Adds the groups of another part to groups_.
+  Status Merge(GroupTable* other) {
+    for (size_t g = 0; g < other->size(); ++g) {
+      size_t into = groups_.FindOrAdd(other->key(g), other->hash(g), key_types_);
+      AggState* to = groups_.states(into);
+      const AggState* from = other->states(g);
+      for (size_t i = 0; i < accumulators_.size(); ++i) {
+        SM_TRY(accumulators_.Merge(i, &to[i], from[i], groups_.arena()));
+      }
+    }
+    other->Clear();
+    return Status::OK();
+  }
+
+  NodePtr input_node_;     // the child's plan node, instantiated again for each other part
+  bool mergeable_ = true;  // no COUNT(DISTINCT), whose states hold no values to merge
+  size_t parts_ = 0;       // of the last execution (EXPLAIN)
+  GroupTable groups_;
   RowStore output_;
   size_t next_ = 0;
 };
@@ -526,7 +640,7 @@ class AggregateNode final : public PlanNode {
     std::unique_ptr<Operator> op;
     if (strategy_ == AggStrategy::kHash) {
       op = std::make_unique<HashAggregateOperator>("HashAggregate", schema(), group_by_, aggs_,
-                                                   Detail());
+                                                   Detail(), children()[0]);
     } else {
       op = std::make_unique<SortAggregateOperator>("SortAggregate", schema(), group_by_, aggs_,
                                                    Detail());

@@ -35,6 +35,7 @@ class BufferOperator final : public Operator {
     return std::to_string(capacity_) + " tuples" + (note_.empty() ? "" : "; " + note_);
   }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("buffer"); }
+  Operator* streamed_input() const override { return child(0); }
   uint32_t window() const override {
     const uint32_t w = child(0)->window();
     if (w == kUnboundedWindow) return w;

@@ -34,6 +34,7 @@ class FilterOperator final : public Operator {
       : Operator("Filter", std::move(schema)), predicate_expr_(predicate) {}
   std::string detail() const override { return predicate_expr_.ToString(); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("filter"); }
+  Operator* streamed_input() const override { return child(0); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
@@ -91,6 +92,7 @@ class ProjectOperator final : public Operator {
       : Operator("Project", std::move(schema)), columns_(std::move(columns)) {}
   std::string detail() const override { return JoinNames(columns_); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("project"); }
+  Operator* streamed_input() const override { return child(0); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -24,6 +24,7 @@
 #include "query/expr_eval.h"
 #include "query/hash.h"
 #include "query/nodes.h"
+#include "query/parallel.h"
 #include "query/row_store.h"
 #include "sm/common/assert.h"
 
@@ -51,11 +52,30 @@ bool EmitsBuildColumns(JoinType type) {
   return type == JoinType::kInner || type == JoinType::kLeftOuter;
 }
 
+constexpr uint32_t kNone = UINT32_MAX;
+
+// A slot of the open-addressing table: one distinct key, by the high half of its hash and
+// the first build row (in input order) that has it; the others follow through `next`.
+struct Slot {
+  uint32_t tag;
+  uint32_t row;
+};
+
+// The build phase's result: read-only once built, so the parts of a parallel pipeline share
+// one (SharedBuilds).
+struct BuiltTable {
+  RowStore rows;               // stored build rows
+  std::vector<Slot> slots;     // a power of two of them, linear probing
+  std::vector<uint32_t> next;  // per build row: the next row with its keys, or kNone
+  size_t mask = 0;
+};
+
 class HashJoinOperator final : public Operator {
  public:
   HashJoinOperator(RowSchema schema, std::vector<JoinKey> keys, JoinType type, const Expr& residual,
-                   std::string detail)
+                   std::string detail, const PlanNode* node)
       : Operator("HashJoin", std::move(schema)),
+        node_(node),
         keys_(std::move(keys)),
         type_(type),
         residual_expr_(residual),
@@ -67,12 +87,12 @@ class HashJoinOperator final : public Operator {
   void InputModules(size_t child, std::vector<std::string>* out) const override {
     out->push_back(child == 1 ? "hash_join.build" : "hash_join.probe");
   }
+  Operator* streamed_input() const override { return probe(); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
     SM_TRY(BindKeys(ctx));
-    SM_TRY(build()->Open(ctx));
-    SM_TRY(Build());
+    SM_TRY(ObtainTable(ctx));
     ring_.Init(schema().size(), requested_window());
     size_t threshold = ctx->hash_join_batch_bytes != 0 ? ctx->hash_join_batch_bytes : CacheBytes();
     bool batched = TableBytes() > threshold;
@@ -105,24 +125,16 @@ class HashJoinOperator final : public Operator {
   }
 
   void CloseImpl() override {
-    table_.Clear();
-    slots_.clear();
-    slots_.shrink_to_fit();
-    next_.clear();
-    next_.shrink_to_fit();
+    built_.reset();  // the last part to close a shared table frees it
+    table_ = nullptr;
+    slots_ = nullptr;
+    next_ = nullptr;
   }
 
  private:
-  static constexpr uint32_t kNone = UINT32_MAX;
   // Probe rows matched together; the misses of a batch's lookups overlap (see FillBatch).
   static constexpr uint32_t kProbeBatch = 16;
 
-  // A slot of the open-addressing table: one distinct key, by the high half of its hash and
-  // the first build row (in input order) that has it; the others follow through next_.
-  struct Slot {
-    uint32_t tag;
-    uint32_t row;
-  };
   // A probe row of the current batch.
   struct Pending {
     const Value* row;
@@ -140,7 +152,7 @@ class HashJoinOperator final : public Operator {
     return bytes;
   }
   size_t TableBytes() const {
-    return slots_.size() * sizeof(Slot) + table_.size() * table_.width() * sizeof(Value);
+    return built_->slots.size() * sizeof(Slot) + table_->size() * table_->width() * sizeof(Value);
   }
 
   Operator* probe() const { return child(0); }
@@ -148,13 +160,13 @@ class HashJoinOperator final : public Operator {
   static uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
   // Whether a build row matches probe keys `keys` (NULL keys are never stored nor looked up).
   bool StoredKeysEqual(uint32_t r, const Value* keys) const {
-    const Value* stored = table_.row(r);
+    const Value* stored = table_->row(r);
     for (size_t i = 0; i < key_at_.size(); ++i) {
       if (!KeyValuesEqual(stored[key_at_[i]], keys[i], key_types_[i])) return false;
     }
     return true;
   }
-  const Value* StoredRow(uint32_t r) const { return table_.row(r); }
+  const Value* StoredRow(uint32_t r) const { return table_->row(r); }
 
   Status BindKeys(ExecContext* ctx) {
     std::vector<Expr> left, right;
@@ -193,16 +205,43 @@ class HashJoinOperator final : public Operator {
     key_at_.clear();
     size_t width = stored_columns_;
     for (const auto& k : build_keys_) {
-      bool is_stored_column = k->column() >= 0 && static_cast<size_t>(k->column()) < stored_columns_;
+      bool is_stored_column =
+          k->column() >= 0 && static_cast<size_t>(k->column()) < stored_columns_;
       key_at_.push_back(is_stored_column ? k->column() : width++);
     }
-    table_.Reset(width);
+    stored_width_ = width;
+  }
+
+  // The table of this execution: built here, or (in a part of a parallel pipeline) taken from
+  // the part that built it first.
+  Status ObtainTable(ExecContext* ctx) {
+    std::shared_ptr<const void> shared;
+    bool must_build = true;
+    if (ctx->builds != nullptr) SM_TRY(ctx->builds->Acquire(node_, &shared, &must_build));
+    if (!must_build) {
+      Use(std::static_pointer_cast<const BuiltTable>(std::move(shared)));
+      return Status::OK();
+    }
+    auto table = std::make_shared<BuiltTable>();
+    Status s = build()->Open(ctx);
+    if (s.ok()) s = Build(table.get());
+    if (ctx->builds != nullptr) ctx->builds->Publish(node_, s, s.ok() ? table : nullptr);
+    SM_TRY(s);
+    Use(std::move(table));
+    return Status::OK();
+  }
+  void Use(std::shared_ptr<const BuiltTable> table) {
+    built_ = std::move(table);
+    table_ = &built_->rows;
+    slots_ = built_->slots.data();
+    next_ = built_->next.data();
+    mask_ = built_->mask;
   }
 
   // The build phase: every build row with non-NULL keys, stored as LayOutStoredRows says; then
   // one slot per distinct key, at most half the slots used.
-  Status Build() {
-    SM_DASSERT(table_.empty());  // LayOutStoredRows reset it for this execution
+  Status Build(BuiltTable* t) {
+    t->rows.Reset(stored_width_);
     std::vector<uint64_t> hashes;
     std::vector<Value> keys(keys_.size());
     for (;;) {
@@ -215,47 +254,47 @@ class HashJoinOperator final : public Operator {
         null_key |= keys[i].null;
       }
       if (null_key) continue;
-      Value* stored = table_.AppendEmpty();
-      Arena& arena = table_.arena();
+      Value* stored = t->rows.AppendEmpty();
+      Arena& arena = t->rows.arena();
       for (size_t i = 0; i < stored_columns_; ++i) stored[i] = arena.Own(row[i]);
       for (size_t i = 0; i < keys_.size(); ++i) {
         if (key_at_[i] >= stored_columns_) stored[key_at_[i]] = arena.Own(keys[i]);
       }
       hashes.push_back(HashKeys(keys.data(), key_types_));
     }
-    SM_ASSERT(table_.size() < kNone);
+    SM_ASSERT(t->rows.size() < kNone);
     size_t slots = 16;
-    while (slots < table_.size() * 2) slots *= 2;
-    slots_.assign(slots, Slot{0, kNone});
-    next_.assign(table_.size(), kNone);
-    mask_ = slots - 1;
+    while (slots < t->rows.size() * 2) slots *= 2;
+    t->slots.assign(slots, Slot{0, kNone});
+    t->next.assign(t->rows.size(), kNone);
+    t->mask = slots - 1;
     // Inserted last row first, so that each key's chain lists its rows in input order.
     constexpr size_t kAhead = 8;
-    for (size_t r = table_.size(); r-- > 0;) {
-      if (r >= kAhead) __builtin_prefetch(&slots_[hashes[r - kAhead] & mask_]);
-      Insert(static_cast<uint32_t>(r), hashes[r]);
+    for (size_t r = t->rows.size(); r-- > 0;) {
+      if (r >= kAhead) __builtin_prefetch(&t->slots[hashes[r - kAhead] & t->mask]);
+      Insert(t, static_cast<uint32_t>(r), hashes[r]);
     }
     return Status::OK();
   }
 
-  void Insert(uint32_t r, uint64_t hash) {
-    for (size_t s = hash & mask_;; s = (s + 1) & mask_) {
-      Slot& slot = slots_[s];
+  void Insert(BuiltTable* t, uint32_t r, uint64_t hash) const {
+    for (size_t s = hash & t->mask;; s = (s + 1) & t->mask) {
+      Slot& slot = t->slots[s];
       if (slot.row == kNone) {
         slot = Slot{Tag(hash), r};
         return;
       }
-      if (slot.tag == Tag(hash) && SameKeys(slot.row, r)) {
-        next_[r] = slot.row;
+      if (slot.tag == Tag(hash) && SameKeys(*t, slot.row, r)) {
+        t->next[r] = slot.row;
         slot.row = r;
         return;
       }
     }
   }
 
-  bool SameKeys(uint32_t a, uint32_t b) const {
+  bool SameKeys(const BuiltTable& t, uint32_t a, uint32_t b) const {
     for (size_t i = 0; i < key_at_.size(); ++i) {
-      if (!KeyValuesEqual(StoredRow(a)[key_at_[i]], StoredRow(b)[key_at_[i]], key_types_[i])) {
+      if (!KeyValuesEqual(t.rows.row(a)[key_at_[i]], t.rows.row(b)[key_at_[i]], key_types_[i])) {
         return false;
       }
     }
@@ -378,6 +417,7 @@ class HashJoinOperator final : public Operator {
     return out;
   }
 
+  const PlanNode* node_;  // the key of this join's table among shared builds
   std::vector<JoinKey> keys_;
   JoinType type_;
   Expr residual_expr_;
@@ -388,10 +428,13 @@ class HashJoinOperator final : public Operator {
   size_t probe_width_ = 0, build_width_ = 0;
 
   size_t stored_columns_ = 0;   // build columns at the start of a stored row
+  size_t stored_width_ = 0;     // Values per stored row: those columns, then keys not among them
   std::vector<size_t> key_at_;  // per key: where a stored row holds it
-  RowStore table_;              // stored build rows
-  std::vector<Slot> slots_;    // a power of two of them, linear probing
-  std::vector<uint32_t> next_;  // per build row: the next row with its keys, or kNone
+  // The table of this execution, and its parts as the probe reads them.
+  std::shared_ptr<const BuiltTable> built_;
+  const RowStore* table_ = nullptr;
+  const Slot* slots_ = nullptr;
+  const uint32_t* next_ = nullptr;
   size_t mask_ = 0;
 
   std::vector<Pending> batch_;
@@ -447,7 +490,7 @@ class HashJoinNode final : public PlanNode {
     std::unique_ptr<Operator> probe, build;
     SM_TRY(children()[0]->Instantiate(&probe));
     SM_TRY(children()[1]->Instantiate(&build));
-    auto op = std::make_unique<HashJoinOperator>(schema(), keys_, type_, residual_, Detail());
+    auto op = std::make_unique<HashJoinOperator>(schema(), keys_, type_, residual_, Detail(), this);
     op->AddChild(std::move(probe));
     op->AddChild(std::move(build));
     *out = std::move(op);

@@ -51,6 +51,7 @@ class IndexJoinOperator final : public Operator {
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back("index_join");
   }
+  Operator* streamed_input() const override { return outer(); }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

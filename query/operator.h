@@ -49,6 +49,7 @@
 namespace sm::query {
 
 class PlanNode;
+class SharedBuilds;
 
 inline constexpr uint32_t kUnboundedWindow = UINT32_MAX;
 
@@ -68,11 +69,19 @@ struct ExecContext {
   bool analyze = false;  // time every Open and Next (EXPLAIN ANALYZE)
   // A hash join's table above this many bytes is probed in batches; 0: the L2 cache's size.
   size_t hash_join_batch_bytes = 0;
-  // Rows read by operator trees that are not part of the query's tree (scalar subqueries).
+  // Rows read by operator trees that are not part of the query's tree (scalar subqueries, the
+  // parts of a parallel aggregation that other threads ran).
   uint64_t subquery_rows_read = 0;
+  // Threads a parallel aggregation may use; 1 runs every operator on the calling thread. Above
+  // 1 only when the query runs in a read committed transaction of its own (ResultCursor), so
+  // that the transactions of other threads see what it would see.
+  uint32_t threads = 1;
   // The results of materialized plan nodes, computed once per execution and shared by every
   // operator that reads them (keyed by the node).
   std::map<const PlanNode*, std::shared_ptr<void>> shared;
+  // While the parts of a parallel pipeline run (parallel.h): the hash tables they build once
+  // and share; null otherwise.
+  SharedBuilds* builds = nullptr;
 };
 
 class Operator {
@@ -100,6 +109,22 @@ class Operator {
   void InsertAboveChild(size_t i, std::unique_ptr<Operator> op);
   // Materializes all its input before its first output.
   virtual bool blocking() const { return false; }
+  // Parallel execution (query.md, "Parallel aggregation"): the child whose tuples this operator
+  // takes in and treats one at a time, each independently of the others (a filter's, a
+  // projection's or a buffer's input, a join's probe or outer input), so that running it over
+  // parts of that input gives, together, its output over the whole; null for other operators.
+  virtual Operator* streamed_input() const { return nullptr; }
+  // A table scan: its table and key range (true), which RestrictScan narrows to a part of it
+  // (Table::SplitRange) before Open; false for other operators.
+  virtual bool scan_source(Table** table, ScanOptions* range) const {
+    (void)table;
+    (void)range;
+    return false;
+  }
+  virtual void RestrictScan(const ScanOptions& part) {
+    (void)part;
+    SM_ASSERT(false && "RestrictScan of an operator that is not a scan");
+  }
   // The footprint modules (footprints.h) whose code runs while this operator returns a tuple,
   // and while it takes in child i's tuples: the same for a pipelined operator; a blocking one
   // takes its input in while it opens (a sort's run building, a hash join's build).

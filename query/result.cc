@@ -2,6 +2,7 @@
 #include "query/result.h"
 
 #include <algorithm>
+#include <string>
 
 #include "sm/common/assert.h"
 
@@ -17,6 +18,10 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
                           std::unique_ptr<ResultCursor>* out) {
   out->reset();
   SM_TRY(plan.status());
+  if (options.threads < 1 || options.threads > kMaxQueryThreads) {
+    return Status::InvalidArgument("a query runs on 1 to " + std::to_string(kMaxQueryThreads) +
+                                   " threads, not " + std::to_string(options.threads));
+  }
   std::unique_ptr<ResultCursor> cursor(new ResultCursor());
   cursor->db_ = catalog.db();
   SM_TRY(plan.node()->Instantiate(&cursor->root_));
@@ -34,6 +39,9 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   cursor->ctx_.txn = txn;
   cursor->ctx_.analyze = options.analyze;
   cursor->ctx_.hash_join_batch_bytes = options.hash_join_batch_bytes;
+  const bool own_read_committed =
+      options.txn == nullptr && options.isolation == Isolation::kReadCommitted;
+  cursor->ctx_.threads = own_read_committed ? options.threads : 1;
   cursor->open_ = true;
   if (Status s = cursor->root_->Open(&cursor->ctx_); !s.ok()) {
     cursor->Fail(s);

@@ -43,7 +43,14 @@ struct QueryOptions {
   bool profile_operators = false;
   // Where buffer operators go (refine.h); none by default.
   BufferOptions buffers;
+  // Threads a hash aggregation over a scan's pipeline may use, each over a part of the scan's
+  // key range (query.md, "Parallel aggregation"); 1 to kMaxQueryThreads. Used only when the
+  // query runs read committed in a transaction of its own (no `txn`): the other threads read
+  // in transactions of their own, which could not see a caller's uncommitted writes nor keep
+  // serializable locks for it.
+  uint32_t threads = 1;
 };
+inline constexpr uint32_t kMaxQueryThreads = 64;
 
 class ResultCursor {
  public:

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "query/expr_eval.h"
 #include "query/nodes.h"
@@ -41,6 +42,12 @@ class ScanOperator final : public Operator {
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back(predicate_expr_.valid() ? "scan.predicate" : "scan");
   }
+  bool scan_source(Table** table, ScanOptions* range) const override {
+    *table = table_;
+    *range = range_;
+    return true;
+  }
+  void RestrictScan(const ScanOptions& part) override { part_ = part; }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
@@ -59,7 +66,9 @@ class ScanOperator final : public Operator {
     produced_ = returned_ = 0;
     started_ = false;
     exhausted_ = false;
-    return table_->NewCursor(ctx->txn, range_, &cursor_);
+    Status s = table_->NewCursor(ctx->txn, part_ ? *part_ : range_, &cursor_);
+    part_.reset();  // a part is for one execution
+    return s;
   }
 
   Status NextImpl(const Value** row) override {
@@ -168,6 +177,7 @@ class ScanOperator final : public Operator {
   const TableSchema* table_schema_;
   std::vector<const Column*> columns_;
   ScanOptions range_;
+  std::optional<ScanOptions> part_;  // the part of range_ the next Open reads (RestrictScan)
   Expr predicate_expr_;
   std::string detail_;
   bool has_strings_ = false;

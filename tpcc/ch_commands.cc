@@ -105,6 +105,11 @@ void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q) {
   cmd->add_option("--buffer-size", q->buffer_size, "tuples each buffer holds")
       ->check(CLI::Range(1u, query::kMaxBufferTuples))
       ->capture_default_str();
+  cmd->add_option("--threads", q->threads,
+                  "threads per query: a hash aggregation over a table's scan runs each part of "
+                  "the table's key range on a thread of its own")
+      ->check(CLI::Range(1u, query::kMaxQueryThreads))
+      ->capture_default_str();
 }
 
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
@@ -125,6 +130,7 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
                          : q.buffers == "auto" ? query::BufferMode::kAuto
                                                : query::BufferMode::kOff;
   options.buffers.tuples = q.buffer_size;
+  options.threads = q.threads;
   json results = json::array();
   double total_ms = 0;
   for (int n : queries) {
@@ -169,11 +175,8 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
   if (queries.size() > 1) Say(o, "total: %.1f ms\n", total_ms);
   if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
   if (Json(o)) {
-    json out = {{"command", "query"},
-                {"db", o.db},
-                {"git_revision", GitRevision()},
-                {"queries", results},
-                {"total_ms", total_ms}};
+    json out = {{"command", "query"}, {"db", o.db},           {"git_revision", GitRevision()},
+                {"queries", results}, {"threads", q.threads}, {"total_ms", total_ms}};
     std::printf("%s\n", out.dump().c_str());
   }
   return 0;

@@ -21,6 +21,7 @@ struct QueryCliOptions {
   uint32_t repeat = 1;           // runs per query (the figures are the medians)
   std::string buffers = "off";   // buffer operators: off, on or auto (query/refine.h)
   uint32_t buffer_size = 1000;   // tuples per buffer
+  uint32_t threads = 1;          // threads per query (query::QueryOptions::threads)
 };
 void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q);
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q);

@@ -21,7 +21,9 @@
 // callgrind simulates and that refinement plans for.
 //
 // Last line JSON: ch_q<n>_ms, ch_q<n>_sqlite_ms, ch_q<n>_sqlite_ratio, ch_q<n>_rows,
-// ch_q<n>_rows_read for n = 1..22; ch_total_ms, sqlite_total_ms, sqlite_ratio (SQLite's total
+// ch_q<n>_rows_read for n = 1..22; with --threads T > 1 also ch_q<n>_ms_<T>t and
+// ch_q<n>_speedup_<T>t (one thread's median over T threads'), ch_total_ms_<T>t and
+// ch_total_speedup_<T>t; ch_total_ms, sqlite_total_ms, sqlite_ratio (SQLite's total
 // over ours), queries_slower_than_sqlite, results_match (all 22 equal); warehouses, repeat,
 // sqlite_repeat, buffer_pool_bytes, buffers, l1i_geometry; with --callgrind,
 // ch_q<n>_{instructions,l1i_misses,l1d_misses,mispredicts}_per_row_read and ch_q<n>_operators
@@ -150,8 +152,9 @@ Status OpenSqlite(const Options& o, const query::Catalog& catalog, json* manifes
 struct QueryFigures {
   int n = 0;
   double ms = 0, sqlite_ms = 0;
+  double threaded_ms = 0;  // on --threads threads (0 when --threads is 1)
   uint64_t rows = 0, rows_read = 0;
-  bool match = false;
+  bool match = false;  // ours equal SQLite's, and on --threads threads equal on one
   std::string difference;
 };
 
@@ -159,13 +162,21 @@ Status MeasureQuery(const Options& o, const query::Catalog& catalog, ChSqlite* s
                     const ChSql& sql, const tpcc::ChParams& params, QueryFigures* f) {
   query::Plan plan;
   if (Status s = tpcc::ChQuery(sql.number, catalog, params, &plan); !s.ok()) return s;
-  std::vector<double> ours, theirs;
-  tpcc::ChRun run;
+  std::vector<double> ours, threaded, theirs;
+  tpcc::ChRun run, threaded_run;
   query::ResultRows sqlite_rows;
+  query::QueryOptions threaded_options = OurOptions(o);
+  threaded_options.threads = o.threads;
   for (uint32_t r = 0; r < std::max(o.repeat, o.sqlite_repeat); ++r) {
     if (r < o.repeat) {
       if (Status s = tpcc::RunChQuery(catalog, plan, OurOptions(o), &run); !s.ok()) return s;
       ours.push_back(run.ms);
+    }
+    if (r < o.repeat && o.threads > 1) {
+      if (Status s = tpcc::RunChQuery(catalog, plan, threaded_options, &threaded_run); !s.ok()) {
+        return s;
+      }
+      threaded.push_back(threaded_run.ms);
     }
     if (r < o.sqlite_repeat) {
       double start = NowSeconds();
@@ -176,18 +187,26 @@ Status MeasureQuery(const Options& o, const query::Catalog& catalog, ChSqlite* s
   }
   f->n = sql.number;
   f->ms = Median(ours);
+  f->threaded_ms = threaded.empty() ? 0 : Median(threaded);
   f->sqlite_ms = Median(theirs);
   f->rows = run.rows.rows.size();
   f->rows_read = run.rows_read;
   f->match = SameRows("Q" + std::to_string(sql.number), run.rows, sqlite_rows, sql.order_by,
                       &f->difference);
+  if (f->match && o.threads > 1) {
+    f->match =
+        SameRows("Q" + std::to_string(sql.number) + " on " + std::to_string(o.threads) + " threads",
+                 threaded_run.rows, run.rows, sql.order_by, &f->difference);
+  }
   return Status::OK();
 }
 
 void PrintRow(const QueryFigures& f) {
-  std::printf("Q%-3d %10.1f %12.1f %8.2f %10llu %12llu  %s\n", f.n, f.ms, f.sqlite_ms,
+  std::printf("Q%-3d %10.1f %12.1f %8.2f %10llu %12llu  %s", f.n, f.ms, f.sqlite_ms,
               f.sqlite_ms / f.ms, static_cast<unsigned long long>(f.rows),
               static_cast<unsigned long long>(f.rows_read), f.match ? "yes" : "NO");
+  if (f.threaded_ms > 0) std::printf(" %10.1f %8.2f", f.threaded_ms, f.ms / f.threaded_ms);
+  std::printf("\n");
   if (!f.match) std::printf("     %s\n", f.difference.c_str());
   std::fflush(stdout);
 }
@@ -326,9 +345,13 @@ int Run(const Options& o) {
                   {"repeat", o.repeat},
                   {"sqlite_repeat", o.sqlite_repeat},
                   {"buffer_pool_bytes", PoolBytes(o)}};
-  std::printf("%-4s %10s %12s %8s %10s %12s  %s\n", "q", "ours ms", "SQLite ms", "ratio", "rows",
+  std::printf("%-4s %10s %12s %8s %10s %12s  %s", "q", "ours ms", "SQLite ms", "ratio", "rows",
               "rows read", "same");
-  double total = 0, sqlite_total = 0;
+  const std::string threads_suffix = "_" + std::to_string(o.threads) + "t";
+  if (o.threads > 1) std::printf(" %7s %2ut %8s", "ms", o.threads, "speedup");
+  std::printf("\n");
+  figures["threads"] = o.threads;
+  double total = 0, sqlite_total = 0, threaded_total = 0;
   int slower = 0;
   bool all_match = true;
   std::map<int, uint64_t> rows_read;
@@ -350,9 +373,20 @@ int Run(const Options& o) {
     figures[key + "sqlite_ratio"] = f.sqlite_ms / f.ms;
     figures[key + "rows"] = f.rows;
     figures[key + "rows_read"] = f.rows_read;
+    if (o.threads > 1) {
+      threaded_total += f.threaded_ms;
+      figures[key + "ms" + threads_suffix] = f.threaded_ms;
+      figures[key + "speedup" + threads_suffix] = f.ms / f.threaded_ms;
+    }
   }
   std::printf("total %10.1f %12.1f %8.2f\n", total, sqlite_total, sqlite_total / total);
   figures["ch_total_ms"] = total;
+  if (o.threads > 1) {
+    std::printf("total on %u threads %10.1f ms, speedup %.2f\n", o.threads, threaded_total,
+                total / threaded_total);
+    figures["ch_total_ms" + threads_suffix] = threaded_total;
+    figures["ch_total_speedup" + threads_suffix] = total / threaded_total;
+  }
   figures["sqlite_total_ms"] = sqlite_total;
   figures["sqlite_ratio"] = sqlite_total / total;
   figures["queries_slower_than_sqlite"] = slower;
@@ -386,8 +420,10 @@ int main(int argc, char** argv) {
                  "minutes at 10 warehouses, where one run's noise is small)")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "threads per query (the operators run on one)")
-      ->check(CLI::Range(1u, 1u))
+  app.add_option("--threads", o.threads,
+                 "also run ours on this many threads per query (query::QueryOptions::threads), "
+                 "alternating with the runs on one; results must equal those on one")
+      ->check(CLI::Range(1u, sm::query::kMaxQueryThreads))
       ->capture_default_str();
   app.add_option("--dir", o.dir,
                  "where the databases and CSV files live (default ./data/"

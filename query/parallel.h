@@ -1,0 +1,88 @@
+// Running the parts of a pipeline on several threads: the driver of parallel aggregation.
+//
+// Owns: finding the scan at the source of a pipeline (FindSourceScan), cutting its key range
+// into parts (SplitPipeline, through Table::SplitRange) and running one part per thread
+// (RunParts).
+//
+// A pipeline here is an operator tree whose root takes in the tuples of a source scan one at a
+// time through operators that each treat every tuple independently (Operator::streamed_input:
+// filters, projections, buffers, the probe side of hash joins, the outer side of index joins).
+// Its output over the whole range is then the union of its outputs over disjoint parts, so the
+// parts can run on different threads and a blocking parent (an aggregation) combines them.
+// The cuts come from the table's inner B-tree nodes, so each thread reads leaves of its own
+// (Krikellas et al., "split the input N ways").
+//
+// Threads and transactions: part 0 runs on the calling thread in the caller's operator tree
+// and transaction; each other part on a std::thread of its own, with a fresh instance of the
+// pipeline's plan node and a read committed transaction of its own, committed when the part
+// ends. Read committed takes no read locks that outlive a row, and a query under it may see
+// rows committed after it started, so several such transactions read what one would
+// (ExecContext::threads is above 1 only for such queries). The hash joins' tables are built
+// once, by the first part to open the join, and shared (SharedBuilds); other materialized
+// inputs (subqueries, index join lookups) are computed by every part.
+//
+// Why std::threads and not the engine's fibers: the parts are long, CPU-bound scans that never
+// wait for each other, and a query may run on a thread that is not a worker of the engine.
+//
+// Thread safety: RunParts returns after every thread it started has ended.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "query/operator.h"
+#include "sm/common/status.h"
+#include "sm/sm.h"
+
+namespace sm::query {
+
+// The scan at the source of the pipeline rooted at `op` (following streamed_input), or null.
+Operator* FindSourceScan(Operator* op);
+
+// The key ranges the pipeline rooted at `input` runs over, one per part: at most ctx->threads
+// of them, cut by Table::SplitRange; one (or none, if it has no source scan) when the pipeline
+// cannot be split or the range is too small to split.
+[[nodiscard]] Status SplitPipeline(ExecContext* ctx, Operator* input,
+                                   std::vector<ScanOptions>* parts);
+
+// The hash join tables of a parallel pipeline's parts, keyed by the join's plan node: the
+// first part to open a join builds its table and publishes it, the others wait for it and
+// share it read-only. Every part opens the joins of one plan in the same order, so a part
+// waits only for a table that another part is building, never in a cycle.
+class SharedBuilds {
+ public:
+  // Sets *must_build for the first caller for `node` (who must then Publish); gives later
+  // callers the published table (or the builder's error) once it is there.
+  [[nodiscard]] Status Acquire(const PlanNode* node, std::shared_ptr<const void>* table,
+                               bool* must_build);
+  // The table of `node` (null with an error), for the parts waiting and to come.
+  void Publish(const PlanNode* node, const Status& status, std::shared_ptr<const void> table);
+
+ private:
+  struct Entry {
+    bool done = false;
+    Status status;
+    std::shared_ptr<const void> table;
+  };
+  std::mutex mu_;
+  std::condition_variable published_;
+  std::map<const PlanNode*, Entry> entries_;
+};
+
+// Consumes the tuples of part `part` from the open operator `input`.
+using PartFn = std::function<Status(size_t part, Operator* input)>;
+
+// Runs consume(i, ·) over each part i of `parts` (SplitPipeline's, at least two): part 0 in
+// `input` (not yet open; RunParts opens it in ctx, the caller closes it), the others on threads
+// of their own in fresh instances of `input_node`. consume runs on several threads at once.
+// Returns the first error of any part; the rows the other parts read are added to
+// ctx->subquery_rows_read.
+[[nodiscard]] Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
+                              const std::vector<ScanOptions>& parts, const PartFn& consume);
+
+}  // namespace sm::query

@@ -1,0 +1,170 @@
+// Parallel aggregation: a hash aggregation over a scan's pipeline, run on 2 to 4 threads over
+// parts of the scan's key range, returns what it returns on one thread (grouped and not, over
+// filters, projections, hash and index joins, key ranges, an empty range, few distinct groups),
+// reads every row once, and runs on one thread where it must (COUNT(DISTINCT), serializable,
+// a caller's transaction).
+#include <memory>
+#include <string>
+
+#include "query/query.h"
+#include "tests/query/query_test_util.h"
+
+namespace sm::test {
+namespace {
+
+using namespace sm::query;  // NOLINT: the plan vocabulary
+
+constexpr uint32_t kRows = 20000;  // a few hundred leaves: SplitRange finds cuts
+
+struct Outcome {
+  std::vector<TextRow> rows;
+  uint64_t rows_read = 0;
+  std::string root_detail;  // the root operator's EXPLAIN detail after the run
+};
+
+Outcome RunWith(const Catalog& catalog, const Plan& plan, QueryOptions options) {
+  INFO(plan.Explain());
+  REQUIRE(plan.status().ok());
+  std::unique_ptr<ResultCursor> cursor;
+  Status s = ResultCursor::Open(catalog, plan, options, &cursor);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Outcome out;
+  for (;;) {
+    const Value* row = nullptr;
+    REQUIRE(cursor->Next(&row).ok());
+    if (row == nullptr) break;
+    TextRow text;
+    for (size_t i = 0; i < cursor->schema().size(); ++i) {
+      text.push_back(row[i].null ? "" : FormatValue(row[i], cursor->schema()[i].type));
+    }
+    out.rows.push_back(std::move(text));
+  }
+  out.rows_read = cursor->rows_read();
+  out.root_detail = cursor->operators().detail();
+  REQUIRE(cursor->Close().ok());
+  out.rows = Sorted(std::move(out.rows));
+  return out;
+}
+
+bool RanInParallel(const Outcome& o) {
+  return o.root_detail.find("parts in parallel") != std::string::npos;
+}
+
+// Runs `plan` on 1 thread and on 2, 3 and 4: the same rows and rows read each time, and (if
+// `parallel`) the aggregation at the root split on more than one thread.
+void CheckSameOnThreads(const Catalog& catalog, const Plan& plan, bool parallel) {
+  Outcome serial = RunWith(catalog, plan, {});
+  CHECK(!RanInParallel(serial));
+  for (uint32_t threads : {2u, 3u, 4u}) {
+    CAPTURE(threads);
+    QueryOptions options;
+    options.threads = threads;
+    Outcome par = RunWith(catalog, plan, options);
+    CHECK(par.rows == serial.rows);
+    CHECK(par.rows_read == serial.rows_read);
+    CHECK(RanInParallel(par) == parallel);
+  }
+}
+
+std::vector<Agg> EveryMergeableAgg() {
+  return {Count().As("n"),
+          Count(Col("maybe")).As("n_maybe"),
+          Sum(Col("cents")).As("sc"),
+          Sum(Col("maybe")).As("sm"),
+          Sum(Col("d")).As("sd"),
+          Avg(Col("maybe")).As("am"),
+          Min(Col("name")).As("lo"),
+          Max(Col("tail")).As("hi")};
+}
+
+Plan ScanAll(const PlanFixture& f, const char* table = "t", KeyRange range = {}) {
+  return Plan::Scan(f.catalog, table, {"id", "a", "name", "d", "cents", "maybe", "tail"},
+                    std::move(range));
+}
+
+TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query]") {
+  PlanFixture f(kRows);
+  SECTION("grouped, every mergeable aggregate") {
+    CheckSameOnThreads(f.catalog, ScanAll(f).Aggregate({Col("a")}, EveryMergeableAgg()), true);
+  }
+  SECTION("no group keys, under a filter and a projection") {
+    Plan p = ScanAll(f)
+                 .Filter(Col("a") < Int(7))
+                 .Project({Col("a"), Col("name"), Col("d"), Col("cents"), Col("maybe"),
+                           NamedExpr(Col("tail"), "tail")})
+                 .Aggregate({}, EveryMergeableAgg());
+    CheckSameOnThreads(f.catalog, p, true);
+  }
+  SECTION("few groups: one value of a string key per part") {
+    CheckSameOnThreads(f.catalog, ScanAll(f).Aggregate({Col("name")}, {Count().As("n")}), true);
+  }
+  SECTION("the probe side of a hash join") {
+    Plan build = Plan::Scan(f.catalog, "u", {"id", "b"}).Filter(Col("b") > Int(0));
+    Plan p = ScanAll(f)
+                 .HashJoin(build, {{Col("a"), Col("b")}})
+                 .Aggregate({Col("name")}, {Count().As("n"), Sum(Col("cents")).As("sc")});
+    CheckSameOnThreads(f.catalog, p, true);
+  }
+  SECTION("the outer side of an index join") {
+    Plan p = ScanAll(f)
+                 .IndexJoin(f.catalog, "u", {Col("a")}, {"b"}, JoinType::kLeftOuter)
+                 .Aggregate({Col("b")}, {Count().As("n"), Max(Col("id")).As("top")});
+    CheckSameOnThreads(f.catalog, p, true);
+  }
+  SECTION("a key range of the scan, and an empty one") {
+    CheckSameOnThreads(f.catalog,
+                       ScanAll(f, "t", KeyRange{{Int(3000)}, {Int(17000)}})
+                           .Aggregate({Col("a")}, {Count().As("n"), Sum(Col("cents")).As("sc")}),
+                       true);
+    Outcome empty = RunWith(
+        f.catalog, ScanAll(f, "t", KeyRange{{Int(kRows + 1)}, {}}).Aggregate({}, {Count()}), [] {
+          QueryOptions o;
+          o.threads = 2;
+          return o;
+        }());
+    REQUIRE(empty.rows.size() == 1);
+    CHECK(empty.rows[0][0] == "0");
+  }
+}
+
+TEST_CASE("a hash aggregation runs on one thread where it must", "[unit][query]") {
+  PlanFixture f(kRows);
+  SECTION("COUNT(DISTINCT) keeps values that parts cannot merge") {
+    Plan p = ScanAll(f).Aggregate({Col("name")}, {CountDistinct(Col("a")).As("n")});
+    CheckSameOnThreads(f.catalog, p, false);
+  }
+  SECTION("an input that is not a pipeline over a scan") {
+    Plan p = ScanAll(f).Sort({{"a"}}).Aggregate({Col("a")}, {Count().As("n")});
+    CheckSameOnThreads(f.catalog, p, false);
+  }
+  QueryOptions options;
+  options.threads = 2;
+  Plan p = ScanAll(f).Aggregate({Col("a")}, {Count().As("n")});
+  SECTION("serializable: one transaction keeps the locks") {
+    options.isolation = Isolation::kSerializable;
+    CHECK(!RanInParallel(RunWith(f.catalog, p, options)));
+  }
+  SECTION("the caller's transaction, whose writes only it sees") {
+    std::unique_ptr<Transaction> txn;
+    REQUIRE(f.scratch.db()->Begin(&txn, Isolation::kReadCommitted).ok());
+    Table* t = nullptr;
+    REQUIRE(f.scratch.db()->OpenTable("t", &t).ok());
+    REQUIRE(t->Insert(txn.get(), IdKey(kRows + 5), EncodeTestRow(f.rows[0].second)).ok());
+    options.txn = txn.get();
+    Outcome o = RunWith(f.catalog, ScanAll(f).Aggregate({}, {Count()}), options);
+    CHECK(!RanInParallel(o));
+    CHECK(o.rows[0][0] == std::to_string(kRows + 1));
+    REQUIRE(txn->Abort().ok());
+  }
+  SECTION("a thread count out of range is refused") {
+    std::unique_ptr<ResultCursor> cursor;
+    options.threads = 0;
+    CHECK(ResultCursor::Open(f.catalog, p, options, &cursor).IsInvalidArgument());
+    options.threads = kMaxQueryThreads + 1;
+    CHECK(ResultCursor::Open(f.catalog, p, options, &cursor).IsInvalidArgument());
+  }
+}
+
+}  // namespace
+}  // namespace sm::test
