@@ -448,15 +448,15 @@ class HashAggregateOperator final : public AggregateBase {
   Status OpenImpl(ExecContext* ctx) override {
     SM_TRY(BindAggregates(ctx));
     groups_.Reset(keys_.size(), accumulators_.size());
-    std::vector<ScanOptions> parts;
-    if (ctx->threads > 1 && mergeable_) SM_TRY(SplitPipeline(ctx, child(0), &parts));
-    parts_ = parts.size();
-    if (parts.size() <= 1) {
+    PipelineSplit split;
+    if (mergeable_) SM_TRY(SplitPipeline(ctx, child(0), &split));
+    parts_ = split.parts();
+    if (parts_ == 1) {
       SM_TRY(OpenChildren(ctx));
       SM_TRY(Consume(child(0), &groups_));
     } else {
-      std::vector<GroupTable> others(parts.size() - 1);
-      SM_TRY(RunParts(ctx, *input_node_, child(0), parts, [&](size_t part, Operator* input) {
+      std::vector<GroupTable> others(parts_ - 1);
+      SM_TRY(RunParts(ctx, *input_node_, child(0), split, [&](size_t part, Operator* input) {
         if (part == 0) return Consume(input, &groups_);
         others[part - 1].Reset(keys_.size(), accumulators_.size());
         return Consume(input, &others[part - 1]);

@@ -34,8 +34,16 @@ class MergeJoinOperator final : public Operator {
         type_(type),
         detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
-  void OutputModules(std::vector<std::string>* out) const override {
-    out->push_back("merge_join");
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("merge_join"); }
+  // Both inputs arrive in key order, so the left one's rows of a key range meet exactly the
+  // right one's rows of that range: parts cut both at the same keys (parallel.h).
+  Operator* streamed_input() const override { return left(); }
+  bool aligned_input(Operator** input, std::vector<size_t>* streamed_keys,
+                     std::vector<size_t>* input_keys) const override {
+    *input = right();
+    *streamed_keys = keys_.left;
+    *input_keys = keys_.right;
+    return true;
   }
 
  protected:

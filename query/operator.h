@@ -125,6 +125,29 @@ class Operator {
     (void)part;
     SM_ASSERT(false && "RestrictScan of an operator that is not a scan");
   }
+  // Whether column i of streamed_input() is column i of this operator's output (filters and
+  // buffers return their input; joins put the probe's or outer's columns first); a
+  // projection's are not.
+  virtual bool keeps_streamed_columns() const { return true; }
+  // A merge join: its right input, which a part must read over the same keys as the streamed
+  // (left) one, and the key columns of each side (true); false for other operators.
+  virtual bool aligned_input(Operator** input, std::vector<size_t>* streamed_keys,
+                             std::vector<size_t>* input_keys) const {
+    (void)input;
+    (void)streamed_keys;
+    (void)input_keys;
+    return false;
+  }
+  // A scan whose output columns `columns` are, in order, the leading key columns of its table:
+  // true, with the bytes they fill at the start of every key and a description of their
+  // encodings (equal for two scans whose keys order such columns alike); false otherwise.
+  virtual bool key_prefix(const std::vector<size_t>& columns, size_t* bytes,
+                          std::string* shape) const {
+    (void)columns;
+    (void)bytes;
+    (void)shape;
+    return false;
+  }
   // The footprint modules (footprints.h) whose code runs while this operator returns a tuple,
   // and while it takes in child i's tuples: the same for a pipelined operator; a blocking one
   // takes its input in while it opens (a sort's run building, a hash join's build).

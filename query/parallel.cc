@@ -1,6 +1,8 @@
 // Running the parts of a pipeline on several threads (contract in parallel.h).
 #include "query/parallel.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -14,33 +16,79 @@ namespace sm::query {
 
 namespace {
 
-// Part i of `range` that `cuts` make (Table::SplitRange).
-ScanOptions PartOf(const ScanOptions& range, const std::vector<std::string>& cuts, size_t i) {
-  SM_ASSERT(i <= cuts.size());
-  ScanOptions part = range;
-  if (i > 0) {
-    part.lower = cuts[i - 1];
-    part.has_lower = true;
-    part.lower_inclusive = true;
+// `range` narrowed to keys >= lower (if given) and < upper (if given).
+ScanOptions Intersect(ScanOptions range, const std::string* lower, const std::string* upper) {
+  if (lower != nullptr && (!range.has_lower || *lower > range.lower)) {
+    range.lower = *lower;
+    range.has_lower = true;
+    range.lower_inclusive = true;
   }
-  if (i < cuts.size()) {
-    part.upper = cuts[i];
-    part.has_upper = true;
-    part.upper_inclusive = false;
+  if (upper != nullptr && (!range.has_upper || *upper <= range.upper)) {
+    range.upper = *upper;
+    range.has_upper = true;
+    range.upper_inclusive = false;
   }
-  return part;
+  return range;
 }
 
-// One part on a thread of its own: a fresh operator tree, its scan restricted to `part`, in a
-// transaction of its own.
+// The scan below `op` through streamed inputs whose columns every operator on the way keeps
+// at the same indexes, or null.
+Operator* ScanKeepingColumns(Operator* op) {
+  Table* table = nullptr;
+  ScanOptions range;
+  while (op != nullptr && !op->scan_source(&table, &range)) {
+    if (!op->keeps_streamed_columns()) return nullptr;
+    op = op->streamed_input();
+  }
+  return op;
+}
+
+// Whether the merge join `join` can be cut at keys of its left input's source scan: true with
+// the bytes of the key prefix its keys fill (the same on both sides), false if it cannot.
+bool AlignedPrefix(const Operator& join, size_t* bytes) {
+  Operator* right = nullptr;
+  std::vector<size_t> left_keys, right_keys;
+  SM_ASSERT(join.aligned_input(&right, &left_keys, &right_keys));
+  Operator* left_scan = ScanKeepingColumns(join.streamed_input());
+  Operator* right_scan = ScanKeepingColumns(right);
+  if (left_scan == nullptr || right_scan == nullptr) return false;
+  // A merge join under the right input would need cuts of its own.
+  std::vector<size_t> unused_left, unused_right;
+  Operator* unused = nullptr;
+  for (Operator* op = right; op != right_scan; op = op->streamed_input()) {
+    if (op->aligned_input(&unused, &unused_left, &unused_right)) return false;
+  }
+  size_t left_bytes = 0, right_bytes = 0;
+  std::string left_shape, right_shape;
+  if (!left_scan->key_prefix(left_keys, &left_bytes, &left_shape) ||
+      !right_scan->key_prefix(right_keys, &right_bytes, &right_shape) ||
+      left_shape != right_shape || left_bytes == 0) {
+    return false;
+  }
+  SM_ASSERT(left_bytes == right_bytes);
+  *bytes = left_bytes;
+  return true;
+}
+
+// Part `part` of `split` applied to `scan`'s own range.
+void RestrictScanToPart(Operator* scan, const PipelineSplit& split, size_t part) {
+  Table* table = nullptr;
+  ScanOptions range;
+  SM_ASSERT(scan->scan_source(&table, &range));
+  SM_ASSERT(part < split.parts());
+  const std::string* lower = part > 0 ? &split.cuts[part - 1] : nullptr;
+  const std::string* upper = part < split.cuts.size() ? &split.cuts[part] : nullptr;
+  scan->RestrictScan(Intersect(range, lower, upper));
+}
+
+// One part on a thread of its own: a fresh operator tree, its scans restricted to the part, in
+// a transaction of its own.
 Status RunOtherPart(const ExecContext& parent, SharedBuilds* builds, const PlanNode& input_node,
-                    const ScanOptions& part, size_t index, const PartFn& consume,
+                    const PipelineSplit& split, size_t index, const PartFn& consume,
                     uint64_t* rows_read) {
   std::unique_ptr<Operator> input;
   SM_TRY(input_node.Instantiate(&input));
-  Operator* scan = FindSourceScan(input.get());
-  SM_ASSERT(scan != nullptr);  // the same plan as the caller's tree, which has one
-  scan->RestrictScan(part);
+  RestrictPipeline(input.get(), split, index);
   std::unique_ptr<Transaction> txn;
   SM_TRY(parent.db->Begin(&txn, Isolation::kReadCommitted));
   ExecContext ctx;
@@ -84,33 +132,59 @@ void SharedBuilds::Publish(const PlanNode* node, const Status& status,
   published_.notify_all();
 }
 
-Operator* FindSourceScan(Operator* op) {
+Status SplitPipeline(ExecContext* ctx, Operator* input, PipelineSplit* split) {
+  split->cuts.clear();
+  if (ctx->threads <= 1) return Status::OK();
+  size_t prefix = SIZE_MAX;  // the shortest key prefix of a merge join on the way
+  Operator* source = input;
   Table* table = nullptr;
   ScanOptions range;
-  while (op != nullptr && !op->scan_source(&table, &range)) op = op->streamed_input();
-  return op;
-}
-
-Status SplitPipeline(ExecContext* ctx, Operator* input, std::vector<ScanOptions>* parts) {
-  parts->clear();
-  Operator* scan = FindSourceScan(input);
-  if (scan == nullptr) return Status::OK();
-  Table* table = nullptr;
-  ScanOptions range;
-  SM_ASSERT(scan->scan_source(&table, &range));
-  std::vector<std::string> cuts;
-  if (ctx->threads > 1 && !range.reverse) {
-    SM_TRY(table->SplitRange(ctx->txn, range, ctx->threads, &cuts));
+  for (; source != nullptr && !source->scan_source(&table, &range);
+       source = source->streamed_input()) {
+    Operator* right = nullptr;
+    std::vector<size_t> left_keys, right_keys;
+    if (!source->aligned_input(&right, &left_keys, &right_keys)) continue;
+    size_t bytes = 0;
+    if (!AlignedPrefix(*source, &bytes)) return Status::OK();
+    prefix = std::min(prefix, bytes);
   }
-  for (size_t i = 0; i <= cuts.size(); ++i) parts->push_back(PartOf(range, cuts, i));
+  if (source == nullptr || range.reverse) return Status::OK();
+  std::vector<std::string> cuts;
+  SM_TRY(table->SplitRange(ctx->txn, range, ctx->threads, &cuts));
+  for (std::string& cut : cuts) {
+    if (cut.size() > prefix) cut.resize(prefix);
+    // Shortened, a cut may fall on the range's start or on the cut before it.
+    bool after_start = !range.has_lower || cut > range.lower;
+    bool after_last = split->cuts.empty() || cut > split->cuts.back();
+    if (after_start && after_last) split->cuts.push_back(std::move(cut));
+  }
   return Status::OK();
 }
 
+void RestrictPipeline(Operator* input, const PipelineSplit& split, size_t part) {
+  Table* table = nullptr;
+  ScanOptions range;
+  for (Operator* op = input; op != nullptr; op = op->streamed_input()) {
+    if (op->scan_source(&table, &range)) {
+      RestrictScanToPart(op, split, part);
+      return;
+    }
+    Operator* right = nullptr;
+    std::vector<size_t> left_keys, right_keys;
+    if (op->aligned_input(&right, &left_keys, &right_keys)) {
+      Operator* right_scan = ScanKeepingColumns(right);
+      SM_ASSERT(right_scan != nullptr);  // SplitPipeline checked it
+      RestrictScanToPart(right_scan, split, part);
+    }
+  }
+  SM_ASSERT(false && "a pipeline that was split has a source scan");
+}
+
 Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
-                const std::vector<ScanOptions>& parts, const PartFn& consume) {
-  SM_ASSERT(parts.size() >= 2);
+                const PipelineSplit& split, const PartFn& consume) {
+  SM_ASSERT(split.parts() >= 2);
   SM_ASSERT(ctx->db != nullptr);
-  const size_t others = parts.size() - 1;
+  const size_t others = split.parts() - 1;
   std::vector<Status> results(others);
   std::vector<uint64_t> rows_read(others, 0);
   SharedBuilds builds;
@@ -122,8 +196,7 @@ Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
   for (size_t i = 0; i < others; ++i) {
     try {
       threads.emplace_back([&, i] {
-        results[i] =
-            RunOtherPart(*ctx, &builds, input_node, parts[i + 1], i + 1, consume, &rows_read[i]);
+        results[i] = RunOtherPart(*ctx, &builds, input_node, split, i + 1, consume, &rows_read[i]);
       });
     } catch (const std::system_error& e) {
       started = Status::Busy(std::string("cannot start a query thread: ") + e.what());
@@ -132,9 +205,7 @@ Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
   }
   Status own = std::move(started);
   if (own.ok()) {
-    Operator* scan = FindSourceScan(input);
-    SM_ASSERT(scan != nullptr);
-    scan->RestrictScan(parts[0]);
+    RestrictPipeline(input, split, 0);
     own = input->Open(ctx);
     if (own.ok()) own = consume(0, input);
   }

@@ -1,8 +1,8 @@
 // Running the parts of a pipeline on several threads: the driver of parallel aggregation.
 //
-// Owns: finding the scan at the source of a pipeline (FindSourceScan), cutting its key range
-// into parts (SplitPipeline, through Table::SplitRange) and running one part per thread
-// (RunParts).
+// Owns: cutting a pipeline into parts (SplitPipeline, through Table::SplitRange), restricting
+// its scans to one part (RestrictPipeline), running one part per thread (RunParts), and the
+// hash tables the parts share (SharedBuilds).
 //
 // A pipeline here is an operator tree whose root takes in the tuples of a source scan one at a
 // time through operators that each treat every tuple independently (Operator::streamed_input:
@@ -11,6 +11,13 @@
 // parts can run on different threads and a blocking parent (an aggregation) combines them.
 // The cuts come from the table's inner B-tree nodes, so each thread reads leaves of its own
 // (Krikellas et al., "split the input N ways").
+//
+// A merge join on the way streams its left input and reads its right one in step with it
+// (Operator::aligned_input). Both arrive in key order, so the pipeline may still be cut when
+// the join keys are, on both sides, the leading key columns of the scans below (their columns
+// kept on the way, Operator::keeps_streamed_columns) with the same encodings: the cuts are then
+// shortened to those columns' bytes, and a part reads the keys between two cuts from the
+// source scan and from the scan under every merge join's right input alike.
 //
 // Threads and transactions: part 0 runs on the calling thread in the caller's operator tree
 // and transaction; each other part on a std::thread of its own, with a fresh instance of the
@@ -41,14 +48,21 @@
 
 namespace sm::query {
 
-// The scan at the source of the pipeline rooted at `op` (following streamed_input), or null.
-Operator* FindSourceScan(Operator* op);
+// Where a pipeline is cut: part 0 runs up to cuts[0] (exclusive), part i from cuts[i - 1]
+// (inclusive) to cuts[i], the last from the last cut on; each scan of the pipeline reads the
+// keys of its own range that lie in the part.
+struct PipelineSplit {
+  std::vector<std::string> cuts;  // ascending
+  size_t parts() const { return cuts.size() + 1; }
+};
 
-// The key ranges the pipeline rooted at `input` runs over, one per part: at most ctx->threads
-// of them, cut by Table::SplitRange; one (or none, if it has no source scan) when the pipeline
-// cannot be split or the range is too small to split.
-[[nodiscard]] Status SplitPipeline(ExecContext* ctx, Operator* input,
-                                   std::vector<ScanOptions>* parts);
+// The cuts of the pipeline rooted at `input` into at most ctx->threads parts; none (one part)
+// when it has no source scan, cannot be cut (see above), or its range is too small to cut.
+[[nodiscard]] Status SplitPipeline(ExecContext* ctx, Operator* input, PipelineSplit* split);
+
+// Before Open: restricts the source scan of the pipeline rooted at `input`, and the scans of
+// its merge joins' right inputs, to part `part` of `split`.
+void RestrictPipeline(Operator* input, const PipelineSplit& split, size_t part);
 
 // The hash join tables of a parallel pipeline's parts, keyed by the join's plan node: the
 // first part to open a join builds its table and publishes it, the others wait for it and
@@ -77,12 +91,12 @@ class SharedBuilds {
 // Consumes the tuples of part `part` from the open operator `input`.
 using PartFn = std::function<Status(size_t part, Operator* input)>;
 
-// Runs consume(i, ·) over each part i of `parts` (SplitPipeline's, at least two): part 0 in
-// `input` (not yet open; RunParts opens it in ctx, the caller closes it), the others on threads
-// of their own in fresh instances of `input_node`. consume runs on several threads at once.
-// Returns the first error of any part; the rows the other parts read are added to
+// Runs consume(i, ·) over each part i of `split` (SplitPipeline's, at least two parts): part 0
+// in `input` (not yet open; RunParts opens it in ctx, the caller closes it), the others on
+// threads of their own in fresh instances of `input_node`. consume runs on several threads at
+// once. Returns the first error of any part; the rows the other parts read are added to
 // ctx->subquery_rows_read.
 [[nodiscard]] Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
-                              const std::vector<ScanOptions>& parts, const PartFn& consume);
+                              const PipelineSplit& split, const PartFn& consume);
 
 }  // namespace sm::query

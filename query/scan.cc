@@ -48,6 +48,20 @@ class ScanOperator final : public Operator {
     return true;
   }
   void RestrictScan(const ScanOptions& part) override { part_ = part; }
+  bool key_prefix(const std::vector<size_t>& columns, size_t* bytes,
+                  std::string* shape) const override {
+    std::vector<const Column*> key;
+    if (!table_schema_->KeyColumns(&key).ok() || columns.size() > key.size()) return false;
+    *bytes = 0;
+    shape->clear();
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i] >= columns_.size() || columns_[columns[i]] != key[i]) return false;
+      *bytes += key[i]->width;
+      *shape += std::to_string(static_cast<int>(key[i]->encoding)) + ":" +
+                std::to_string(key[i]->width) + ";";
+    }
+    return true;
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

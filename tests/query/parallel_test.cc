@@ -1,8 +1,9 @@
 // Parallel aggregation: a hash aggregation over a scan's pipeline, run on 2 to 4 threads over
 // parts of the scan's key range, returns what it returns on one thread (grouped and not, over
-// filters, projections, hash and index joins, key ranges, an empty range, few distinct groups),
-// reads every row once, and runs on one thread where it must (COUNT(DISTINCT), serializable,
-// a caller's transaction).
+// filters, projections, hash, index and merge joins, key ranges, an empty range, few groups),
+// reads every row once, cuts merge joins on leading key columns at the same keys on both sides,
+// and runs on one thread where it must (COUNT(DISTINCT), serializable, a caller's transaction,
+// a merge join's input in another order).
 #include <memory>
 #include <string>
 
@@ -112,6 +113,14 @@ TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query
                  .Aggregate({Col("b")}, {Count().As("n"), Max(Col("id")).As("top")});
     CheckSameOnThreads(f.catalog, p, true);
   }
+  SECTION("a merge join on the leading key columns of both tables") {
+    Plan right = Plan::Scan(f.catalog, "u", {"id", "b"}, KeyRange{{Int(500)}, {Int(15000)}}, "r")
+                     .Filter(Col("r.b") > Int(-20));
+    Plan p = ScanAll(f)
+                 .MergeJoin(right, {{"id", "r.id"}}, JoinType::kLeftOuter)
+                 .Aggregate({Col("name")}, {Count().As("n"), Sum(Col("r.b")).As("sb")});
+    CheckSameOnThreads(f.catalog, p, true);
+  }
   SECTION("a key range of the scan, and an empty one") {
     CheckSameOnThreads(f.catalog,
                        ScanAll(f, "t", KeyRange{{Int(3000)}, {Int(17000)}})
@@ -132,6 +141,11 @@ TEST_CASE("a hash aggregation runs on one thread where it must", "[unit][query]"
   PlanFixture f(kRows);
   SECTION("COUNT(DISTINCT) keeps values that parts cannot merge") {
     Plan p = ScanAll(f).Aggregate({Col("name")}, {CountDistinct(Col("a")).As("n")});
+    CheckSameOnThreads(f.catalog, p, false);
+  }
+  SECTION("a merge join whose right input is not in the scan's key order") {
+    Plan right = Plan::Scan(f.catalog, "u", {"id", "b"}, {}, "r").Sort({{"r.id"}});
+    Plan p = ScanAll(f).MergeJoin(right, {{"id", "r.id"}}).Aggregate({}, {Count().As("n")});
     CheckSameOnThreads(f.catalog, p, false);
   }
   SECTION("an input that is not a pipeline over a scan") {
