@@ -315,6 +315,12 @@ class AggregateBase : public Operator {
         std::find(key_columns_.begin(), key_columns_.end(), -1) == key_columns_.end();
     return accumulators_.Bind(aggs_, input, ctx);
   }
+  // The input column group key i is, or -1 if it is an expression (before Open too).
+  int InputColumnOfKey(size_t i) const {
+    std::unique_ptr<BoundExpr> bound;
+    if (!Bind(group_by_[i].expr, child(0)->schema(), &bound).ok()) return -1;
+    return bound->column();
+  }
   // Group keys that are plain columns (the common case) are copied without an evaluation call.
   void EvalKeys(const Value* row, Value* out) const {
     if (keys_are_columns_) {
@@ -522,6 +528,19 @@ class SortAggregateOperator final : public AggregateBase {
   using AggregateBase::AggregateBase;
   void OutputModules(std::vector<std::string>* out) const override {
     AddModules("sort_aggregate", out);
+  }
+  // A group is a run of the input: parts that never cut a group (grouped_columns) each return
+  // their groups, and together every group once.
+  Operator* streamed_input() const override { return child(0); }
+  int streamed_column(size_t column) const override {
+    return column < group_by_.size() ? InputColumnOfKey(column) : -1;
+  }
+  bool grouped_columns(std::vector<size_t>* columns) const override {
+    columns->clear();
+    for (size_t i = 0; i < group_by_.size(); ++i) {
+      if (int c = InputColumnOfKey(i); c >= 0) columns->push_back(static_cast<size_t>(c));
+    }
+    return true;
   }
 
  protected:

@@ -93,7 +93,7 @@ class ProjectOperator final : public Operator {
   std::string detail() const override { return JoinNames(columns_); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("project"); }
   Operator* streamed_input() const override { return child(0); }
-  bool keeps_streamed_columns() const override { return false; }
+  int streamed_column(size_t) const override { return -1; }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

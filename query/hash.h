@@ -62,8 +62,8 @@ inline uint64_t HashKeys(const Value* keys, const std::vector<Type>& types) {
   uint64_t h = types.size();
   for (size_t i = 0; i < types.size(); ++i) {
     const Value& v = keys[i];
-    uint64_t x = IsIntegral(types[i]) && !v.null ? static_cast<uint64_t>(v.i)
-                                                 : HashValue(v, types[i]);
+    uint64_t x =
+        IsIntegral(types[i]) && !v.null ? static_cast<uint64_t>(v.i) : HashValue(v, types[i]);
     h = (h ^ x) * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 32;
   }

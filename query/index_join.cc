@@ -48,9 +48,7 @@ class IndexJoinOperator final : public Operator {
   IndexJoinOperator(RowSchema schema, const IndexJoinSpec& spec, std::string detail)
       : Operator("IndexJoin", std::move(schema)), spec_(spec), detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
-  void OutputModules(std::vector<std::string>* out) const override {
-    out->push_back("index_join");
-  }
+  void OutputModules(std::vector<std::string>* out) const override { out->push_back("index_join"); }
   Operator* streamed_input() const override { return outer(); }
 
  protected:

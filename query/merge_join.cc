@@ -38,6 +38,16 @@ class MergeJoinOperator final : public Operator {
   // Both inputs arrive in key order, so the left one's rows of a key range meet exactly the
   // right one's rows of that range: parts cut both at the same keys (parallel.h).
   Operator* streamed_input() const override { return left(); }
+  // In an inner join a right key column equals its left one in every row.
+  int streamed_column(size_t column) const override {
+    const size_t left_width = left()->schema().size();
+    if (column < left_width) return static_cast<int>(column);
+    if (type_ != JoinType::kInner) return -1;
+    for (size_t j = 0; j < keys_.right.size(); ++j) {
+      if (keys_.right[j] == column - left_width) return static_cast<int>(keys_.left[j]);
+    }
+    return -1;
+  }
   bool aligned_input(Operator** input, std::vector<size_t>* streamed_keys,
                      std::vector<size_t>* input_keys) const override {
     *input = right();

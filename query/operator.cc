@@ -118,6 +118,12 @@ Status Operator::Open(ExecContext* ctx) {
 
 Status Operator::TimedNext(Operator* op, const Value** row) { return op->CountedNext(row); }
 
+int Operator::streamed_column(size_t column) const {
+  const Operator* input = streamed_input();
+  SM_ASSERT(input != nullptr);
+  return column < input->schema().size() ? static_cast<int>(column) : -1;
+}
+
 void Operator::Close() {
   if (profile_slot_ != kNoProfileSlot) {
     kSlotClose[profile_slot_](this);

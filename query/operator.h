@@ -125,10 +125,17 @@ class Operator {
     (void)part;
     SM_ASSERT(false && "RestrictScan of an operator that is not a scan");
   }
-  // Whether column i of streamed_input() is column i of this operator's output (filters and
-  // buffers return their input; joins put the probe's or outer's columns first); a
-  // projection's are not.
-  virtual bool keeps_streamed_columns() const { return true; }
+  // For column `column` of this operator's output: its index in streamed_input()'s output if
+  // it carries that column's value unchanged in every row, else -1. By default the streamed
+  // input's columns come first (filters and buffers return their input; joins put the probe's
+  // or outer's columns first).
+  virtual int streamed_column(size_t column) const;
+  // Columns of streamed_input() on whose values no cut may fall, because rows equal on them
+  // must meet in one part (a sort aggregation's group keys): true with them, false if none.
+  virtual bool grouped_columns(std::vector<size_t>* columns) const {
+    (void)columns;
+    return false;
+  }
   // A merge join: its right input, which a part must read over the same keys as the streamed
   // (left) one, and the key columns of each side (true); false for other operators.
   virtual bool aligned_input(Operator** input, std::vector<size_t>* streamed_keys,
@@ -141,9 +148,11 @@ class Operator {
   // A scan whose output columns `columns` are, in order, the leading key columns of its table:
   // true, with the bytes they fill at the start of every key and a description of their
   // encodings (equal for two scans whose keys order such columns alike); false otherwise.
-  virtual bool key_prefix(const std::vector<size_t>& columns, size_t* bytes,
+  // With `any_order`, the bytes of the longest run of leading key columns among `columns`.
+  virtual bool key_prefix(const std::vector<size_t>& columns, bool any_order, size_t* bytes,
                           std::string* shape) const {
     (void)columns;
+    (void)any_order;
     (void)bytes;
     (void)shape;
     return false;

@@ -31,13 +31,22 @@ ScanOptions Intersect(ScanOptions range, const std::string* lower, const std::st
   return range;
 }
 
-// The scan below `op` through streamed inputs whose columns every operator on the way keeps
-// at the same indexes, or null.
-Operator* ScanKeepingColumns(Operator* op) {
+// The scan below `op` through streamed inputs, or null; *columns (of op's output) become the
+// scan's output columns that carry their values, and those no operator on the way carries
+// are dropped (all of them kept: *all_kept).
+Operator* MapToScan(Operator* op, std::vector<size_t>* columns, bool* all_kept) {
   Table* table = nullptr;
   ScanOptions range;
+  *all_kept = true;
   while (op != nullptr && !op->scan_source(&table, &range)) {
-    if (!op->keeps_streamed_columns()) return nullptr;
+    if (op->streamed_input() == nullptr) return nullptr;
+    std::vector<size_t> below;
+    for (size_t c : *columns) {
+      int b = op->streamed_column(c);
+      if (b >= 0) below.push_back(static_cast<size_t>(b));
+    }
+    *all_kept = *all_kept && below.size() == columns->size();
+    *columns = std::move(below);
     op = op->streamed_input();
   }
   return op;
@@ -49,25 +58,37 @@ bool AlignedPrefix(const Operator& join, size_t* bytes) {
   Operator* right = nullptr;
   std::vector<size_t> left_keys, right_keys;
   SM_ASSERT(join.aligned_input(&right, &left_keys, &right_keys));
-  Operator* left_scan = ScanKeepingColumns(join.streamed_input());
-  Operator* right_scan = ScanKeepingColumns(right);
-  if (left_scan == nullptr || right_scan == nullptr) return false;
-  // A merge join under the right input would need cuts of its own.
+  bool left_kept = false, right_kept = false;
+  Operator* left_scan = MapToScan(join.streamed_input(), &left_keys, &left_kept);
+  Operator* right_scan = MapToScan(right, &right_keys, &right_kept);
+  if (left_scan == nullptr || right_scan == nullptr || !left_kept || !right_kept) return false;
+  // A merge join or a grouping under the right input would need cuts of its own.
   std::vector<size_t> unused_left, unused_right;
   Operator* unused = nullptr;
   for (Operator* op = right; op != right_scan; op = op->streamed_input()) {
     if (op->aligned_input(&unused, &unused_left, &unused_right)) return false;
+    if (op->grouped_columns(&unused_left)) return false;
   }
   size_t left_bytes = 0, right_bytes = 0;
   std::string left_shape, right_shape;
-  if (!left_scan->key_prefix(left_keys, &left_bytes, &left_shape) ||
-      !right_scan->key_prefix(right_keys, &right_bytes, &right_shape) ||
+  if (!left_scan->key_prefix(left_keys, false, &left_bytes, &left_shape) ||
+      !right_scan->key_prefix(right_keys, false, &right_bytes, &right_shape) ||
       left_shape != right_shape || left_bytes == 0) {
     return false;
   }
   SM_ASSERT(left_bytes == right_bytes);
   *bytes = left_bytes;
   return true;
+}
+
+// Whether a cut of the source scan below `op` can keep rows equal on `columns` (of op's
+// streamed input) in one part: true with the bytes of the longest run of leading key columns
+// of the scan among them (the cuts must be no longer), false if there is none.
+bool GroupedPrefix(const Operator& op, std::vector<size_t> columns, size_t* bytes) {
+  bool all_kept = false;
+  Operator* scan = MapToScan(op.streamed_input(), &columns, &all_kept);
+  std::string shape;
+  return scan != nullptr && scan->key_prefix(columns, true, bytes, &shape) && *bytes > 0;
 }
 
 // Part `part` of `split` applied to `scan`'s own range.
@@ -135,18 +156,23 @@ void SharedBuilds::Publish(const PlanNode* node, const Status& status,
 Status SplitPipeline(ExecContext* ctx, Operator* input, PipelineSplit* split) {
   split->cuts.clear();
   if (ctx->threads <= 1) return Status::OK();
-  size_t prefix = SIZE_MAX;  // the shortest key prefix of a merge join on the way
+  size_t prefix = SIZE_MAX;  // the shortest key prefix a merge join or a grouping allows
   Operator* source = input;
   Table* table = nullptr;
   ScanOptions range;
   for (; source != nullptr && !source->scan_source(&table, &range);
        source = source->streamed_input()) {
     Operator* right = nullptr;
-    std::vector<size_t> left_keys, right_keys;
-    if (!source->aligned_input(&right, &left_keys, &right_keys)) continue;
+    std::vector<size_t> left_keys, right_keys, grouped;
     size_t bytes = 0;
-    if (!AlignedPrefix(*source, &bytes)) return Status::OK();
-    prefix = std::min(prefix, bytes);
+    if (source->aligned_input(&right, &left_keys, &right_keys)) {
+      if (!AlignedPrefix(*source, &bytes)) return Status::OK();
+      prefix = std::min(prefix, bytes);
+    }
+    if (source->grouped_columns(&grouped)) {
+      if (!GroupedPrefix(*source, std::move(grouped), &bytes)) return Status::OK();
+      prefix = std::min(prefix, bytes);
+    }
   }
   if (source == nullptr || range.reverse) return Status::OK();
   std::vector<std::string> cuts;
@@ -172,7 +198,8 @@ void RestrictPipeline(Operator* input, const PipelineSplit& split, size_t part) 
     Operator* right = nullptr;
     std::vector<size_t> left_keys, right_keys;
     if (op->aligned_input(&right, &left_keys, &right_keys)) {
-      Operator* right_scan = ScanKeepingColumns(right);
+      bool all_kept = false;
+      Operator* right_scan = MapToScan(right, &right_keys, &all_kept);
       SM_ASSERT(right_scan != nullptr);  // SplitPipeline checked it
       RestrictScanToPart(right_scan, split, part);
     }

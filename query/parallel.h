@@ -14,10 +14,13 @@
 //
 // A merge join on the way streams its left input and reads its right one in step with it
 // (Operator::aligned_input). Both arrive in key order, so the pipeline may still be cut when
-// the join keys are, on both sides, the leading key columns of the scans below (their columns
-// kept on the way, Operator::keeps_streamed_columns) with the same encodings: the cuts are then
+// the join keys are, on both sides, the leading key columns of the scans below (their values
+// carried on the way, Operator::streamed_column) with the same encodings: the cuts are then
 // shortened to those columns' bytes, and a part reads the keys between two cuts from the
-// source scan and from the scan under every merge join's right input alike.
+// source scan and from the scan under every merge join's right input alike. A sort
+// aggregation on the way streams too, when its group keys include leading key columns of the
+// source scan (Operator::grouped_columns): the cuts are shortened to those, so that no group
+// spans two parts.
 //
 // Threads and transactions: part 0 runs on the calling thread in the caller's operator tree
 // and transaction; each other part on a std::thread of its own, with a fresh instance of the

@@ -48,19 +48,25 @@ class ScanOperator final : public Operator {
     return true;
   }
   void RestrictScan(const ScanOptions& part) override { part_ = part; }
-  bool key_prefix(const std::vector<size_t>& columns, size_t* bytes,
+  bool key_prefix(const std::vector<size_t>& columns, bool any_order, size_t* bytes,
                   std::string* shape) const override {
     std::vector<const Column*> key;
-    if (!table_schema_->KeyColumns(&key).ok() || columns.size() > key.size()) return false;
+    if (!table_schema_->KeyColumns(&key).ok()) return false;
     *bytes = 0;
     shape->clear();
-    for (size_t i = 0; i < columns.size(); ++i) {
-      if (columns[i] >= columns_.size() || columns_[columns[i]] != key[i]) return false;
+    for (size_t i = 0; i < key.size() && (any_order || i < columns.size()); ++i) {
+      auto is_key_i = [&](size_t c) { return c < columns_.size() && columns_[c] == key[i]; };
+      bool found =
+          any_order ? std::any_of(columns.begin(), columns.end(), is_key_i) : is_key_i(columns[i]);
+      if (!found) {
+        if (any_order) break;
+        return false;
+      }
       *bytes += key[i]->width;
       *shape += std::to_string(static_cast<int>(key[i]->encoding)) + ":" +
                 std::to_string(key[i]->width) + ";";
     }
-    return true;
+    return any_order || columns.size() <= key.size();
   }
 
  protected:

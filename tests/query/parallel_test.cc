@@ -121,6 +121,12 @@ TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query
                  .Aggregate({Col("name")}, {Count().As("n"), Sum(Col("r.b")).As("sb")});
     CheckSameOnThreads(f.catalog, p, true);
   }
+  SECTION("a sort aggregation on the leading key column") {
+    Plan p = ScanAll(f)
+                 .Aggregate({Col("id")}, {Sum(Col("cents")).As("sc")}, AggStrategy::kSort)
+                 .Aggregate({}, {Count().As("n"), Sum(Col("sc")).As("total")});
+    CheckSameOnThreads(f.catalog, p, true);
+  }
   SECTION("a key range of the scan, and an empty one") {
     CheckSameOnThreads(f.catalog,
                        ScanAll(f, "t", KeyRange{{Int(3000)}, {Int(17000)}})
@@ -146,6 +152,12 @@ TEST_CASE("a hash aggregation runs on one thread where it must", "[unit][query]"
   SECTION("a merge join whose right input is not in the scan's key order") {
     Plan right = Plan::Scan(f.catalog, "u", {"id", "b"}, {}, "r").Sort({{"r.id"}});
     Plan p = ScanAll(f).MergeJoin(right, {{"id", "r.id"}}).Aggregate({}, {Count().As("n")});
+    CheckSameOnThreads(f.catalog, p, false);
+  }
+  SECTION("a sort aggregation whose groups are not runs of leading key columns") {
+    Plan p = ScanAll(f)
+                 .Aggregate({Col("a")}, {Count().As("c")}, AggStrategy::kSort)
+                 .Aggregate({}, {Count().As("n")});
     CheckSameOnThreads(f.catalog, p, false);
   }
   SECTION("an input that is not a pipeline over a scan") {
