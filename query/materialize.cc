@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "query/nodes.h"
+#include "query/parallel.h"
 #include "query/row_store.h"
 #include "sm/common/assert.h"
 
@@ -24,11 +25,14 @@ struct MaterializedRows {
 
 class MaterializeOperator final : public Operator {
  public:
-  MaterializeOperator(RowSchema schema, const PlanNode* key)
-      : Operator("Materialize", std::move(schema)), key_(key) {}
+  MaterializeOperator(RowSchema schema, const PlanNode* key, NodePtr input_node)
+      : Operator("Materialize", std::move(schema)), key_(key), input_node_(std::move(input_node)) {}
   bool blocking() const override { return true; }
   uint32_t window() const override { return kUnboundedWindow; }
-  std::string detail() const override { return computed_here_ ? "" : "(shared)"; }
+  std::string detail() const override {
+    if (!computed_here_) return "(shared)";
+    return parts_ <= 1 ? "" : std::to_string(parts_) + " parts in parallel";
+  }
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back("materialize.output");
   }
@@ -46,14 +50,8 @@ class MaterializeOperator final : public Operator {
     }
     auto rows = std::make_shared<MaterializedRows>();
     rows->rows.Reset(schema().size());
-    SM_TRY(OpenChildren(ctx));
     computed_here_ = true;
-    for (;;) {
-      const Value* row = nullptr;
-      SM_TRY(child(0)->Next(&row));
-      if (row == nullptr) break;
-      rows->rows.Append(row);
-    }
+    SM_TRY(CollectPipeline(ctx, *input_node_, child(0), &rows->rows, &parts_));
     ctx->shared[key_] = rows;
     rows_ = std::move(rows);
     return Status::OK();
@@ -66,6 +64,8 @@ class MaterializeOperator final : public Operator {
 
  private:
   const PlanNode* key_;
+  NodePtr input_node_;  // the child's plan node, for the parts of a parallel input
+  size_t parts_ = 0;    // of the last execution (EXPLAIN)
   std::shared_ptr<MaterializedRows> rows_;
   size_t next_ = 0;
   bool computed_here_ = false;
@@ -83,7 +83,7 @@ class MaterializeNode final : public PlanNode {
   Status MakeOperator(std::unique_ptr<Operator>* out) const override {
     std::unique_ptr<Operator> child;
     SM_TRY(children()[0]->Instantiate(&child));
-    auto op = std::make_unique<MaterializeOperator>(schema(), this);
+    auto op = std::make_unique<MaterializeOperator>(schema(), this, children()[0]);
     op->AddChild(std::move(child));
     *out = std::move(op);
     return Status::OK();

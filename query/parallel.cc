@@ -52,6 +52,16 @@ Operator* MapToScan(Operator* op, std::vector<size_t>* columns, bool* all_kept) 
   return op;
 }
 
+// Whether a cut of the source scan below `op` can keep rows equal on `columns` (of op's
+// streamed input) in one part: true with the bytes of the longest run of leading key columns
+// of the scan among them (the cuts must be no longer), false if there is none.
+bool GroupedPrefix(const Operator& op, std::vector<size_t> columns, size_t* bytes) {
+  bool all_kept = false;
+  Operator* scan = MapToScan(op.streamed_input(), &columns, &all_kept);
+  std::string shape;
+  return scan != nullptr && scan->key_prefix(columns, true, bytes, &shape) && *bytes > 0;
+}
+
 // Whether the merge join `join` can be cut at keys of its left input's source scan: true with
 // the bytes of the key prefix its keys fill (the same on both sides), false if it cannot.
 bool AlignedPrefix(const Operator& join, size_t* bytes) {
@@ -62,13 +72,6 @@ bool AlignedPrefix(const Operator& join, size_t* bytes) {
   Operator* left_scan = MapToScan(join.streamed_input(), &left_keys, &left_kept);
   Operator* right_scan = MapToScan(right, &right_keys, &right_kept);
   if (left_scan == nullptr || right_scan == nullptr || !left_kept || !right_kept) return false;
-  // A merge join or a grouping under the right input would need cuts of its own.
-  std::vector<size_t> unused_left, unused_right;
-  Operator* unused = nullptr;
-  for (Operator* op = right; op != right_scan; op = op->streamed_input()) {
-    if (op->aligned_input(&unused, &unused_left, &unused_right)) return false;
-    if (op->grouped_columns(&unused_left)) return false;
-  }
   size_t left_bytes = 0, right_bytes = 0;
   std::string left_shape, right_shape;
   if (!left_scan->key_prefix(left_keys, false, &left_bytes, &left_shape) ||
@@ -78,17 +81,19 @@ bool AlignedPrefix(const Operator& join, size_t* bytes) {
   }
   SM_ASSERT(left_bytes == right_bytes);
   *bytes = left_bytes;
+  // Under the right input a grouping shortens the cuts as on the left (the join keys' bytes
+  // are alike on both sides); a merge join would need cuts of its own.
+  for (Operator* op = right; op != right_scan; op = op->streamed_input()) {
+    std::vector<size_t> unused_left, unused_right, grouped;
+    Operator* unused = nullptr;
+    if (op->aligned_input(&unused, &unused_left, &unused_right)) return false;
+    size_t grouped_bytes = 0;
+    if (op->grouped_columns(&grouped)) {
+      if (!GroupedPrefix(*op, std::move(grouped), &grouped_bytes)) return false;
+      *bytes = std::min(*bytes, grouped_bytes);
+    }
+  }
   return true;
-}
-
-// Whether a cut of the source scan below `op` can keep rows equal on `columns` (of op's
-// streamed input) in one part: true with the bytes of the longest run of leading key columns
-// of the scan among them (the cuts must be no longer), false if there is none.
-bool GroupedPrefix(const Operator& op, std::vector<size_t> columns, size_t* bytes) {
-  bool all_kept = false;
-  Operator* scan = MapToScan(op.streamed_input(), &columns, &all_kept);
-  std::string shape;
-  return scan != nullptr && scan->key_prefix(columns, true, bytes, &shape) && *bytes > 0;
 }
 
 // Part `part` of `split` applied to `scan`'s own range.
@@ -205,6 +210,35 @@ void RestrictPipeline(Operator* input, const PipelineSplit& split, size_t part) 
     }
   }
   SM_ASSERT(false && "a pipeline that was split has a source scan");
+}
+
+Status CollectPipeline(ExecContext* ctx, const PlanNode& input_node, Operator* input,
+                       RowStore* rows, size_t* parts) {
+  auto drain = [](Operator* from, RowStore* into) {
+    for (;;) {
+      const Value* row = nullptr;
+      SM_TRY(from->Next(&row));
+      if (row == nullptr) return Status::OK();
+      into->Append(row);
+    }
+  };
+  PipelineSplit split;
+  SM_TRY(SplitPipeline(ctx, input, &split));
+  *parts = split.parts();
+  if (split.parts() == 1) {
+    SM_TRY(input->Open(ctx));
+    return drain(input, rows);
+  }
+  std::vector<RowStore> others(split.parts() - 1);
+  for (RowStore& other : others) other.Reset(rows->width());
+  SM_TRY(RunParts(ctx, input_node, input, split, [&](size_t part, Operator* from) {
+    return drain(from, part == 0 ? rows : &others[part - 1]);
+  }));
+  for (RowStore& other : others) {
+    for (size_t r = 0; r < other.size(); ++r) rows->Append(other.row(r));
+    other.Clear();
+  }
+  return Status::OK();
 }
 
 Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,

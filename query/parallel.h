@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "query/operator.h"
+#include "query/row_store.h"
 #include "sm/common/status.h"
 #include "sm/sm.h"
 
@@ -101,5 +102,12 @@ using PartFn = std::function<Status(size_t part, Operator* input)>;
 // ctx->subquery_rows_read.
 [[nodiscard]] Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
                               const PipelineSplit& split, const PartFn& consume);
+
+// Appends every tuple of the pipeline rooted at `input` (not yet open; the caller closes it)
+// to *rows, in the order one thread would: on ctx->threads threads when the pipeline can be
+// cut, each part's tuples (collected on its thread) in the order of the parts' keys, which is
+// the order the source scan would deliver them in. *parts: how many parts ran.
+[[nodiscard]] Status CollectPipeline(ExecContext* ctx, const PlanNode& input_node, Operator* input,
+                                     RowStore* rows, size_t* parts);
 
 }  // namespace sm::query

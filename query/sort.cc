@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "query/nodes.h"
+#include "query/parallel.h"
 #include "query/row_store.h"
 #include "sm/common/assert.h"
 
@@ -29,9 +30,16 @@ std::string KeysText(const std::vector<SortKey>& keys) {
 
 class SortOperator final : public Operator {
  public:
-  SortOperator(RowSchema schema, std::vector<ResolvedSortKey> keys, std::string detail)
-      : Operator("Sort", std::move(schema)), keys_(std::move(keys)), detail_(std::move(detail)) {}
-  std::string detail() const override { return detail_; }
+  SortOperator(RowSchema schema, std::vector<ResolvedSortKey> keys, std::string detail,
+               NodePtr input_node)
+      : Operator("Sort", std::move(schema)),
+        keys_(std::move(keys)),
+        detail_(std::move(detail)),
+        input_node_(std::move(input_node)) {}
+  std::string detail() const override {
+    if (parts_ <= 1) return detail_;
+    return detail_ + "; input in " + std::to_string(parts_) + " parts in parallel";
+  }
   bool blocking() const override { return true; }
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back("sort.output");
@@ -43,16 +51,12 @@ class SortOperator final : public Operator {
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {
-    SM_TRY(OpenChildren(ctx));
     store_.Reset(schema().size());
     order_.clear();
     next_ = 0;
-    for (;;) {
-      const Value* row = nullptr;
-      SM_TRY(child(0)->Next(&row));
-      if (row == nullptr) break;
-      order_.push_back(store_.Append(row));
-    }
+    SM_TRY(CollectPipeline(ctx, *input_node_, child(0), &store_, &parts_));
+    order_.reserve(store_.size());
+    for (size_t r = 0; r < store_.size(); ++r) order_.push_back(store_.row(r));
     std::stable_sort(order_.begin(), order_.end(), [this](const Value* a, const Value* b) {
       return CompareTuples(a, b, keys_) < 0;
     });
@@ -70,6 +74,8 @@ class SortOperator final : public Operator {
  private:
   std::vector<ResolvedSortKey> keys_;
   std::string detail_;
+  NodePtr input_node_;  // the child's plan node, for the parts of a parallel input
+  size_t parts_ = 0;    // of the last execution (EXPLAIN)
   RowStore store_;
   std::vector<const Value*> order_;
   size_t next_ = 0;
@@ -196,7 +202,7 @@ class SortNode final : public PlanNode {
     SM_TRY(children()[0]->Instantiate(&child));
     std::unique_ptr<Operator> op;
     if (limit_ == 0) {
-      op = std::make_unique<SortOperator>(schema(), resolved_, Detail());
+      op = std::make_unique<SortOperator>(schema(), resolved_, Detail(), children()[0]);
     } else {
       op = std::make_unique<TopNOperator>(schema(), resolved_, limit_, Detail());
     }

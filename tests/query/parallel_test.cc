@@ -21,6 +21,7 @@ struct Outcome {
   std::vector<TextRow> rows;
   uint64_t rows_read = 0;
   std::string root_detail;  // the root operator's EXPLAIN detail after the run
+  std::string explain;      // EXPLAIN ANALYZE after the run
 };
 
 Outcome RunWith(const Catalog& catalog, const Plan& plan, QueryOptions options) {
@@ -43,8 +44,8 @@ Outcome RunWith(const Catalog& catalog, const Plan& plan, QueryOptions options) 
   }
   out.rows_read = cursor->rows_read();
   out.root_detail = cursor->operators().detail();
+  out.explain = cursor->ExplainAnalyze();
   REQUIRE(cursor->Close().ok());
-  out.rows = Sorted(std::move(out.rows));
   return out;
 }
 
@@ -52,16 +53,20 @@ bool RanInParallel(const Outcome& o) {
   return o.root_detail.find("parts in parallel") != std::string::npos;
 }
 
-// Runs `plan` on 1 thread and on 2, 3 and 4: the same rows and rows read each time, and (if
-// `parallel`) the aggregation at the root split on more than one thread.
-void CheckSameOnThreads(const Catalog& catalog, const Plan& plan, bool parallel) {
+// Runs `plan` on 1 thread and on 2, 3 and 4: the same rows (in the same order, for a plan that
+// orders them) and rows read each time, and (if `parallel`) the operator at the root split on
+// more than one thread.
+void CheckSameOnThreads(const Catalog& catalog, const Plan& plan, bool parallel,
+                        bool ordered = false) {
   Outcome serial = RunWith(catalog, plan, {});
+  if (!ordered) serial.rows = Sorted(std::move(serial.rows));
   CHECK(!RanInParallel(serial));
   for (uint32_t threads : {2u, 3u, 4u}) {
     CAPTURE(threads);
     QueryOptions options;
     options.threads = threads;
     Outcome par = RunWith(catalog, plan, options);
+    if (!ordered) par.rows = Sorted(std::move(par.rows));
     CHECK(par.rows == serial.rows);
     CHECK(par.rows_read == serial.rows_read);
     CHECK(RanInParallel(par) == parallel);
@@ -121,6 +126,15 @@ TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query
                  .Aggregate({Col("name")}, {Count().As("n"), Sum(Col("r.b")).As("sb")});
     CheckSameOnThreads(f.catalog, p, true);
   }
+  SECTION("a merge join with a sort aggregation on the leading key column") {
+    Plan right = Plan::Scan(f.catalog, "u", {"id", "b"}, {}, "r")
+                     .Aggregate({NamedExpr(Col("r.id"), "rid")}, {Sum(Col("r.b")).As("sb")},
+                                AggStrategy::kSort);
+    Plan p = ScanAll(f)
+                 .MergeJoin(right, {{"id", "rid"}})
+                 .Aggregate({Col("name")}, {Count().As("n"), Sum(Col("sb")).As("total")});
+    CheckSameOnThreads(f.catalog, p, true);
+  }
   SECTION("a sort aggregation on the leading key column") {
     Plan p = ScanAll(f)
                  .Aggregate({Col("id")}, {Sum(Col("cents")).As("sc")}, AggStrategy::kSort)
@@ -140,6 +154,35 @@ TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query
         }());
     REQUIRE(empty.rows.size() == 1);
     CHECK(empty.rows[0][0] == "0");
+  }
+}
+
+TEST_CASE("a sort and a materialized subquery collect their input on several threads",
+          "[unit][query]") {
+  PlanFixture f(kRows);
+  SECTION("a sort: the input in the scan's order, so equal keys keep their order") {
+    Plan build = Plan::Scan(f.catalog, "u", {"id", "b"}).Filter(Col("b") > Int(0));
+    Plan p = ScanAll(f)
+                 .Filter(Col("maybe") > Int(2))
+                 .HashJoin(build, {{Col("a"), Col("b")}})
+                 .Project({Col("id"), Col("a"), Col("name")})
+                 .Sort({{"a"}, {"name"}});
+    CheckSameOnThreads(f.catalog, p, true, /*ordered=*/true);
+  }
+  SECTION("a materialized view read twice") {
+    Plan view = ScanAll(f).Filter(Col("a") < Int(10)).Project({Col("id"), Col("a")}).Materialize();
+    Plan p =
+        view.HashJoin(view.Filter(Col("a") < Int(3)), {{Col("id"), Col("id")}}, JoinType::kSemi)
+            .Aggregate({}, {Count().As("n"), Sum(Col("a")).As("sa")});
+    Outcome serial = RunWith(f.catalog, p, {});
+    QueryOptions options;
+    options.threads = 3;
+    Outcome par = RunWith(f.catalog, p, options);
+    CHECK(par.rows == serial.rows);
+    CHECK(par.rows_read == serial.rows_read);
+    INFO(par.explain);
+    CHECK(par.explain.find("Materialize 3 parts in parallel") != std::string::npos);
+    CHECK(serial.explain.find("parts in parallel") == std::string::npos);
   }
 }
 
