@@ -232,14 +232,16 @@ def render_query(record, _records):
             continue
         rows.append((f"Q{n}", num(j[k + "ms"], 1), num(j.get(k + "sqlite_ms"), 1),
                      ratio(j.get(k + "sqlite_ratio")), num(j.get(k + "rows")),
-                     num(j.get(k + "rows_read"))))
+                     num(j.get(k + "rows_read")), num(j.get(k + "ms_2t"), 1),
+                     ratio(j.get(k + "speedup_2t"))))
         if k + "instructions_per_row_read" in j:
             profiled.append((f"Q{n}", num(j[k + "instructions_per_row_read"]),
                              num(j.get(k + "l1i_misses_per_row_read"), 3),
                              num(j.get(k + "l1d_misses_per_row_read"), 3),
                              num(j.get(k + "mispredicts_per_row_read"), 2)))
     rows.append(("total", num(j.get("ch_total_ms"), 1), num(j.get("sqlite_total_ms"), 1),
-                 f"**{ratio(j.get('sqlite_ratio'))}**", "", ""))
+                 f"**{ratio(j.get('sqlite_ratio'))}**", "", "", num(j.get("ch_total_ms_2t"), 1),
+                 f"**{ratio(j.get('ch_total_speedup_2t'))}**"))
     match = {True: "all 22 results equal SQLite's", False: "**results differ from SQLite's**"}
     out = (f"{j.get('warehouses', NA)} warehouses; the median of {j.get('repeat', NA)} runs of "
            f"ours and of {j.get('sqlite_repeat', NA)} in SQLite, alternating; our buffer pool "
@@ -247,8 +249,8 @@ def render_query(record, _records):
            f"{num(j.get('buffer_pool_bytes', 0) / 2**20)} MiB; "
            f"{match.get(j.get('results_match'), NA)}; queries slower than SQLite: "
            f"{j.get('queries_slower_than_sqlite', NA)}.\n\n" +
-           table(("query", "ours, ms", "SQLite, ms", "SQLite / ours", "rows out", "rows read"),
-                 rows))
+           table(("query", "ours, ms", "SQLite, ms", "SQLite / ours", "rows out", "rows read",
+                  "ours on 2 threads, ms", "1 thread / 2"), rows))
     if profiled:
         out += ("\n\nPer row read from the tables (callgrind, L1-I 32 KiB 8-way, L1-D 48 KiB "
                 "12-way; the second run of the query in the process):\n\n" +

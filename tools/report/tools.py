@@ -232,11 +232,13 @@ TOOLS = [
          "`tools/run bench query`: the 22 CH-benCHmark queries on the query layer and, in the "
          "same process, as SQL in SQLite 3 on the same data (exported as CSV after the TPC-C "
          "mix ran for a minute; tables WITHOUT ROWID on the same keys, the same secondary "
-         "indexes), every result checked equal; one thread. `--callgrind` adds the footprint "
-         "per row read of a scan-and-aggregate (Q1), a selective scan (Q6) and a join (Q3), "
-         "and the same per operator.",
-         bench("query", ["-w", "1", "--tpcc-seconds", "2", "--repeat", "1"],
-               ["--callgrind", "1,6,3"], ["--repeat", "5", "--callgrind", "1,6,3"]),
+         "indexes), every result checked equal; one thread, and (`--threads 2`) ours on two "
+         "threads beside it. `--callgrind` adds the footprint per row read of a "
+         "scan-and-aggregate (Q1), a selective scan (Q6) and a join (Q3), and the same per "
+         "operator.",
+         bench("query", ["-w", "1", "--tpcc-seconds", "2", "--repeat", "1", "--threads", "2"],
+               ["--threads", "2", "--callgrind", "1,6,3"],
+               ["--repeat", "5", "--threads", "2", "--callgrind", "1,6,3"]),
          render.render_query),
     Tool("buffers", "The buffer operator (Zhou & Ross)",
          "`tools/run query-icache`: the paper's Queries 1-3 on CH data, buffers off, on (above "
@@ -364,6 +366,16 @@ def _query(records):
             f"(**{render.ratio(j['sqlite_ratio'])}** faster; {same})")
 
 
+def _query_threads(records):
+    j = _json(records, "query")
+    if "ch_total_speedup_2t" not in j:
+        return None
+    return (f"{j.get('warehouses', 'n/a')} warehouses: "
+            f"{render.num(j['ch_total_ms'] / 1000, 1)} s on 1 thread, "
+            f"{render.num(j['ch_total_ms_2t'] / 1000, 1)} s on 2 "
+            f"(**{render.ratio(j['ch_total_speedup_2t'])}**)")
+
+
 def _htap_command(warehouses):
     def command(records):
         for c in (records.get("htap") or {}).get("commands") or []:
@@ -410,6 +422,7 @@ HEADLINE = [
     Headline("durable commits with group commit", "log", _commits),
     Headline("crash torture (SIGKILL and recover)", "crash-test", _crash),
     Headline("CH-benCHmark: the 22 queries on 1 thread, against SQLite", "query", _query),
+    Headline("CH-benCHmark: the 22 queries on 2 threads", "query", _query_threads),
     Headline("HTAP, 1 warehouse: TPC-C and one CH query stream", "htap", _htap(1),
              _htap_command(1)),
     Headline("HTAP, 10 warehouses: TPC-C and one CH query stream", "htap", _htap(10),
