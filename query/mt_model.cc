@@ -1,6 +1,7 @@
 #include "query/mt_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,8 +25,9 @@ double NowNs() {
 }
 
 // Keeps a computed value alive so the compiler cannot drop the loop that made it.
-volatile uint64_t g_sink;
-void Sink(uint64_t v) { g_sink = v; }
+// Relaxed: nobody reads it; the store only has to happen, from any worker.
+std::atomic<uint64_t> g_sink{0};
+void Sink(uint64_t v) { g_sink.store(v, std::memory_order_relaxed); }
 
 struct Cost {
   double fetch_ns;    // C_f: lines from memory at M
@@ -84,7 +86,7 @@ double PartitionMergeNs(const MtModelParams& p, const MtWorkload& w, double s, i
   const double staged = StagedBytes(w);
   const double pages_per_partition = staged / (fanout * double{kPageBytes});
   const auto fetch = [&](double m) { return staged * m / cl + s * staged * p.l2_ns / cl; };
-  const double process = 2 * w.k_staged * Log2(pages_per_partition) * p.l1_ns;
+  const double process = 2 * w.k_staged * Log2(pages_per_partition) * p.merge_l1_ns;
   const double r = Ratio({fetch(p.mem_ns), process}, 0);
   return (fetch(EffectiveMemoryNs(p.mem_ns, r, n)) + process) / n;
 }
@@ -94,7 +96,7 @@ double MapNs(const MtModelParams& p, const MtWorkload& w, int n) {
   const double cl = p.machine.line_bytes;
   constexpr double kAggregates = 2;  // count and sum
   const Cost c{w.k * w.t / cl * p.mem_ns,
-               (Log2(w.distinct) * p.l1_ns + kAggregates * p.l2_ns) * w.k_staged};
+               (Log2(w.distinct) * p.map_l1_ns + kAggregates * p.l2_ns) * w.k_staged};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(c, 0), n);
   return w.k * w.t * m / (n * cl) + c.process_ns / n;
 }
@@ -241,6 +243,79 @@ double OutputNs() {
   return ns / (double(kRounds) * a.size() * b.size());
 }
 
+// An in-cache table of 8-byte tuples: what the kernels below run on, so that they time
+// processing and no fetch.
+NsmTable CacheTable(const MachineInfo& machine, uint32_t distinct) {
+  const size_t n = std::max<size_t>(kPageTuples, machine.l2_bytes / 8 / sizeof(Kv));
+  NsmTable table;
+  SM_ASSERT(NsmTable::Make(sizeof(Kv), n, &table).ok());
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < n; ++i) table.Set(i, {static_cast<uint32_t>(rng() % distinct), 1});
+  return table;
+}
+
+template <class F>
+double BestNs(int rounds, const F& fn) {
+  double best = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    const double start = NowNs();
+    fn();
+    best = std::min(best, NowNs() - start);
+  }
+  return best;
+}
+
+// ns per tuple routed and copied into 64 partitions without sorting pages.
+double RouteNs(const MachineInfo& machine, WorkerPool& one) {
+  const NsmTable table = CacheTable(machine, 1u << 30);
+  PartitionSpec spec;
+  spec.fanout = 64;
+  spec.sort_pages = false;
+  Partitions parts;
+  const double ns = BestNs(20, [&] { SM_ASSERT(Partition(one, table, {}, spec, &parts).ok()); });
+  return ns / table.size();
+}
+
+// ns per counted access of a heap merge over 64 in-cache runs: 2 n log2(64).
+double MergeAccessNs(const MachineInfo& machine) {
+  constexpr int kRuns = 64;
+  const size_t per_run = std::max<size_t>(64, machine.l2_bytes / 8 / sizeof(Kv) / kRuns);
+  std::vector<Kv> data(kRuns * per_run);
+  std::mt19937 rng(9);
+  for (auto& kv : data) kv = {static_cast<uint32_t>(rng()), 0};
+  for (int r = 0; r < kRuns; ++r) {
+    std::sort(data.begin() + r * per_run, data.begin() + (r + 1) * per_run,
+              [](const Kv& a, const Kv& b) { return a.key < b.key; });
+  }
+  uint64_t sum = 0;
+  const double ns = BestNs(20, [&] {
+    RunMerger merger;
+    for (int r = 0; r < kRuns; ++r) {
+      merger.Add(data.data() + r * per_run, data.data() + (r + 1) * per_run);
+    }
+    merger.Build();
+    Kv kv;
+    while (merger.Next(&kv)) sum += kv.key;
+  });
+  Sink(sum);
+  return ns / (2.0 * data.size() * std::log2(double{kRuns}));
+}
+
+// ns per directory probe of map aggregation over 1024 keys, its aggregate updates (priced at
+// L2 each) taken out.
+double MapProbeNs(const MachineInfo& machine, WorkerPool& one, double l2_ns) {
+  constexpr uint32_t kDistinct = 1024;
+  const NsmTable table = CacheTable(machine, kDistinct);
+  AggOptions options;
+  options.map_distinct = kDistinct;
+  GroupResult out;
+  const double ns = BestNs(20, [&] {
+    SM_ASSERT(Aggregate(AggAlgorithm::kMap, one, table, {}, machine, options, &out).ok());
+  });
+  const double per_tuple = ns / table.size();
+  return std::max(per_tuple / 4, per_tuple - 2 * l2_ns) / std::log2(double{kDistinct});
+}
+
 double RoundNs(WorkerPool& pool) {
   constexpr int kRounds = 200;
   const double start = NowNs();
@@ -262,6 +337,10 @@ MtModelParams CalibrateModel(const MachineInfo& machine, WorkerPool& pool) {
   p.l1_ns = L1AccessNs();
   p.out_ns = OutputNs();
   p.to_ns = RoundNs(pool);
+  WorkerPool one(1);
+  p.route_ns = RouteNs(machine, one);
+  p.merge_l1_ns = MergeAccessNs(machine);
+  p.map_l1_ns = MapProbeNs(machine, one, p.l2_ns);
   p.lk_ns = 0;
   SM_ASSERT(p.mem_ns > 0);
   SM_ASSERT(p.l1_ns > 0);
@@ -269,11 +348,13 @@ MtModelParams CalibrateModel(const MachineInfo& machine, WorkerPool& pool) {
 }
 
 std::string MtModelParams::Describe() const {
-  char buf[512];
+  char buf[640];
   std::snprintf(buf, sizeof(buf),
-                "L1 %.3f ns/access, L2 %.2f ns/line, M %.2f ns/line (1 worker), "
-                "%.2f ns/line (2 workers at once), LK %.0f ns, TO %.0f ns, OUT %.2f ns",
-                l1_ns, l2_ns, mem_ns, mem_ns_2t, lk_ns, to_ns, out_ns);
+                "L1 %.3f ns/access (sort), %.3f (merge), %.3f (map probe), routing %.2f "
+                "ns/tuple, L2 %.2f ns/line, M %.2f ns/line (1 worker), %.2f ns/line (2 "
+                "workers at once), LK %.0f ns, TO %.0f ns, OUT %.2f ns",
+                l1_ns, merge_l1_ns, map_l1_ns, route_ns, l2_ns, mem_ns, mem_ns_2t, lk_ns, to_ns,
+                out_ns);
   return buf;
 }
 

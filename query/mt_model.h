@@ -19,9 +19,15 @@
 //     one block's cost and leave the count implicit).
 //   - Equation (16)'s log(|L2| / (2NP)) (pages per partition) uses the operators' actual
 //     fanout, K'T' / (F * P), since the fanout is a power of two near that target.
+//   - L1 is calibrated per kernel, since the paper's count of L1 accesses per step prices a
+//     branchy heap merge and a branch-free page sort alike: the quicksort's accesses (equations
+//     4, 12), the heap merge's (8, 16, merge_l1_ns) and the map directory's (23, map_l1_ns),
+//     each on an input that stays in the cache.
+//   - Equation (12)'s (P/CL)(L2 + L1) term, the page's trip between L2 and L1, becomes the
+//     measured routing and copying of the page's tuples (route_ns per tuple): the per-tuple
+//     hash and append are the larger part of that work here.
 //   - Map aggregation computes A = 2 aggregates (count and sum); its directory is a hash table,
-//     so its lookup is priced as the paper's binary search, log2(D) L1 accesses, with L1
-//     calibrated on the operators' own in-cache work.
+//     so its lookup is priced as the paper's binary search, log2(D) probes of map_l1_ns.
 //
 // Thread/fiber safety: the model functions are pure; Calibrate allocates arrays larger than
 // the last-level cache and runs on the calling thread and its pool, so it belongs to a
@@ -44,6 +50,12 @@ struct MtModelParams {
   double lk_ns = 0;      // one lock (LK): none taken
   double to_ns = 2000;   // a worker's start and end of one round (TO)
   double out_ns = 1;     // one output tuple (OUT)
+  // The paper's L1 access cost, measured on the operators' other in-cache kernels (see the
+  // header comment): a heap-merge access, a map-directory probe, and the routing and copy of
+  // one staged tuple.
+  double merge_l1_ns = 0.5;
+  double map_l1_ns = 0.5;
+  double route_ns = 2;
   std::string Describe() const;
 };
 

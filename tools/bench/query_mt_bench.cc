@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "small tables, one run per point: a smoke run");
   CLI11_PARSE(app, argc, argv);
   if (quick) repeat = 1;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest threshold glibc takes
+  mallopt(M_MMAP_MAX, 0);  // every size from the heap, which keeps what is freed
   mallopt(M_TRIM_THRESHOLD, INT32_MAX);
 
   Env env;
