@@ -230,13 +230,6 @@ int FanoutFor(const MachineInfo& machine, int threads, size_t tuples) {
 
 namespace {
 
-inline void Emit(uint32_t key, uint32_t outer_value, uint32_t inner_value, bool materialize,
-                 JoinResult::Part* part) {
-  if (materialize) part->rows.push_back({key, outer_value, inner_value});
-  ++part->count;
-  part->checksum += uint64_t{key} + outer_value + inner_value;
-}
-
 // Merge-joins two key-ordered buffers: each group of equal keys is crossed in L1.
 void MergeJoin(const std::vector<Kv>& outer, const std::vector<Kv>& inner, bool materialize,
                JoinResult::Part* part) {
@@ -248,12 +241,11 @@ void MergeJoin(const std::vector<Kv>& outer, const std::vector<Kv>& inner, bool 
     } else if (inner[j].key < k) {
       ++j;
     } else {
-      size_t j_end = j;
+      size_t i_end = i, j_end = j;
+      while (i_end < outer.size() && outer[i_end].key == k) ++i_end;
       while (j_end < inner.size() && inner[j_end].key == k) ++j_end;
-      for (; i < outer.size() && outer[i].key == k; ++i) {
-        for (size_t m = j; m < j_end; ++m)
-          Emit(k, outer[i].value, inner[m].value, materialize, part);
-      }
+      CrossGroup(k, outer.data() + i, i_end - i, inner.data() + j, j_end - j, materialize, part);
+      i = i_end;
       j = j_end;
     }
   }
@@ -330,11 +322,12 @@ Status MapJoin(WorkerPool& pool, const NsmTable& outer, Selection outer_sel, con
     const Split slots = SplitOf(directory.capacity(), t, n);
     for (size_t s = slots.begin; s < slots.end; ++s) {
       for (const auto& ow : outer_parts.runs) {
-        for (const Kv& o : ow.items[s]) {
-          for (const auto& iw : inner_parts.runs) {
-            for (const Kv& i : iw.items[s])
-              Emit(o.key, o.value, i.value, options.materialize, &out->parts[t]);
-          }
+        const std::vector<Kv>& o = ow.items[s];
+        if (o.empty()) continue;
+        for (const auto& iw : inner_parts.runs) {
+          const std::vector<Kv>& i = iw.items[s];
+          CrossGroup(o[0].key, o.data(), o.size(), i.data(), i.size(), options.materialize,
+                     &out->parts[t]);
         }
       }
     }
@@ -343,6 +336,27 @@ Status MapJoin(WorkerPool& pool, const NsmTable& outer, Selection outer_sel, con
 }
 
 }  // namespace
+
+void CrossGroup(uint32_t key, const Kv* outer, size_t outer_count, const Kv* inner,
+                size_t inner_count, bool materialize, JoinResult::Part* part) {
+  SM_DASSERT(outer_count == 0 || outer[0].key == key);
+  SM_DASSERT(inner_count == 0 || inner[0].key == key);
+  // The sums stay in registers; the part's counters are written once per group.
+  uint64_t checksum = 0;
+  for (size_t o = 0; o < outer_count; ++o) {
+    const uint64_t left = uint64_t{key} + outer[o].value;
+    if (materialize) {
+      for (size_t i = 0; i < inner_count; ++i) {
+        part->rows.push_back({key, outer[o].value, inner[i].value});
+        checksum += left + inner[i].value;
+      }
+    } else {
+      for (size_t i = 0; i < inner_count; ++i) checksum += left + inner[i].value;
+    }
+  }
+  part->count += uint64_t{outer_count} * inner_count;
+  part->checksum += checksum;
+}
 
 const char* MtJoinAlgorithmName(MtJoinAlgorithm a) {
   switch (a) {

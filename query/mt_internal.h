@@ -69,4 +69,9 @@ std::vector<uint32_t> RangeSplits(const std::vector<const SortedBlocks*>& inputs
 void AddRangeRuns(const SortedBlocks& in, const std::vector<uint32_t>& splits, int r,
                   RunMerger* merger);
 
+// Crosses the outer_count outer tuples with the inner_count inner tuples of one key: the
+// per-pair work of every join (counted and summed, and materialized on request).
+void CrossGroup(uint32_t key, const Kv* outer, size_t outer_count, const Kv* inner,
+                size_t inner_count, bool materialize, JoinResult::Part* part);
+
 }  // namespace sm::query::mt

@@ -53,7 +53,7 @@ double SortNs(const MtModelParams& p, const MtWorkload& w, int n) {
   const double block_b = std::min(b, staged);
   const Cost block{(1 + w.k * w.t / staged) * (block_b / cl) * p.mem_ns,
                    2 * (block_b / cl) * p.l2_ns +
-                       4 * (block_b / w.t_staged) * Log2(block_b / w.t_staged) * p.l1_ns};
+                       4 * (block_b / w.t_staged) * Log2(block_b / w.t_staged) * p.block_l1_ns};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(block, 0), n);
   return (w.k * w.t + staged) * m / (n * cl) + blocks * block.process_ns / n;
 }
@@ -62,7 +62,8 @@ double SortNs(const MtModelParams& p, const MtWorkload& w, int n) {
 double SortMergeNs(const MtModelParams& p, const MtWorkload& w, double s, int n) {
   const double cl = p.machine.line_bytes;
   const double staged = StagedBytes(w);
-  const Cost c{s * staged * p.mem_ns / cl, 2 * w.k_staged * Log2(staged / BlockBytes(p)) * p.l1_ns};
+  const Cost c{s * staged * p.mem_ns / cl,
+               2 * w.k_staged * Log2(staged / BlockBytes(p)) * p.merge_l1_ns};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(c, 0), n);
   return s * staged * m / (n * cl) + c.process_ns / n;
 }
@@ -74,7 +75,7 @@ double PartitionNs(const MtModelParams& p, const MtWorkload& w, int n) {
   const double pages = staged / pg;
   const Cost page{
       (1 + w.k * w.t / staged) * (pg / cl) * p.mem_ns,
-      (pg / cl) * (p.l2_ns + p.l1_ns) + 4 * (pg / w.t_staged) * Log2(pg / w.t_staged) * p.l1_ns};
+      (pg / w.t_staged) * p.route_ns + 4 * (pg / w.t_staged) * Log2(pg / w.t_staged) * p.l1_ns};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(page, p.lk_ns), n);
   return (w.k * w.t + staged) * m / (n * cl) + pages * page.process_ns / n + pages * p.lk_ns;
 }
@@ -203,44 +204,37 @@ double L2LineNs(const MachineInfo& machine) {
   return ns / (kRounds * double(bytes / machine.line_bytes));
 }
 
-// ns per L1 access of a page quicksort, counted as the paper does: 4 n log2 n.
-double L1AccessNs() {
+// ns per L1 access of a quicksort of `tuples` tuples, counted as the paper does: 4 n log2 n.
+double L1AccessNs(size_t tuples) {
   std::mt19937 rng(42);
-  std::vector<Kv> page(kPageTuples), work(kPageTuples);
-  for (auto& kv : page) kv = {static_cast<uint32_t>(rng()), 0};
-  constexpr int kRounds = 400;
+  std::vector<Kv> input(tuples), work(tuples);
+  for (auto& kv : input) kv = {static_cast<uint32_t>(rng()), 0};
+  const int rounds = static_cast<int>(std::max<size_t>(4, 200'000 / tuples));
   double best = 1e300;
   for (int trial = 0; trial < 3; ++trial) {
     const double start = NowNs();
-    for (int r = 0; r < kRounds; ++r) {
-      std::memcpy(work.data(), page.data(), sizeof(Kv) * kPageTuples);
+    for (int r = 0; r < rounds; ++r) {
+      std::memcpy(work.data(), input.data(), sizeof(Kv) * tuples);
       std::sort(work.begin(), work.end(), [](const Kv& a, const Kv& b) { return a.key < b.key; });
     }
     best = std::min(best, NowNs() - start);
   }
   Sink(work[0].key);
-  return best / (kRounds * 4.0 * kPageTuples * std::log2(double{kPageTuples}));
+  return best / (rounds * 4.0 * tuples * std::log2(double(tuples)));
 }
 
-// ns per output pair counted and summed, as the joins do without materializing.
+// ns per output pair of a join's cross product (counted and summed, not materialized).
 double OutputNs() {
-  std::vector<uint32_t> a(64), b(256);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i * 7);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint32_t>(i * 3);
+  std::vector<Kv> outer(64, Kv{5, 1}), inner(256, Kv{5, 2});
   constexpr int kRounds = 2000;
-  uint64_t count = 0, sum = 0;
+  JoinResult::Part part;
   const double start = NowNs();
   for (int r = 0; r < kRounds; ++r) {
-    for (uint32_t x : a) {
-      for (uint32_t y : b) {
-        ++count;
-        sum += uint64_t{static_cast<uint32_t>(r)} + x + y;
-      }
-    }
+    CrossGroup(5, outer.data(), outer.size(), inner.data(), inner.size(), false, &part);
   }
   const double ns = NowNs() - start;
-  Sink(count + sum);
-  return ns / (double(kRounds) * a.size() * b.size());
+  Sink(part.checksum);
+  return ns / (double(kRounds) * outer.size() * inner.size());
 }
 
 // An in-cache table of 8-byte tuples: what the kernels below run on, so that they time
@@ -334,7 +328,8 @@ MtModelParams CalibrateModel(const MachineInfo& machine, WorkerPool& pool) {
   p.mem_ns_2t =
       pool.threads() >= 2 ? StreamLineNs(pool, 2, bytes / 2, machine.line_bytes) : p.mem_ns;
   p.l2_ns = L2LineNs(machine);
-  p.l1_ns = L1AccessNs();
+  p.l1_ns = L1AccessNs(kPageTuples);
+  p.block_l1_ns = L1AccessNs(DefaultBlockTuples(machine));
   p.out_ns = OutputNs();
   p.to_ns = RoundNs(pool);
   WorkerPool one(1);
@@ -350,11 +345,12 @@ MtModelParams CalibrateModel(const MachineInfo& machine, WorkerPool& pool) {
 std::string MtModelParams::Describe() const {
   char buf[640];
   std::snprintf(buf, sizeof(buf),
-                "L1 %.3f ns/access (sort), %.3f (merge), %.3f (map probe), routing %.2f "
+                "L1 %.3f ns/access (page sort), %.3f (block sort), %.3f (merge), %.3f (map probe), "
+                "routing %.2f "
                 "ns/tuple, L2 %.2f ns/line, M %.2f ns/line (1 worker), %.2f ns/line (2 "
                 "workers at once), LK %.0f ns, TO %.0f ns, OUT %.2f ns",
-                l1_ns, merge_l1_ns, map_l1_ns, route_ns, l2_ns, mem_ns, mem_ns_2t, lk_ns, to_ns,
-                out_ns);
+                l1_ns, block_l1_ns, merge_l1_ns, map_l1_ns, route_ns, l2_ns, mem_ns, mem_ns_2t,
+                lk_ns, to_ns, out_ns);
   return buf;
 }
 

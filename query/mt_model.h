@@ -22,7 +22,8 @@
 //   - L1 is calibrated per kernel, since the paper's count of L1 accesses per step prices a
 //     branchy heap merge and a branch-free page sort alike: the quicksort's accesses (equations
 //     4, 12), the heap merge's (8, 16, merge_l1_ns) and the map directory's (23, map_l1_ns),
-//     each on an input that stays in the cache.
+//     each on an input that stays in the cache; the block sort's (4, block_l1_ns) on a block of the
+//     size the sort uses.
 //   - Equation (12)'s (P/CL)(L2 + L1) term, the page's trip between L2 and L1, becomes the
 //     measured routing and copying of the page's tuples (route_ns per tuple): the per-tuple
 //     hash and append are the larger part of that work here.
@@ -53,6 +54,7 @@ struct MtModelParams {
   // The paper's L1 access cost, measured on the operators' other in-cache kernels (see the
   // header comment): a heap-merge access, a map-directory probe, and the routing and copy of
   // one staged tuple.
+  double block_l1_ns = 0.3;  // the same in an L2-sized block quicksort
   double merge_l1_ns = 0.5;
   double map_l1_ns = 0.5;
   double route_ns = 2;

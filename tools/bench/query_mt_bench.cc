@@ -23,11 +23,14 @@
 // |model speedup - measured speedup| / measured speedup), model_error_pct_max,
 // model_time_error_pct (the median |model time - measured time| / measured time at 1 worker),
 // pipeline_tuples_per_s_1t, pipeline_tuples_per_s_2t, pipeline_speedup_2t, the calibrated
-// constants (cal_*), and repeat, quick.
+// constants (cal_*), cpu_speedup_2t_before and cpu_speedup_2t_after (what a pure computation
+// gains from a second worker at the start and the end of the run: below 2 when other
+// processes hold a core, which caps every other speedup), and repeat, quick.
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -121,6 +124,21 @@ void Record(Env& env, const std::string& key, bool is_join, double ms1, double m
   env.time_errors.push_back(std::abs(model_ns1 / 1e6 - ms1) / ms1 * 100);
   double& best = is_join ? env.join_best : env.agg_best;
   best = std::max(best, speedup);
+}
+
+// What two workers can get from this machine now: the same pure computation per worker (no
+// memory traffic) at 1 and 2 workers; 2 when both cores are free, less when other processes
+// hold one.
+double CpuSpeedup2t(Env& env) {
+  const auto spin = [](int) {
+    uint64_t x = 1;
+    for (int i = 0; i < 50'000'000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    static std::atomic<uint64_t> sink;
+    sink.store(x, std::memory_order_relaxed);  // relaxed: only keeps the loop
+  };
+  const double one = TimeMs(env, 1, [&](mt::WorkerPool& pool) { pool.Run(spin); });
+  const double two = TimeMs(env, 2, [&](mt::WorkerPool& pool) { pool.Run(spin); });
+  return 2 * one / two;  // two workers did twice the work
 }
 
 void Header(const char* title) {
@@ -309,9 +327,14 @@ int main(int argc, char** argv) {
   CLI::App app{"multithreaded operators at 1 and 2 workers against their model"};
   int repeat = 3;
   bool quick = false;
+  std::vector<std::string> only;
   app.add_option("--repeat", repeat, "runs per point; the median is reported")
       ->check(CLI::Range(1, 100));
   app.add_flag("--quick", quick, "small tables, one run per point: a smoke run");
+  app.add_option("--only", only,
+                 "experiments to run (agg_tuple, agg_sel, agg_distinct, join_size, join_sel, "
+                 "join_matches, pipeline); default all")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   if (quick) repeat = 1;
   mallopt(M_MMAP_MAX, 0);  // every size from the heap, which keeps what is freed
@@ -332,22 +355,36 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(env.machine.l3_bytes >> 10), env.machine.cpu_count,
               env.model.Describe().c_str());
 
+  const double cpu_before = CpuSpeedup2t(env);
+  std::printf("pure-compute 2-worker speedup now: %.2f\n", cpu_before);
   const size_t k = quick ? 200'000 : 1'000'000;
-  AggBySize(env, k);
-  AggBySelectivity(env, quick ? 400'000 : 4'000'000);
-  AggByDistinct(env, quick ? 400'000 : 4'000'000);
-  JoinBySize(env, k);
-  JoinBySelectivity(env, quick ? 100'000 : 1'000'000);
-  JoinByMatches(env, quick ? 50'000 : 500'000);
-  Pipeline(env, quick ? 100'000 : 1'000'000);
+  const auto want = [&](const char* name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
+  if (want("agg_tuple")) AggBySize(env, k);
+  if (want("agg_sel")) AggBySelectivity(env, quick ? 400'000 : 4'000'000);
+  if (want("agg_distinct")) AggByDistinct(env, quick ? 400'000 : 4'000'000);
+  if (want("join_size")) JoinBySize(env, k);
+  if (want("join_sel")) JoinBySelectivity(env, quick ? 100'000 : 1'000'000);
+  if (want("join_matches")) JoinByMatches(env, quick ? 50'000 : 500'000);
+  if (want("pipeline")) Pipeline(env, quick ? 100'000 : 1'000'000);
 
+  const double cpu_after = CpuSpeedup2t(env);
+  json["cpu_speedup_2t_before"] = cpu_before;
+  json["cpu_speedup_2t_after"] = cpu_after;
   json["agg_speedup_2t_best"] = env.agg_best;
   json["join_speedup_2t_best"] = env.join_best;
   json["model_error_pct"] = Median(env.speedup_errors);
   json["model_error_pct_max"] =
-      *std::max_element(env.speedup_errors.begin(), env.speedup_errors.end());
+      env.speedup_errors.empty()
+          ? 0.0
+          : *std::max_element(env.speedup_errors.begin(), env.speedup_errors.end());
   json["model_time_error_pct"] = Median(env.time_errors);
   json["cal_l1_ns"] = env.model.l1_ns;
+  json["cal_block_l1_ns"] = env.model.block_l1_ns;
+  json["cal_merge_l1_ns"] = env.model.merge_l1_ns;
+  json["cal_map_l1_ns"] = env.model.map_l1_ns;
+  json["cal_route_ns"] = env.model.route_ns;
   json["cal_l2_ns"] = env.model.l2_ns;
   json["cal_mem_ns"] = env.model.mem_ns;
   json["cal_mem_ns_2t"] = env.model.mem_ns_2t;
@@ -355,8 +392,9 @@ int main(int argc, char** argv) {
   json["cal_out_ns"] = env.model.out_ns;
   json["repeat"] = repeat;
   json["quick"] = quick;
+  std::printf("\npure-compute 2-worker speedup at the end: %.2f\n", cpu_after);
   std::printf(
-      "\nbest 2-worker speedup: aggregation %.2f, join %.2f; model speedup error %.1f %% "
+      "best 2-worker speedup: aggregation %.2f, join %.2f; model speedup error %.1f %% "
       "(median), %.1f %% (max); model time error %.1f %% (median)\n",
       env.agg_best, env.join_best, Median(env.speedup_errors),
       json["model_error_pct_max"].get<double>(), Median(env.time_errors));
