@@ -74,6 +74,20 @@ bool SameGroups(const std::vector<Group>& a, const std::vector<Group>& b) {
 
 bool KvLess(const Kv& a, const Kv& b) { return a.key != b.key ? a.key < b.key : a.value < b.value; }
 
+// Whether got and want hold the same tuples, in any order.
+bool SameTuples(std::vector<Kv> got, std::vector<Kv> want) {
+  std::sort(got.begin(), got.end(), KvLess);
+  std::sort(want.begin(), want.end(), KvLess);
+  return std::equal(got.begin(), got.end(), want.begin(), want.end(),
+                    [](const Kv& a, const Kv& b) { return a.key == b.key && a.value == b.value; });
+}
+
+std::vector<Kv> Concat(const std::vector<PerThread<Kv>>& parts) {
+  std::vector<Kv> all;
+  for (const auto& part : parts) all.insert(all.end(), part.items.begin(), part.items.end());
+  return all;
+}
+
 const Keys kAllKeys[] = {Keys::kUniform, Keys::kSkewed, Keys::kFewDistinct, Keys::kSingleValue};
 
 TEST_CASE("mt: scan-select and partitioning keep every selected tuple once", "[random][query]") {
@@ -85,17 +99,12 @@ TEST_CASE("mt: scan-select and partitioning keep every selected tuple once", "[r
       const size_t n = std::uniform_int_distribution<size_t>(0, 5000)(rng);
       const NsmTable table = MakeTable(n, 8 + 4 * (rng() % 10), keys, rng);
       const Selection sel{rng() % 2 ? 1000u : 500u};
-      std::vector<Kv> want = Selected(table, sel);
-      std::sort(want.begin(), want.end(), KvLess);
+      const std::vector<Kv> want = Selected(table, sel);
       INFO("threads " << threads << " n " << n << " keys " << static_cast<int>(keys));
 
       std::vector<PerThread<Kv>> scanned;
       ScanSelect(pool, table, sel, &scanned);
-      std::vector<Kv> got;
-      for (const auto& part : scanned) got.insert(got.end(), part.items.begin(), part.items.end());
-      std::sort(got.begin(), got.end(), KvLess);
-      REQUIRE(std::equal(got.begin(), got.end(), want.begin(), want.end(),
-                         [](const Kv& a, const Kv& b) { return !KvLess(a, b) && !KvLess(b, a); }));
+      REQUIRE(SameTuples(Concat(scanned), want));
 
       MapDirectory directory(MapDirectory::CapacityFor(n));
       for (PartitionKind kind :
@@ -113,11 +122,7 @@ TEST_CASE("mt: scan-select and partitioning keep every selected tuple once", "[r
         for (const auto& w : parts.runs) {
           for (const auto& p : w.items) all.insert(all.end(), p.begin(), p.end());
         }
-        std::sort(all.begin(), all.end(), KvLess);
-        REQUIRE(all.size() == want.size());
-        REQUIRE(std::equal(all.begin(), all.end(), want.begin(), [](const Kv& a, const Kv& b) {
-          return a.key == b.key && a.value == b.value;
-        }));
+        REQUIRE(SameTuples(all, want));
       }
     }
   }
@@ -154,15 +159,10 @@ TEST_CASE("mt: parallel sort output is sorted and a permutation", "[random][quer
       INFO("threads " << threads << " n " << n << " keys " << static_cast<int>(keys));
       std::vector<PerThread<Kv>> out;
       ParallelSort(pool, table, sel, machine, &out, 1 + rng() % 3000);  // many small blocks
-      std::vector<Kv> got;
-      for (const auto& part : out) got.insert(got.end(), part.items.begin(), part.items.end());
+      const std::vector<Kv> got = Concat(out);
       REQUIRE(std::is_sorted(got.begin(), got.end(),
                              [](const Kv& a, const Kv& b) { return a.key < b.key; }));
-      std::vector<Kv> want = Selected(table, sel);
-      std::sort(want.begin(), want.end(), KvLess);
-      std::sort(got.begin(), got.end(), KvLess);
-      REQUIRE(std::equal(got.begin(), got.end(), want.begin(), want.end(),
-                         [](const Kv& a, const Kv& b) { return !KvLess(a, b) && !KvLess(b, a); }));
+      REQUIRE(SameTuples(got, Selected(table, sel)));
     }
   }
 }
