@@ -39,6 +39,12 @@ double Ratio(const Cost& c, double lock_ns) {
   return total > 0 ? c.fetch_ns / total : 0;
 }
 
+// The quicksort's levels over `tuples` tuples: log2 of the tuples, or of the distinct keys
+// when fewer, since a partition step that meets only equal keys ends the recursion.
+double SortLevels(double tuples, const MtWorkload& w) {
+  return Log2(std::min(tuples, std::max(2.0, w.distinct)));
+}
+
 double StagedBytes(const MtWorkload& w) { return w.k_staged * w.t_staged; }
 
 double BlockBytes(const MtModelParams& p) {
@@ -52,8 +58,9 @@ double SortNs(const MtModelParams& p, const MtWorkload& w, int n) {
   const double blocks = std::max(1.0, staged / b);
   const double block_b = std::min(b, staged);
   const Cost block{(1 + w.k * w.t / staged) * (block_b / cl) * p.mem_ns,
-                   2 * (block_b / cl) * p.l2_ns +
-                       4 * (block_b / w.t_staged) * Log2(block_b / w.t_staged) * p.block_l1_ns};
+                   2 * (block_b / cl) * p.l2_ns + 4 * (block_b / w.t_staged) *
+                                                      SortLevels(block_b / w.t_staged, w) *
+                                                      p.block_l1_ns};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(block, 0), n);
   return (w.k * w.t + staged) * m / (n * cl) + blocks * block.process_ns / n;
 }
@@ -73,9 +80,9 @@ double PartitionNs(const MtModelParams& p, const MtWorkload& w, int n) {
   const double cl = p.machine.line_bytes, pg = kPageBytes;
   const double staged = std::max(1.0, StagedBytes(w));
   const double pages = staged / pg;
-  const Cost page{
-      (1 + w.k * w.t / staged) * (pg / cl) * p.mem_ns,
-      (pg / w.t_staged) * p.route_ns + 4 * (pg / w.t_staged) * Log2(pg / w.t_staged) * p.l1_ns};
+  const Cost page{(1 + w.k * w.t / staged) * (pg / cl) * p.mem_ns,
+                  (pg / w.t_staged) * p.route_ns +
+                      4 * (pg / w.t_staged) * SortLevels(pg / w.t_staged, w) * p.l1_ns};
   const double m = EffectiveMemoryNs(p.mem_ns, Ratio(page, p.lk_ns), n);
   return (w.k * w.t + staged) * m / (n * cl) + pages * page.process_ns / n + pages * p.lk_ns;
 }
@@ -165,6 +172,18 @@ double ModelJoinNs(const MtModelParams& p, MtJoinAlgorithm algorithm, const MtWo
 
 namespace {
 
+// The least of `rounds` timings of fn: the run that other processes disturbed least.
+template <class F>
+double BestNs(int rounds, const F& fn) {
+  double best = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    const double start = NowNs();
+    fn();
+    best = std::min(best, NowNs() - start);
+  }
+  return best;
+}
+
 // ns per line of a streaming read of `bytes` by each of `workers` workers at once.
 double StreamLineNs(WorkerPool& pool, int workers, size_t bytes, uint32_t line_bytes) {
   const size_t words = bytes / sizeof(uint64_t);
@@ -178,11 +197,11 @@ double StreamLineNs(WorkerPool& pool, int workers, size_t bytes, uint32_t line_b
   pool.Run([&](int t) {
     if (t >= workers) return;
     const uint64_t* a = arrays[t].get();
-    const double start = NowNs();
-    uint64_t sum = 0;
-    for (size_t i = 0; i < words; ++i) sum += a[i];
-    ns[t] = NowNs() - start;
-    Sink(sum);
+    ns[t] = BestNs(3, [&] {
+      uint64_t sum = 0;
+      for (size_t i = 0; i < words; ++i) sum += a[i];
+      Sink(sum);
+    });
   });
   double worst = 0;
   for (int t = 0; t < workers; ++t) worst = std::max(worst, ns[t]);
@@ -194,12 +213,12 @@ double L2LineNs(const MachineInfo& machine) {
   const size_t bytes = std::max<size_t>(machine.l1d_bytes * 4, machine.l2_bytes / 4);
   const size_t words = bytes / sizeof(uint64_t);
   std::vector<uint64_t> a(words, 1);
-  constexpr int kRounds = 64;
-  const double start = NowNs();
-  for (int r = 0; r < kRounds; ++r) {
-    for (size_t i = 0; i < words; i += machine.line_bytes / sizeof(uint64_t)) a[i] += r;
-  }
-  const double ns = NowNs() - start;
+  constexpr int kRounds = 16;
+  const double ns = BestNs(5, [&] {
+    for (int r = 0; r < kRounds; ++r) {
+      for (size_t i = 0; i < words; i += machine.line_bytes / sizeof(uint64_t)) a[i] += r;
+    }
+  });
   Sink(a[words / 2]);
   return ns / (kRounds * double(bytes / machine.line_bytes));
 }
@@ -226,13 +245,13 @@ double L1AccessNs(size_t tuples) {
 // ns per output pair of a join's cross product (counted and summed, not materialized).
 double OutputNs() {
   std::vector<Kv> outer(64, Kv{5, 1}), inner(256, Kv{5, 2});
-  constexpr int kRounds = 2000;
+  constexpr int kRounds = 400;
   JoinResult::Part part;
-  const double start = NowNs();
-  for (int r = 0; r < kRounds; ++r) {
-    CrossGroup(5, outer.data(), outer.size(), inner.data(), inner.size(), false, &part);
-  }
-  const double ns = NowNs() - start;
+  const double ns = BestNs(5, [&] {
+    for (int r = 0; r < kRounds; ++r) {
+      CrossGroup(5, outer.data(), outer.size(), inner.data(), inner.size(), false, &part);
+    }
+  });
   Sink(part.checksum);
   return ns / (double(kRounds) * outer.size() * inner.size());
 }
@@ -246,17 +265,6 @@ NsmTable CacheTable(const MachineInfo& machine, uint32_t distinct) {
   std::mt19937 rng(7);
   for (size_t i = 0; i < n; ++i) table.Set(i, {static_cast<uint32_t>(rng() % distinct), 1});
   return table;
-}
-
-template <class F>
-double BestNs(int rounds, const F& fn) {
-  double best = 1e300;
-  for (int r = 0; r < rounds; ++r) {
-    const double start = NowNs();
-    fn();
-    best = std::min(best, NowNs() - start);
-  }
-  return best;
 }
 
 // ns per tuple routed and copied into 64 partitions without sorting pages.
@@ -311,10 +319,11 @@ double MapProbeNs(const MachineInfo& machine, WorkerPool& one, double l2_ns) {
 }
 
 double RoundNs(WorkerPool& pool) {
-  constexpr int kRounds = 200;
-  const double start = NowNs();
-  for (int r = 0; r < kRounds; ++r) pool.Run([](int) {});
-  return (NowNs() - start) / kRounds / pool.threads();
+  constexpr int kRounds = 40;
+  const double ns = BestNs(5, [&] {
+    for (int r = 0; r < kRounds; ++r) pool.Run([](int) {});
+  });
+  return ns / kRounds / pool.threads();
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 //
 // Where this model differs from the paper's, and why:
 //   - Costs are nanoseconds, not cycles: the calibration measures each constant as time.
+//   - A quicksort's log(B/T') levels are log(min(B/T', D)): with D distinct keys the recursion
+//     ends once a range holds one key (the paper notes that D changes the quicksort's work).
 //   - LK is 0: staging appends to per-worker page lists and takes no lock (the paper's pages
 //     came from a storage manager under a lock).
 //   - The processing of the sort and partitioning equations (4), (6), (12), (14) is charged

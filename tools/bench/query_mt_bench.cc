@@ -97,15 +97,24 @@ mt::Selection SelectionOf(double fraction) {
   return {static_cast<uint64_t>(fraction * kValueRange)};
 }
 
-double TimeMs(Env& env, int threads, const std::function<void(mt::WorkerPool&)>& run) {
-  std::vector<double> ms;
-  run(*env.pools[threads - 1]);  // untimed: maps the pages later runs reuse
+struct Times {
+  double ms_1t;
+  double ms_2t;
+};
+
+// Medians of `repeat` runs at 1 and at 2 workers, the two alternating, so that a burst of load
+// from other processes falls on both rather than on one.
+Times TimeBoth(Env& env, const std::function<void(mt::WorkerPool&)>& run) {
+  std::vector<double> ms[2];
+  for (mt::WorkerPool* pool : env.pools) run(*pool);  // untimed: maps the pages later runs reuse
   for (int r = 0; r < env.repeat; ++r) {
-    const double start = NowSeconds();
-    run(*env.pools[threads - 1]);
-    ms.push_back((NowSeconds() - start) * 1e3);
+    for (int t = 0; t < 2; ++t) {
+      const double start = NowSeconds();
+      run(*env.pools[t]);
+      ms[t].push_back((NowSeconds() - start) * 1e3);
+    }
   }
-  return Median(ms);
+  return {Median(ms[0]), Median(ms[1])};
 }
 
 // One experiment point: measured at 1 and 2 workers, predicted, printed and recorded.
@@ -136,9 +145,8 @@ double CpuSpeedup2t(Env& env) {
     static std::atomic<uint64_t> sink;
     sink.store(x, std::memory_order_relaxed);  // relaxed: only keeps the loop
   };
-  const double one = TimeMs(env, 1, [&](mt::WorkerPool& pool) { pool.Run(spin); });
-  const double two = TimeMs(env, 2, [&](mt::WorkerPool& pool) { pool.Run(spin); });
-  return 2 * one / two;  // two workers did twice the work
+  const Times t = TimeBoth(env, [&](mt::WorkerPool& pool) { pool.Run(spin); });
+  return 2 * t.ms_1t / t.ms_2t;  // two workers did twice the work
 }
 
 void Header(const char* title) {
@@ -160,7 +168,8 @@ void RunAgg(Env& env, const std::string& key, mt::AggAlgorithm a, const mt::NsmT
   w.t = table.tuple_bytes();
   w.k_staged = w.k * selectivity;
   w.distinct = static_cast<double>(distinct);
-  Record(env, key + "_" + mt::AggAlgorithmName(a), false, TimeMs(env, 1, run), TimeMs(env, 2, run),
+  const Times t = TimeBoth(env, run);
+  Record(env, key + "_" + mt::AggAlgorithmName(a), false, t.ms_1t, t.ms_2t,
          mt::ModelAggregationNs(env.model, a, w, 1), mt::ModelAggregationNs(env.model, a, w, 2));
 }
 
@@ -212,8 +221,9 @@ void RunJoin(Env& env, const std::string& key, mt::MtJoinAlgorithm a, const mt::
   wi.k_staged = wi.k * inner_selectivity;
   wi.t = inner.tuple_bytes();
   wo.distinct = wi.distinct = static_cast<double>(distinct);
-  Record(env, key + "_" + mt::MtJoinAlgorithmName(a), true, TimeMs(env, 1, run),
-         TimeMs(env, 2, run), mt::ModelJoinNs(env.model, a, wo, wi, pairs, 1),
+  const Times t = TimeBoth(env, run);
+  Record(env, key + "_" + mt::MtJoinAlgorithmName(a), true, t.ms_1t, t.ms_2t,
+         mt::ModelJoinNs(env.model, a, wo, wi, pairs, 1),
          mt::ModelJoinNs(env.model, a, wo, wi, pairs, 2));
 }
 
@@ -305,7 +315,8 @@ void Pipeline(Env& env, size_t k) {
           "aggregate");
     tuples = abc_table.size();
   };
-  const double ms1 = TimeMs(env, 1, run), ms2 = TimeMs(env, 2, run);
+  const Times t = TimeBoth(env, run);
+  const double ms1 = t.ms_1t, ms2 = t.ms_2t;
   const double per_s1 = tuples / (ms1 / 1e3), per_s2 = tuples / (ms2 / 1e3);
   std::printf("  %-34s %9.1f %9.1f %8.2f   (%llu tuples into the aggregation; %.1fM/s at 2t)\n",
               "pipeline_partition_map", ms1, ms2, ms1 / ms2,
@@ -331,10 +342,10 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "runs per point; the median is reported")
       ->check(CLI::Range(1, 100));
   app.add_flag("--quick", quick, "small tables, one run per point: a smoke run");
-  app.add_option("--only", only,
-                 "experiments to run (agg_tuple, agg_sel, agg_distinct, join_size, join_sel, "
-                 "join_matches, pipeline); default all")
-      ->delimiter(',');
+  app.add_option("--only", only, "experiments to run, comma-separated; default all")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"agg_tuple", "agg_sel", "agg_distinct", "join_size", "join_sel",
+                             "join_matches", "pipeline"}));
   CLI11_PARSE(app, argc, argv);
   if (quick) repeat = 1;
   mallopt(M_MMAP_MAX, 0);  // every size from the heap, which keeps what is freed
