@@ -263,6 +263,15 @@ TEST_CASE("mt: the joins equal a nested-loop join", "[random][query]") {
         }
         REQUIRE(rows == (options.materialize ? want_count : 0));
         if (options.materialize) REQUIRE(row_sum == want_sum);
+        if (options.materialize && a == MtJoinAlgorithm::kSortMerge) {
+          // Its parts in worker order are ordered on the key: what lets merge aggregation
+          // follow it without a sort.
+          std::vector<uint32_t> keys;
+          for (const auto& part : out.parts) {
+            for (const JoinRow& r : part.rows) keys.push_back(r.key);
+          }
+          REQUIRE(std::is_sorted(keys.begin(), keys.end()));
+        }
       }
     }
   }

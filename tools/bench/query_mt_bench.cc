@@ -8,7 +8,9 @@
 //   join_size     joins by inner tuple size (Figs. 8a, 9a): outer 72 bytes, 10 matches each
 //   join_sel      joins by inner selectivity (Figs. 8b, 9b): inner 4x the outer
 //   join_matches  joins by matches per outer tuple (Figs. 8c, 9c)
-//   pipeline      join, join, map aggregation (Fig. 10): 4 then 10 matches, D = 1,000
+//   pipeline      join, join, aggregation (Fig. 10): 4 then 10 matches; partition joins and
+//                 map aggregation over D = 1,000, and sort-merge joins and merge aggregation
+//                 over the second join's key (D = |C| / 10)
 // Joins count and sum their pairs without materializing them (the paper's OUT = 0 runs), except
 // in the pipeline, whose joins feed the next operator.
 //
@@ -22,7 +24,8 @@
 // agg_speedup_2t_best, join_speedup_2t_best, model_error_pct (the median over all points of
 // |model speedup - measured speedup| / measured speedup), model_error_pct_max,
 // model_time_error_pct (the median |model time - measured time| / measured time at 1 worker),
-// pipeline_tuples_per_s_1t, pipeline_tuples_per_s_2t, pipeline_speedup_2t, the calibrated
+// pipeline_tuples_per_s_1t, pipeline_tuples_per_s_2t, pipeline_speedup_2t (and the same with
+// pipeline_merge_ for the sort-merge plan), the calibrated
 // constants (cal_*), cpu_speedup_2t_before and cpu_speedup_2t_after (what a pure computation
 // gains from a second worker at the start and the end of the run: below 2 when other
 // processes hold a core, which caps every other speedup), and repeat, quick.
@@ -283,51 +286,66 @@ void ToTable(mt::WorkerPool& pool, const mt::JoinResult& rows, bool key_from_inn
   });
 }
 
+struct PipelinePlan {
+  const char* name;  // the JSON prefix
+  mt::MtJoinAlgorithm join;
+  bool group_on_join_key;  // group on C's key (D = |C| / 10), else on C's value (D = 1000)
+};
+
+// Two joins and an aggregation over tables A, B, C of k tuples: A joins B on A's key with 4
+// matches, the result joins C on B's value with 10 matches, and the rows are summed per group.
+// The aggregation is the one ChooseAggregation picks: map for 1,000 groups; merge when the
+// groups are C's keys and the sort-merge join has left its output ordered on them.
 void Pipeline(Env& env, size_t k) {
-  Header("pipeline: (A join B, 4 matches) join C (10 matches), map aggregation, D = 1000");
-  // B's value is C's key; C's value is the grouping key of the aggregation.
+  Header("pipeline: (A join B, 4 matches) join C (10 matches), then aggregation");
   const uint64_t c_distinct = k / 10;
   const mt::NsmTable a = MakeTable(k, 72, k / 4, 21);
   const mt::NsmTable b = MakeInner(k, 72, 4, 22);
   mt::NsmTable b_fixed, c;
   Check(mt::NsmTable::Make(72, k, &b_fixed), "table");
   std::mt19937_64 rng(23);
-  for (size_t i = 0; i < k; ++i)
+  for (size_t i = 0; i < k; ++i) {
     b_fixed.Set(i, {b.Get(i).key, static_cast<uint32_t>(rng() % c_distinct)});
+  }
   Check(mt::NsmTable::Make(72, k, &c), "table");
   const mt::NsmTable c_keys = MakeInner(k, 72, 10, 24);
   for (size_t i = 0; i < k; ++i) c.Set(i, {c_keys.Get(i).key, static_cast<uint32_t>(rng() % 1000)});
-  uint64_t tuples = 0;
-  auto run = [&](mt::WorkerPool& pool) {
-    mt::JoinResult ab, abc;
-    mt::NsmTable ab_table, abc_table;
-    Check(mt::Join(mt::MtJoinAlgorithm::kPartition, pool, a, {}, b_fixed, {}, env.machine, {}, &ab),
-          "join");
-    ToTable(pool, ab, true, &ab_table);  // key: B's value, C's key
-    Check(
-        mt::Join(mt::MtJoinAlgorithm::kPartition, pool, ab_table, {}, c, {}, env.machine, {}, &abc),
-        "join");
-    ToTable(pool, abc, true, &abc_table);  // key: C's value, the group
-    mt::AggOptions options;
-    options.map_distinct = 1000;
-    mt::GroupResult groups;
-    Check(mt::Aggregate(mt::AggAlgorithm::kMap, pool, abc_table, {}, env.machine, options, &groups),
-          "aggregate");
-    tuples = abc_table.size();
-  };
-  const Times t = TimeBoth(env, run);
-  const double ms1 = t.ms_1t, ms2 = t.ms_2t;
-  const double per_s1 = tuples / (ms1 / 1e3), per_s2 = tuples / (ms2 / 1e3);
-  std::printf("  %-34s %9.1f %9.1f %8.2f   (%llu tuples into the aggregation; %.1fM/s at 2t)\n",
-              "pipeline_partition_map", ms1, ms2, ms1 / ms2,
-              static_cast<unsigned long long>(tuples), per_s2 / 1e6);
-  nlohmann::json& j = *env.json;
-  j["pipeline_ms_1t"] = ms1;
-  j["pipeline_ms_2t"] = ms2;
-  j["pipeline_tuples"] = tuples;
-  j["pipeline_tuples_per_s_1t"] = per_s1;
-  j["pipeline_tuples_per_s_2t"] = per_s2;
-  j["pipeline_speedup_2t"] = ms1 / ms2;
+  const PipelinePlan plans[] = {{"pipeline", mt::MtJoinAlgorithm::kPartition, false},
+                                {"pipeline_merge", mt::MtJoinAlgorithm::kSortMerge, true}};
+  for (const PipelinePlan& plan : plans) {
+    const uint64_t groups_expected = plan.group_on_join_key ? c_distinct : 1000;
+    const mt::AggAlgorithm agg =
+        mt::ChooseAggregation(groups_expected, plan.group_on_join_key, env.machine);
+    uint64_t tuples = 0;
+    auto run = [&](mt::WorkerPool& pool) {
+      mt::JoinResult ab, abc;
+      mt::NsmTable ab_table, abc_table;
+      Check(mt::Join(plan.join, pool, a, {}, b_fixed, {}, env.machine, {}, &ab), "join");
+      ToTable(pool, ab, true, &ab_table);  // key: B's value, C's key
+      Check(mt::Join(plan.join, pool, ab_table, {}, c, {}, env.machine, {}, &abc), "join");
+      ToTable(pool, abc, !plan.group_on_join_key, &abc_table);
+      mt::AggOptions options;
+      options.map_distinct = groups_expected;
+      mt::GroupResult groups;
+      Check(mt::Aggregate(agg, pool, abc_table, {}, env.machine, options, &groups), "aggregate");
+      tuples = abc_table.size();
+    };
+    const Times t = TimeBoth(env, run);
+    const double per_s1 = tuples / (t.ms_1t / 1e3), per_s2 = tuples / (t.ms_2t / 1e3);
+    const std::string name = std::string(plan.name) + "_" + mt::MtJoinAlgorithmName(plan.join) +
+                             "_" + mt::AggAlgorithmName(agg);
+    std::printf("  %-34s %9.1f %9.1f %8.2f   (%llu tuples into the aggregation; %.1fM/s at 2t)\n",
+                name.c_str(), t.ms_1t, t.ms_2t, t.ms_1t / t.ms_2t,
+                static_cast<unsigned long long>(tuples), per_s2 / 1e6);
+    nlohmann::json& j = *env.json;
+    const std::string key = plan.name;
+    j[key + "_ms_1t"] = t.ms_1t;
+    j[key + "_ms_2t"] = t.ms_2t;
+    j[key + "_tuples"] = tuples;
+    j[key + "_tuples_per_s_1t"] = per_s1;
+    j[key + "_tuples_per_s_2t"] = per_s2;
+    j[key + "_speedup_2t"] = t.ms_1t / t.ms_2t;
+  }
 }
 
 }  // namespace
