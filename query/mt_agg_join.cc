@@ -233,6 +233,9 @@ namespace {
 // Merge-joins two key-ordered buffers: each group of equal keys is crossed in L1.
 void MergeJoin(const std::vector<Kv>& outer, const std::vector<Kv>& inner, bool materialize,
                JoinResult::Part* part) {
+  const auto key_less = [](const Kv& a, const Kv& b) { return a.key < b.key; };
+  SM_DASSERT(std::is_sorted(outer.begin(), outer.end(), key_less));
+  SM_DASSERT(std::is_sorted(inner.begin(), inner.end(), key_less));
   size_t i = 0, j = 0;
   while (i < outer.size() && j < inner.size()) {
     const uint32_t k = outer[i].key;

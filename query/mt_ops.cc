@@ -284,6 +284,7 @@ Status Partition(WorkerPool& pool, const NsmTable& table, Selection sel, const P
   for (const auto& f : full) {
     if (!f.items.empty()) return Status::NotSupported("more distinct keys than the directory");
   }
+  SM_DASSERT(out->size() <= table.size());  // selection only drops tuples
   SM_PARANOID(out->CheckInvariants(spec));
   return Status::OK();
 }
@@ -356,6 +357,7 @@ void SortBlocks(WorkerPool& pool, const NsmTable& table, Selection sel, size_t b
       SortPage(items.data() + block_begin, items.data() + items.size());
       blocks.push_back({block_begin, items.size()});
     }
+    SM_DASSERT(blocks.empty() || blocks.back().end == items.size());  // blocks cover the data
   });
 }
 
@@ -416,6 +418,10 @@ void ParallelSort(WorkerPool& pool, const NsmTable& table, Selection sel,
     SM_DASSERT(std::is_sorted(items.begin(), items.end(),
                               [](const Kv& a, const Kv& b) { return a.key < b.key; }));
   });
+  size_t in = 0, merged = 0;
+  for (const auto& d : blocks.data) in += d.items.size();
+  for (const auto& o : *out) merged += o.items.size();
+  SM_ASSERT(in == merged);  // the ranges cover every key once
 }
 
 }  // namespace sm::query::mt
