@@ -28,7 +28,8 @@
 // pipeline_merge_ for the sort-merge plan), the calibrated
 // constants (cal_*), cpu_speedup_2t_before and cpu_speedup_2t_after (what a pure computation
 // gains from a second worker at the start and the end of the run: below 2 when other
-// processes hold a core, which caps every other speedup), and repeat, quick.
+// processes hold a core, which caps every other speedup), {experiment}_cpu_speedup_2t (the same
+// just before each experiment), and repeat, quick.
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
@@ -152,9 +153,13 @@ double CpuSpeedup2t(Env& env) {
   return 2 * t.ms_1t / t.ms_2t;  // two workers did twice the work
 }
 
-void Header(const char* title) {
-  std::printf("\n%s\n  %-34s %9s %9s %8s %8s %9s\n", title, "point", "ms 1t", "ms 2t", "speedup",
-              "model", "model ms");
+// Starts experiment `name`: its title, what a second worker gains on a pure computation just
+// now ({name}_cpu_speedup_2t), and the column heads.
+void Header(Env& env, const char* name, const char* title) {
+  const double cpu = CpuSpeedup2t(env);
+  (*env.json)[std::string(name) + "_cpu_speedup_2t"] = cpu;
+  std::printf("\n%s (pure-compute 2-worker speedup now %.2f)\n  %-34s %9s %9s %8s %8s %9s\n", title,
+              cpu, "point", "ms 1t", "ms 2t", "speedup", "model", "model ms");
 }
 
 void RunAgg(Env& env, const std::string& key, mt::AggAlgorithm a, const mt::NsmTable& table,
@@ -182,7 +187,7 @@ const mt::MtJoinAlgorithm kJoins[] = {mt::MtJoinAlgorithm::kPartition,
                                       mt::MtJoinAlgorithm::kSortMerge};
 
 void AggBySize(Env& env, size_t k) {
-  Header("aggregation by tuple size (D = 1000, selectivity 1)");
+  Header(env, "agg_tuple", "aggregation by tuple size (D = 1000, selectivity 1)");
   for (uint32_t t : {8u, 16u, 32u, 64u, 128u, 256u}) {
     const mt::NsmTable table = MakeTable(k, t, 1000, t);
     for (auto a : kAggs) RunAgg(env, "agg_tuple_" + std::to_string(t), a, table, 1.0, 1000);
@@ -190,7 +195,7 @@ void AggBySize(Env& env, size_t k) {
 }
 
 void AggBySelectivity(Env& env, size_t k) {
-  Header("aggregation by selectivity (72-byte tuples, D = 1000)");
+  Header(env, "agg_sel", "aggregation by selectivity (72-byte tuples, D = 1000)");
   const mt::NsmTable table = MakeTable(k, 72, 1000, 1);
   for (int pct : {10, 25, 50, 100}) {
     for (auto a : kAggs) RunAgg(env, "agg_sel_" + std::to_string(pct), a, table, pct / 100.0, 1000);
@@ -198,7 +203,7 @@ void AggBySelectivity(Env& env, size_t k) {
 }
 
 void AggByDistinct(Env& env, size_t k) {
-  Header("aggregation by distinct keys (72-byte tuples, selectivity 1)");
+  Header(env, "agg_distinct", "aggregation by distinct keys (72-byte tuples, selectivity 1)");
   for (uint64_t d : {10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull}) {
     const mt::NsmTable table = MakeTable(k, 72, d, d);
     for (auto a : kAggs) {
@@ -231,7 +236,8 @@ void RunJoin(Env& env, const std::string& key, mt::MtJoinAlgorithm a, const mt::
 }
 
 void JoinBySize(Env& env, size_t k) {
-  Header("joins by inner tuple size (outer 72 bytes, 10 matches per outer tuple)");
+  Header(env, "join_size",
+         "joins by inner tuple size (outer 72 bytes, 10 matches per outer tuple)");
   const uint64_t distinct = k / 10;
   const mt::NsmTable outer = MakeTable(k, 72, distinct, 11);
   for (uint32_t t : {16u, 32u, 72u, 128u, 256u}) {
@@ -243,7 +249,8 @@ void JoinBySize(Env& env, size_t k) {
 }
 
 void JoinBySelectivity(Env& env, size_t k) {
-  Header("joins by inner selectivity (72-byte tuples, inner 4x outer, 10 matches at 1)");
+  Header(env, "join_sel",
+         "joins by inner selectivity (72-byte tuples, inner 4x outer, 10 matches at 1)");
   const uint64_t distinct = 4 * k / 10;
   const mt::NsmTable outer = MakeTable(k, 72, distinct, 12);
   const mt::NsmTable inner = MakeInner(4 * k, 72, 10, 13);
@@ -256,7 +263,7 @@ void JoinBySelectivity(Env& env, size_t k) {
 }
 
 void JoinByMatches(Env& env, size_t k) {
-  Header("joins by matches per outer tuple (72-byte tuples)");
+  Header(env, "join_matches", "joins by matches per outer tuple (72-byte tuples)");
   for (uint64_t m : {1ull, 4ull, 10ull, 100ull, 1000ull}) {
     const uint64_t distinct = std::max<uint64_t>(1, k / m);
     const mt::NsmTable outer = MakeTable(k, 72, distinct, 14 + m);
@@ -297,7 +304,7 @@ struct PipelinePlan {
 // The aggregation is the one ChooseAggregation picks: map for 1,000 groups; merge when the
 // groups are C's keys and the sort-merge join has left its output ordered on them.
 void Pipeline(Env& env, size_t k) {
-  Header("pipeline: (A join B, 4 matches) join C (10 matches), then aggregation");
+  Header(env, "pipeline", "pipeline: (A join B, 4 matches) join C (10 matches), then aggregation");
   const uint64_t c_distinct = k / 10;
   const mt::NsmTable a = MakeTable(k, 72, k / 4, 21);
   const mt::NsmTable b = MakeInner(k, 72, 4, 22);
