@@ -15,7 +15,7 @@ namespace {
 
 using namespace sm::query;  // NOLINT: the plan vocabulary
 
-constexpr uint32_t kRows = 20000;  // a few hundred leaves: SplitRange finds cuts
+constexpr uint32_t kRows = 4000;  // about fifty leaves: SplitRange finds cuts for 4 parts
 
 struct Outcome {
   std::vector<TextRow> rows;
