@@ -18,12 +18,12 @@
 // settled workload probes ever less; then the next probe begins.
 //
 // Regimes. The caller also names, at each clock reading, the regime the worker runs in, or
-// none where nothing can be measured: with adaptive STEPS (steps/steps.h) a worker alternates
+// none where nothing can be timed: with adaptive STEPS (steps/steps.h) a worker alternates
 // epochs with teams, where no descent interleaves, and without, and an interleaving epoch that
 // saw teams would credit their rate to whichever mode it was probing (a probe whose epochs
 // with interleaving fell into STEPS' team epochs would find interleaving no faster and turn
 // it off). An epoch counts only if it began and ended in the same measurable regime; any
-// other is dropped and the next one measured in its place.
+// other is dropped and the next one timed in its place.
 //
 // Invariants: current() is the mode of the epoch in progress; a probe's epochs alternate,
 // starting without, so epoch i of a probe fills slot i / 2 of its mode's rates.
@@ -51,12 +51,12 @@ class InterleaveChooser {
   // Whether the descent at hand interleaves.
   bool current() const { return current_; }
 
-  // The regime of a worker whose epochs can always be measured.
+  // The regime of a worker whose epochs can always be timed.
   static std::optional<uint32_t> OneRegime() { return 0; }
 
   // Counts one descent to a leaf; once every kClockEvery descents, now_ns() (a monotonic
   // clock in nanoseconds) and regime() (the worker's regime, or nullopt where it cannot be
-  // measured: see "Regimes") are called.
+  // timed: see "Regimes") are called.
   template <typename NowNs, typename Regime = decltype(&OneRegime)>
   void CountDescent(NowNs now_ns, Regime regime = &OneRegime) {
     if (++descents_ % kClockEvery != 0) return;
@@ -70,7 +70,7 @@ class InterleaveChooser {
     if (r.has_value() && r == epoch_regime_) {
       EndEpoch(static_cast<double>(descents_) / static_cast<double>(now - epoch_start_ns_));
     } else {
-      ++dropped_;  // measured again, in the same mode
+      ++dropped_;  // timed again, in the same mode
     }
     StartEpoch(now, r);
   }

@@ -1,6 +1,6 @@
 // The analytical model of the multithreaded operators (query/mt_ops.h), equations 1-25 of
-// Krikellas, Cintra and Viglas (VLDB 2009, section 4), and the calibration that measures its
-// constants on this machine.
+// Krikellas, Cintra and Viglas (VLDB 2009, section 4), and the calibration that times its
+// constants on the machine it runs on.
 //
 // The model prices each block a worker handles as a fetch cost C_f (lines from memory) and a
 // processing cost C_p (cache-resident work); their utility ratio R = C_f / (C_f + C_p + C_l)
@@ -27,7 +27,7 @@
 //     each on an input that stays in the cache; the block sort's (4, block_l1_ns) on a block of the
 //     size the sort uses.
 //   - Equation (12)'s (P/CL)(L2 + L1) term, the page's trip between L2 and L1, becomes the
-//     measured routing and copying of the page's tuples (route_ns per tuple): the per-tuple
+//     timed routing and copying of the page's tuples (route_ns per tuple): the per-tuple
 //     hash and append are the larger part of that work here.
 //   - Map aggregation computes A = 2 aggregates (count and sum); its directory is a hash table,
 //     so its lookup is priced as the paper's binary search, log2(D) probes of map_l1_ns.
@@ -53,7 +53,7 @@ struct MtModelParams {
   double lk_ns = 0;      // one lock (LK): none taken
   double to_ns = 2000;   // a worker's start and end of one round (TO)
   double out_ns = 1;     // one output tuple (OUT)
-  // The paper's L1 access cost, measured on the operators' other in-cache kernels (see the
+  // The paper's L1 access cost, timed on the operators' other in-cache kernels (see the
   // header comment): a heap-merge access, a map-directory probe, and the routing and copy of
   // one staged tuple.
   double block_l1_ns = 0.3;  // the same in an L2-sized block quicksort

@@ -183,7 +183,7 @@ double Interpolate(const std::vector<std::pair<double, double>>& curve, double x
   return curve[i - 1].second + f * (curve[i].second - curve[i - 1].second);
 }
 
-// A pass over `footprint` bytes against the pass measured over 16 x kPassCurveTuples: each
+// A pass over `footprint` bytes against the pass timed over 16 x kPassCurveTuples: each
 // cluster's writes fill its line before moving on, so a pass misses once per line of tuples
 // written, priced by the growth of an independent load's cost.
 constexpr double kPassCurveTuples = 8 << 20;
@@ -207,7 +207,7 @@ double RadixClusterCostNs(const CostParams& p, int passes, int bits, double c) {
   for (int b : SpreadBits(bits, passes)) {
     const int k = std::min<int>(b, static_cast<int>(p.pass_mem_ns.size()) - 1);
     if (footprint <= p.machine.l2_bytes) {
-      ns += ClusterPassNs(p, std::ldexp(1.0, b), c);  // no curve is measured inside the L2
+      ns += ClusterPassNs(p, std::ldexp(1.0, b), c);  // no curve is timed inside the L2
     } else {
       ns += c * (footprint <= p.machine.l3_bytes ? p.pass_l3_ns[k]
                                                  : p.pass_mem_ns[k] + PassGrowthNs(p, footprint));
@@ -221,7 +221,7 @@ double PartitionedHashJoinCostNs(const CostParams& p, int bits, double c) {
   if (curve.empty()) return PaperPartitionedHashJoinCostNs(p, bits, c);
   const double bytes = ClusterBytes(std::max(c / std::ldexp(1.0, bits), 1.0));
   double ns = Interpolate(curve, bytes);
-  // Beyond the largest measured cluster: a probe's misses come in about two dependent pairs
+  // Beyond the largest timed cluster: a probe's misses come in about two dependent pairs
   // (build: a head; probe: head, tuple, link), priced by the growth of a pair's cost.
   if (bytes > curve.back().first) {
     ns += kHashMissesPerTuple / 2 *

@@ -1,20 +1,20 @@
 // Cost models of the radix-cluster joins (query/radix_join.h), after section 4 of Manegold,
 // Boncz and Kersten (VLDB Journal 2000): the radix-cluster T_c(P, B, C), the partitioned hash
 // join T_h(B, C) and the radix join T_r(B, C), each CPU work per tuple plus misses of every
-// cache level and of the TLB times their cost; and the calibration that measures those costs
-// on this machine, as the paper's calibration tool does.
+// cache level and of the TLB times their cost; and the calibration that times those costs on
+// the machine it runs on, as the paper's calibration tool does.
 //
 // Where the models differ from the paper's, and why:
 //   - Three cache levels, not two: a miss of level i is priced at the cost of reaching level
 //     i + 1 (L2, L3, memory), so a tuple that misses all three pays all three increments.
 //   - Misses are priced at their cost under overlap, not at the latency of one dependent load:
-//     the CPU keeps many misses in flight (the paper's degree of overlap q, section 2, was 4).
+//     the CPU keeps many misses in flight (the paper's degree of overlap q, section 2).
 //     A cluster pass's scattered writes are independent and are priced at the cost of
 //     independent random loads; a hash probe's loads depend on one another (bucket head, then
 //     tuple) and overlap only across probes, so they are priced at the cost of a dependent pair.
-//     The calibration measures the latency by pointer-chasing as well, and reports all three.
+//     The calibration times the latency by pointer-chasing as well, and reports all three.
 //   - The sequential terms (each pass reads and writes the relation once) are priced as bytes
-//     streamed, measured by a copy loop, rather than per line at a latency.
+//     streamed, timed by a copy loop, rather than per line at a latency.
 //   - The radix-cluster's write-back TLB term is left out: the caches are physically tagged,
 //     so writing a line back needs no translation.
 //   - The radix join walks per-cluster bounds, so it has a per-cluster cost, w_rc.
@@ -24,7 +24,7 @@
 // and whose memory cost grows with the footprint (nested paging under a hypervisor): the
 // benchmark's `paper_model_error_pct` measures by how much. The calibrated models keep the
 // same terms but read the memory part of a cluster pass (by fan-out) and of a hash join (by
-// cluster bytes) off the operators' kernels measured at one calibration size each, and carry
+// cluster bytes) off the operators' kernels timed at one calibration size each, and carry
 // them to larger footprints by how the cost of a random load (a pass's scattered line) or of a
 // dependent pair of loads (a probe) grows with the region's bytes; `model_error_pct` measures
 // those.
@@ -54,7 +54,7 @@ struct CostParams {
   double chain_l2_ns = 2, chain_l3_ns = 8, chain_mem_ns = 30, chain_tlb_ns = 10;
   // Streaming (read once, write once), ns per byte read, by where the bytes live.
   double stream_l2_ns_per_byte = 0.05, stream_l3_ns_per_byte = 0.1, stream_mem_ns_per_byte = 0.2;
-  // CPU work, ns, measured on L1-resident inputs (the paper's w constants).
+  // CPU work, ns, timed on L1-resident inputs (the paper's w constants).
   double w_c = 2;           // radix-cluster, per tuple and pass
   double w_h = 10;          // partitioned hash join: build, probe and result, per tuple
   double w_h_cluster = 20;  // per cluster: the table's setup
@@ -62,7 +62,7 @@ struct CostParams {
   double w_r_result = 2;    // per tuple (result and loop)
   double w_rc = 5;          // per cluster pair
 
-  // The measured kernels (the calibrated model): ns per tuple of one cluster pass at fan-out
+  // The timed kernels (the calibrated model): ns per tuple of one cluster pass at fan-out
   // 2^k (index k, 1..14) for a pass whose input and output fit the L3 cache (`_l3`) and for
   // one that does not (`_mem`); and ns per tuple of the partitioned hash join's join phase by
   // the bytes of a cluster with its table (pairs of bytes and ns, bytes ascending).
@@ -77,13 +77,13 @@ struct CostParams {
   std::string Describe() const;
 };
 
-// Measures the latencies, miss costs and CPU constants; `machine` should carry the measured
+// Measures the latencies, miss costs and CPU constants; `machine` should carry the pointer-chased
 // TLB (MeasureTlb). Prints nothing.
 CostParams Calibrate(const MachineInfo& machine, bool huge_pages);
 
 // Two models of each operator. The paper's (Paper*): CPU work plus misses counted per level
 // times their calibrated costs. The calibrated one: the same terms, with a cluster pass's and
-// a hash join's memory costs read off the kernels measured at calibration sizes
+// a hash join's memory costs read off the kernels timed at calibration sizes
 // (`pass_*_ns`, `probe_ns_by_cluster_bytes`) by fan-out and cluster bytes, and extrapolated to
 // other cardinalities; the radix join's is the paper's. The benchmark reports both.
 //
