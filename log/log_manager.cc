@@ -501,13 +501,15 @@ Status LogManager::Close() {
   return dir_->WriteControl(control);
 }
 
-void LogManager::TEST_Kill() {
+void LogManager::TEST_Kill() { Abandon(Status::Aborted("killed by TEST_Kill")); }
+
+void LogManager::Abandon(Status why) {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   killed_.store(true, std::memory_order_release);
   wake_.Post();
   if (flusher_.joinable()) flusher_.join();
   started_ = false;  // no control-file update by a later Close
-  SetFatal(Status::Aborted("killed by TEST_Kill"));
+  SetFatal(std::move(why));
   current_segment_.reset();
   next_segment_.reset();
   dirty_segments_.clear();

@@ -274,9 +274,12 @@ class LogManager {
   }
   bool CheckInvariants() const;
 
-  // Test hook: abandons the log as a crashed process would - the flusher stops without a final
-  // write or sync and the control file is not updated. Waiters are woken with a fatal status
-  // and every later call is refused. Pair it with FaultInjectionFileSystem::SimulateCrash.
+  // Abandons the log as a crashed process would: the flusher stops without a final write or
+  // sync and the control file is not updated. Waiters are woken with `why` (a fatal status)
+  // and every later call is refused. For a database whose Open failed, which must leave the
+  // files as the failure found them.
+  void Abandon(Status why);
+  // Test hook: Abandon, paired with FaultInjectionFileSystem::SimulateCrash.
   void TEST_Kill();
 
  private:

@@ -250,6 +250,9 @@ class DatabaseImpl final : public Database {
 
   // Builds everything: creates or opens, recovers, loads the catalog.
   Status Start(OpenReport* report);
+  // After Start failed: stops everything without writing a page, a log record or a checkpoint
+  // (Close would record a half-recovered database as whole), so the destructor only frees.
+  void AbandonFailedStart();
 
   Status Close() override;
   Status CreateTable(std::string_view name, Table** table) override {

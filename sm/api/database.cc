@@ -104,7 +104,10 @@ Status Database::Open(const Options& options, std::unique_ptr<Database>* db, Ope
                                    " is outside [0, 1)");
   }
   auto impl = std::make_unique<api::DatabaseImpl>(options);
-  SM_TRY(impl->Start(out));
+  if (Status s = impl->Start(out); !s.ok()) {
+    impl->AbandonFailedStart();
+    return s;
+  }
   SM_ASSERT(!out->opened);  // Start fills in what it did, not the outcome
   out->opened = true;
   *db = std::move(impl);
@@ -792,6 +795,17 @@ Status DatabaseImpl::CloseReadOnly() {
   volume_closed.PermitUnchecked();
   dir_lock_.reset();  // the files are closed: another Open may start
   return s;
+}
+
+// As a process that died at the failure would: no Close, which would write every page and a
+// checkpoint saying the database is whole when recovery (or a creation) stopped half way; the
+// next Open does again what this one did not finish.
+void DatabaseImpl::AbandonFailedStart() {
+  closed_.store(true, std::memory_order_release);
+  if (log_ != nullptr) log_->Abandon(Status::Aborted("the database's Open failed"));
+  if (runtime_ != nullptr) runtime_->Shutdown();
+  if (txns_ != nullptr) txns_->StopCheckpointer();
+  if (pool_ != nullptr) pool_->StopWriter();
 }
 
 void DatabaseImpl::TEST_Crash() {
