@@ -431,6 +431,8 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       if (!wait.pending) {
         if (!found) return Status::NotFound();
         SM_CTX(kCtxLeafCopyOut);
+        if (node.ExternalAt(index)) [[unlikely]]
+          return btree_internal::ResolveExternal(ctx, node.ValueAt(index), value);
         value->assign(node.ValueAt(index));
         return Status::OK();
       }
@@ -493,6 +495,7 @@ Status BTree::Delete(std::string_view key, const OpContext& ctx) {
 Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
                     const OpContext& ctx) {
   SM_TRY(op == WriteOp::kDelete ? CheckKey(key) : CheckRecord(key, value));
+  if (ctx.external_write != nullptr) ctx.external_write->replaced_stub = false;
   uint64_t prefetched = 0;  // KeyLockRequest::prefetched of `key`
   if (ctx.locks != nullptr && (op == WriteOp::kUpdate || op == WriteOp::kDelete)) {
     // They write the key or, if it is absent, read its gap: X before the descent. Insert and
@@ -649,7 +652,8 @@ Status BTree::LockAtLeaf(WriteOp op, std::string_view key, uint64_t prefetched,
 Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key,
                           std::string_view value, const OpContext& ctx) {
   Node node(leaf.data());
-  SM_TRY(node.InsertLeafRecord(index, key, value));       // the caller made room
+  const bool external = ctx.external_write != nullptr && ctx.external_write->value_is_stub;
+  SM_TRY(node.InsertLeafRecord(index, key, value, external));  // the caller made room
   leaf.set_owner_hint(static_cast<uint16_t>(index + 1));  // the split planner's (btree_split.cc)
   node.BumpVersion();
   leaf.MarkDirty();
@@ -669,8 +673,11 @@ Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key
 Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key,
                           std::string_view value, const OpContext& ctx) {
   Node node(leaf.data());
+  const bool old_external = node.ExternalAt(index);
+  const bool new_external = ctx.external_write != nullptr && ctx.external_write->value_is_stub;
+  if (old_external) btree_internal::NoteReplacedStub(ctx, node.ValueAt(index));
   if (!logs_) {
-    SM_TRY(node.UpdateLeafValue(index, value));
+    SM_TRY(node.UpdateLeafValue(index, value, new_external));
     node.BumpVersion();
     leaf.MarkDirty();
     SM_PARANOID(node.CheckInvariants());
@@ -686,24 +693,25 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
   // A same-length value is overwritten in place: its slot, its length and the page's free
   // space stay as they are, so UpdateLeafValue's rebuild of the whole record is not needed.
   // memmove: the caller's value may lie in this page.
-  bool in_place = value.size() == current.size();
+  bool in_place = value.size() == current.size() && old_external == new_external;
   char* value_bytes = node.MutableValueAt(index);
   if (in_place) {
     std::memmove(value_bytes, value.data(), value.size());
   } else {
-    SM_TRY(node.UpdateLeafValue(index, value));
+    SM_TRY(node.UpdateLeafValue(index, value, new_external));
   }
   node.BumpVersion();
   leaf.MarkDirty();
   Lsn lsn;
-  Status s = logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, value, &lsn);
+  Status s =
+      logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, old_external, value, &lsn);
   if (!s.ok()) {
     // No trace of the change: the old bytes go back where they were, or, for another length,
     // the old record fitted before and an update counts its own bytes as free.
     if (in_place) {
       std::memcpy(value_bytes, old_bytes, old_value.size());
     } else {
-      SM_ASSERT(node.UpdateLeafValue(index, old_value).ok());
+      SM_ASSERT(node.UpdateLeafValue(index, old_value, old_external).ok());
     }
     node.BumpVersion();
     return s;
@@ -715,6 +723,8 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
 Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key,
                           const OpContext& ctx) {
   Node node(leaf.data());
+  const bool old_external = node.ExternalAt(index);
+  if (old_external) btree_internal::NoteReplacedStub(ctx, node.ValueAt(index));
   std::string old_value;
   if (logs_) old_value.assign(node.ValueAt(index));
   node.EraseRecord(index);
@@ -723,10 +733,10 @@ Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key
   SM_PARANOID(logs_ || node.CheckInvariants());  // else Stamp checks it
   if (!logs_) return Status::OK();
   Lsn lsn;
-  Status s = logger_->LogDelete(ctx.txn, *this, leaf, index, key, old_value, &lsn);
+  Status s = logger_->LogDelete(ctx.txn, *this, leaf, index, key, old_value, old_external, &lsn);
   if (!s.ok()) {
     // The erase freed exactly the space the record takes again.
-    SM_ASSERT(node.InsertLeafRecord(index, key, old_value).ok());
+    SM_ASSERT(node.InsertLeafRecord(index, key, old_value, old_external).ok());
     node.BumpVersion();
     return s;
   }

@@ -19,13 +19,19 @@
 //
 // Keys and values. Keys are byte strings ordered by memcmp (a proper prefix first); the empty key
 // is allowed. A key is at most kMaxKeyBytes (1024) bytes and key + value + 2 at most
-// SlottedPage::kMaxRecordBytes (1976): larger is InvalidArgument naming the limit. There are no
-// overflow pages. Index kinds: every tree stores unique keys (Insert of a present key is
-// Duplicate). A non-unique (secondary) index is built by the caller appending the primary key to
-// the secondary key (KeyEncoder::AppendEncoded), which makes every entry unique while keeping all
-// entries of one secondary key adjacent; a prefix scan [s, PrefixSuccessor(s)) finds them.
-// BtreeOptions::unique records which kind the tree is (in the root) for the catalog's benefit;
-// the tree itself behaves the same.
+// SlottedPage::kMaxRecordBytes (1976): larger is InvalidArgument naming the limit.
+//
+// Large values. The tree stores no value larger than a record; a caller that keeps larger ones
+// elsewhere writes a stub in their place with ExternalWrite::value_is_stub (btree_hooks.h), and
+// the record is marked external (btree_node.h, kLeafExternalBit). The mark is logged with the
+// record and kept by every move of it; a write reports the stub it replaced or removed, and a
+// read hands a marked value to OpContext::external to expand, with the leaf still latched
+// (NotSupported without one). Add refuses a marked record. Index kinds: every tree stores unique
+// keys (Insert of a present key is Duplicate). A non-unique (secondary) index is built by the
+// caller appending the primary key to the secondary key (KeyEncoder::AppendEncoded), which makes
+// every entry unique while keeping all entries of one secondary key adjacent; a prefix scan [s,
+// PrefixSuccessor(s)) finds them. BtreeOptions::unique records which kind the tree is (in the root)
+// for the catalog's benefit; the tree itself behaves the same.
 //
 // Root. The root page id never changes (catalogs store it): when the root is full it grows by
 // copying its contents into a new child and becoming an inner node one level up (GrowRoot), after
@@ -720,8 +726,9 @@ class Cursor {
   // if the lock would wait, *wait is filled and the cursor is unchanged.
   Status LockAndTake(const buffer::PageHandle& leaf, uint16_t index,
                      btree_internal::LockWait* wait);
-  // Copies the record at (leaf, index) into the cursor.
-  void Take(const buffer::PageHandle& leaf, uint16_t index);
+  // Copies the record at (leaf, index) into the cursor, expanding a large value (value_taken:
+  // value_ holds it already).
+  Status Take(const buffer::PageHandle& leaf, uint16_t index, bool value_taken = false);
   // NextBatch's reading of the current leaf from `index`, under the latch `leaf` holds; *more:
   // the batch may go on (through Next: the leaf's end, the range's end or a lock wait).
   Status VisitLeaf(const buffer::PageHandle& leaf, int index, size_t max_rows, const RowFn& row,

@@ -83,6 +83,11 @@ Status BTree::AddAtLeaf(std::string_view key, uint32_t offset, int64_t delta,
     SM_TRY(TryLockAt(ctx, leaf, index, KeyLockPurpose::kReadNext, wait));
     return wait->pending ? Status::OK() : Status::NotFound();
   }
+  if (node.ExternalAt(index)) {
+    return Status::InvalidArgument(
+        "Add on a large value (a counter lives in a value that fits "
+        "a leaf)");
+  }
   std::string_view current = node.ValueAt(index);
   if (offset > current.size() || current.size() - offset < sizeof(int64_t)) {
     return Status::InvalidArgument("the counter at value bytes " + std::to_string(offset) + ".." +

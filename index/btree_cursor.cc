@@ -148,6 +148,7 @@ Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, con
   Node n(leaf.data());
   bool unlocked = ctx_.locks == nullptr || ctx_.locks->ReadsCommittedWithoutLocks();
   int last = -1;
+  bool last_resolved = false;  // the last row visited was a large value, read into value_
   *more = true;
   // Keys ascend within a leaf: when its last key is in range, all of them are.
   bool leaf_in_range = n.count() > 0 && !AboveUpper(n.KeyAt(static_cast<uint16_t>(n.count() - 1)));
@@ -160,14 +161,20 @@ Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, con
       SM_TRY(tree_->TryLock(ctx_, KeyLockRequest{key, false, KeyLockPurpose::kRead}, &wait));
       if (wait.pending) break;  // Next waits for it
     }
+    std::string_view value = n.ValueAt(at);
+    last_resolved = n.ExternalAt(at);
+    if (last_resolved) [[unlikely]] {
+      SM_TRY(btree_internal::ResolveExternal(ctx_, value, &value_));
+      value = value_;
+    }
     ++*visited;
     last = index;
-    if (!row(key, n.ValueAt(at))) {
+    if (!row(key, value)) {
       *more = false;
       break;
     }
   }
-  if (last >= 0) Take(leaf, static_cast<uint16_t>(last));
+  if (last >= 0) return Take(leaf, static_cast<uint16_t>(last), last_resolved);
   return Status::OK();
 }
 
@@ -195,16 +202,23 @@ Status Cursor::FromHint(std::string_view target, bool forward, PageHandle* leaf,
   return Status::OK();
 }
 
-void Cursor::Take(const PageHandle& leaf, uint16_t index) {
+Status Cursor::Take(const PageHandle& leaf, uint16_t index, bool value_taken) {
   SM_CTX(kCtxLeafCopyOut);
   Node node(leaf.data());
+  if (!value_taken) {
+    if (node.ExternalAt(index)) [[unlikely]] {
+      SM_TRY(btree_internal::ResolveExternal(ctx_, node.ValueAt(index), &value_));
+    } else {
+      value_.assign(node.ValueAt(index));
+    }
+  }
   key_.assign(node.KeyAt(index));
-  value_.assign(node.ValueAt(index));
   leaf_id_ = leaf.page_id();
   leaf_frame_ = leaf.frame_hint();
   leaf_version_ = node.version();
   index_ = index;
   valid_ = true;
+  return Status::OK();
 }
 
 Status Cursor::LockAndTake(const PageHandle& leaf, uint16_t index, LockWait* wait) {
@@ -213,8 +227,7 @@ Status Cursor::LockAndTake(const PageHandle& leaf, uint16_t index, LockWait* wai
     SM_TRY(tree_->TryLock(ctx_, request, wait));
     if (wait->pending) return Status::OK();
   }
-  Take(leaf, index);
-  return Status::OK();
+  return Take(leaf, index);
 }
 
 Status Cursor::Forward(std::string_view target, bool inclusive, bool hinted) {

@@ -85,6 +85,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "sm/common/ids.h"
@@ -112,12 +113,14 @@ class BtreeLogger {
   virtual Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view value,
                            Lsn* lsn) = 0;
+  // The external mark (btree_node.h) of the record after the change is on the page; that of
+  // the record before it is `old_external`.
   virtual Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
-                           std::string_view new_value, Lsn* lsn) = 0;
+                           bool old_external, std::string_view new_value, Lsn* lsn) = 0;
   virtual Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
-                           Lsn* lsn) = 0;
+                           bool old_external, Lsn* lsn) = 0;
   // An Add: the value's 8 bytes at `offset` changed from old_value's to new_value's (the two
   // are whole values of one length). Undo must subtract the difference, not restore the old
   // bytes: other transactions may have added to the counter meanwhile.
@@ -144,11 +147,11 @@ class NullBtreeLogger final : public BtreeLogger {
     return Nothing(lsn);
   }
   Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
-                   std::string_view, std::string_view, Lsn* lsn) override {
+                   std::string_view, bool, std::string_view, Lsn* lsn) override {
     return Nothing(lsn);
   }
   Status LogDelete(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
-                   std::string_view, Lsn* lsn) override {
+                   std::string_view, bool, Lsn* lsn) override {
     return Nothing(lsn);
   }
   Status LogAdd(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
@@ -203,6 +206,29 @@ class KeyLockHook {
   virtual bool ReadsCommittedWithoutLocks() { return false; }
 };
 
+// ---- Large values ------------------------------------------------------------------------------
+
+// The caller's side of the external mark (btree_node.h, kLeafExternalBit; btree.h, "Large
+// values"): the tree stores and logs which records hold a stub; what a stub names is the
+// caller's business.
+class ExternalValues {
+ public:
+  virtual ~ExternalValues() = default;
+  // Reads the value `stub` names into *value. Called while the stub's leaf is latched shared,
+  // after its key lock was granted: the stub cannot change meanwhile. It must not latch
+  // anything of the tree whose stub it reads, nor wait for a key lock.
+  virtual Status Resolve(std::string_view stub, std::string* value) = 0;
+};
+
+// What a write says and learns of the mark.
+struct ExternalWrite {
+  bool value_is_stub = false;  // Insert, Update, Upsert: the value written is a stub
+  // Set by Update, Upsert and Delete: whether the record they replaced or removed held a
+  // stub, and that stub (its chunks are the caller's to free).
+  bool replaced_stub = false;
+  std::string replaced;
+};
+
 // What one operation runs on behalf of. The default (no transaction, no locks) is what tests
 // and single-user tools use.
 struct OpContext {
@@ -212,6 +238,10 @@ struct OpContext {
   // Null: every point operation descends from the root. Else the caller's remembered leaf of
   // this tree (btree.h, "Leaf hints"), tried first and refreshed by the operation.
   LeafHint* hint = nullptr;
+  // Reads: expands external values (null: reading one is NotSupported).
+  ExternalValues* external = nullptr;
+  // Writes: null writes plain values and learns nothing of what was replaced.
+  ExternalWrite* external_write = nullptr;
 };
 
 }  // namespace sm::index

@@ -135,6 +135,21 @@ class BeforeImages {
   std::vector<std::pair<buffer::PageHandle*, std::string>> images_;
 };
 
+// Large values (btree.h): the value a stub names, through the caller's reader, or
+// NotSupported when the caller reads none.
+inline Status ResolveExternal(const OpContext& ctx, std::string_view stub, std::string* value) {
+  if (ctx.external == nullptr) [[unlikely]] {
+    return Status::NotSupported("the record holds a large value, which this read does not expand");
+  }
+  return ctx.external->Resolve(stub, value);
+}
+// A write replaced or removed a record holding `stub`: the caller learns it.
+inline void NoteReplacedStub(const OpContext& ctx, std::string_view stub) {
+  if (ctx.external_write == nullptr) return;
+  ctx.external_write->replaced_stub = true;
+  ctx.external_write->replaced.assign(stub);
+}
+
 }  // namespace btree_internal
 
 // Inline (here, for every btree*.cc that writes through a hint): a miss (most random lookups)

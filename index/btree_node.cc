@@ -93,9 +93,7 @@ std::string_view Node::ValueAt(uint16_t i) const {
   SM_DASSERT(is_leaf());
   SM_DASSERT(i < count());
   std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
-  uint16_t key_bytes;
-  std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
-  size_t offset = kLeafRecordOverheadBytes + key_bytes;
+  size_t offset = kLeafRecordOverheadBytes + LeafKeyBytes(rec.data());
   SM_DASSERT(offset <= rec.size());
   return {rec.data() + offset, rec.size() - offset};
 }
@@ -122,9 +120,7 @@ bool Node::StructureSound(const void* page) {
       continue;
     }
     if (rec.size() < kLeafRecordOverheadBytes) return false;
-    uint16_t key_bytes;
-    std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
-    if (size_t{key_bytes} + kLeafRecordOverheadBytes > rec.size()) return false;
+    if (size_t{LeafKeyBytes(rec.data())} + kLeafRecordOverheadBytes > rec.size()) return false;
   }
   const bool high_infinite = (n.header().flags & kNodeHighInfinite) != 0;
   return n.prefix_bytes() <= n.low_fence().size() &&
@@ -237,7 +233,8 @@ bool Node::Covers(std::string_view target, SearchMode mode) const {
   SM_UNREACHABLE();
 }
 
-Status Node::InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value) {
+Status Node::InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value,
+                              bool external) {
   SM_DASSERT(is_leaf());
   SM_DASSERT(key.size() <= kMaxKeyBytes);
   size_t bytes = LeafRecordBytes(key.size(), value.size());
@@ -245,7 +242,7 @@ Status Node::InsertLeafRecord(uint16_t i, std::string_view key, std::string_view
   // Built on the stack: the record is at most kMaxRecordBytes.
   char record[SlottedPage::kMaxRecordBytes];
   SM_ASSERT(bytes <= sizeof(record));
-  auto key_bytes = static_cast<uint16_t>(key.size());
+  auto key_bytes = static_cast<uint16_t>(key.size() | (external ? kLeafExternalBit : 0));
   std::memcpy(record, &key_bytes, sizeof(key_bytes));
   if (!key.empty()) std::memcpy(record + kLeafRecordOverheadBytes, key.data(), key.size());
   if (!value.empty()) {
@@ -254,13 +251,13 @@ Status Node::InsertLeafRecord(uint16_t i, std::string_view key, std::string_view
   return InsertRaw(i, std::string_view(record, bytes));
 }
 
-Status Node::UpdateLeafValue(uint16_t i, std::string_view value) {
+Status Node::UpdateLeafValue(uint16_t i, std::string_view value, bool external) {
   SM_DASSERT(is_leaf());
   std::string_view key = KeyAt(i);
   size_t bytes = LeafRecordBytes(key.size(), value.size());
   if (bytes > SlottedPage::kMaxRecordBytes) return Status::InvalidArgument("record too long");
   char record[SlottedPage::kMaxRecordBytes];
-  auto key_bytes = static_cast<uint16_t>(key.size());
+  auto key_bytes = static_cast<uint16_t>(key.size() | (external ? kLeafExternalBit : 0));
   std::memcpy(record, &key_bytes, sizeof(key_bytes));
   // The key (and the value, if the caller passed one from this page) may live in this page;
   // memmove-free because `record` is a separate buffer.
@@ -432,9 +429,7 @@ bool Node::RecordIntact(uint16_t i) const {
   std::string_view rec = SlotBytes(slot);
   if (!is_leaf()) return rec.size() >= kInnerRecordOverheadBytes;
   if (rec.size() < kLeafRecordOverheadBytes) return false;
-  uint16_t key_bytes;
-  std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
-  return size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size();
+  return size_t{LeafKeyBytes(rec.data())} + kLeafRecordOverheadBytes <= rec.size();
 }
 
 bool Node::CheckInvariants() const {

@@ -32,6 +32,9 @@
 //                            kNodeHighInfinite is set (the rightmost node of its level)
 //          slot 2 + i        record i, in strictly increasing key order:
 //            leaf:   u16 key_bytes | key | value          (value = the rest of the record)
+//                    key_bytes' top bit (kLeafExternalBit) marks an external value: the
+//                    value is the stub of a large value stored outside the tree (btree.h,
+//                    "Large values"); the low 15 bits are the key's length
 //            inner:  separator key | u64 child page id    (key = all but the last 8 bytes)
 //        Every slot carries a u32 tag (slotted_page.h). A record's tag is its key head,
 //        KeyHead(key, prefix_bytes + head_skip): the 4 key bytes after the shared bytes read
@@ -100,7 +103,22 @@ inline constexpr size_t kMaxHeadSkip = 255;
 // hold, but separators of that size would leave inner nodes with too few entries to split; 1 KiB
 // keeps the split arithmetic below comfortable and is far above any key this engine builds.
 inline constexpr size_t kMaxKeyBytes = 1024;
-inline constexpr size_t kLeafRecordOverheadBytes = 2;   // the u16 key length
+inline constexpr size_t kLeafRecordOverheadBytes = 2;  // the u16 key length
+// The top bit of a leaf record's u16 key length: its value is an external value's stub. Keys
+// are at most kMaxKeyBytes, so the bit is free in every record written before it existed.
+inline constexpr uint16_t kLeafExternalBit = 0x8000;
+static_assert(kMaxKeyBytes < kLeafExternalBit);
+// The key length of the leaf record at `rec` (at least kLeafRecordOverheadBytes long).
+inline uint16_t LeafKeyBytes(const char* rec) {
+  uint16_t key_bytes;
+  std::memcpy(&key_bytes, rec, sizeof(key_bytes));
+  return static_cast<uint16_t>(key_bytes & ~kLeafExternalBit);
+}
+inline bool LeafExternal(const char* rec) {
+  uint16_t key_bytes;
+  std::memcpy(&key_bytes, rec, sizeof(key_bytes));
+  return (key_bytes & kLeafExternalBit) != 0;
+}
 inline constexpr size_t kInnerRecordOverheadBytes = 8;  // the u64 child page id
 // A leaf record (key + value + 2) may be at most SlottedPage::kMaxRecordBytes: no overflow
 // pages, so key + value <= 1974 bytes.
@@ -249,8 +267,7 @@ class Node {
   template <bool kLeaf>
   static std::string_view KeyOfRecord(std::string_view rec) {
     if constexpr (kLeaf) {
-      uint16_t key_bytes;
-      std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+      const uint16_t key_bytes = LeafKeyBytes(rec.data());
       SM_DASSERT(size_t{key_bytes} + kLeafRecordOverheadBytes <= rec.size());
       // Not substr: its always-on bounds check would run at every probe of a search.
       return {rec.data() + kLeafRecordOverheadBytes, key_bytes};
@@ -260,6 +277,12 @@ class Node {
   }
   // Leaf: value of record i.
   std::string_view ValueAt(uint16_t i) const;
+  // Leaf: whether record i's value is an external value's stub (kLeafExternalBit).
+  bool ExternalAt(uint16_t i) const {
+    SM_DASSERT(is_leaf());
+    SM_DASSERT(i < count());
+    return LeafExternal(SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i)).data());
+  }
   // Leaf: value of record i, writable in place (a change of the same length; the caller bumps
   // the version).
   char* MutableValueAt(uint16_t i) const {
@@ -292,8 +315,10 @@ class Node {
 
   // Mutators (exclusive latch). They do not bump the version; the caller does, once per change.
   // Insert: NoSpace if the record does not fit (node unchanged).
-  [[nodiscard]] Status InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value);
-  [[nodiscard]] Status UpdateLeafValue(uint16_t i, std::string_view value);
+  // `external`: the value is a stub (kLeafExternalBit); an update sets or clears the mark.
+  [[nodiscard]] Status InsertLeafRecord(uint16_t i, std::string_view key, std::string_view value,
+                                        bool external = false);
+  [[nodiscard]] Status UpdateLeafValue(uint16_t i, std::string_view value, bool external);
   [[nodiscard]] Status InsertInnerRecord(uint16_t i, std::string_view key, PageId child);
   // Inserts raw record bytes as record i (used to move records between nodes). A new first or
   // last record may shorten head_skip, and then every head is computed again (unless `refresh`

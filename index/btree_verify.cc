@@ -58,8 +58,7 @@ Status ParseRecord(const Node& node, PageId page, uint16_t i, std::string_view* 
   std::string where = "record " + std::to_string(i);
   if (node.is_leaf()) {
     if (rec.size() < kLeafRecordOverheadBytes) return Fail(page, where + " shorter than 2 bytes");
-    uint16_t key_bytes;
-    std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+    const uint16_t key_bytes = LeafKeyBytes(rec.data());
     if (key_bytes > rec.size() - kLeafRecordOverheadBytes) {
       return Fail(page, where + ": key length beyond the record");
     }

@@ -42,7 +42,16 @@ struct RecordOp {
   std::string_view key;
   std::string_view old_value;  // update, delete
   std::string_view new_value;  // insert, update
+  // The external marks (btree_node.h) of the record before (update, delete) and after (insert,
+  // update) the change; logged in the top bits of the record index (kOldExternalBit,
+  // kNewExternalBit), which a leaf's record count never reaches.
+  bool old_external = false;
+  bool new_external = false;
 };
+
+constexpr uint16_t kNewExternalBit = 0x8000;
+constexpr uint16_t kOldExternalBit = 0x4000;
+static_assert(kPageBytes / SlottedPage::SpaceNeeded(kLeafRecordOverheadBytes) < kOldExternalBit);
 
 uint8_t SubtypeOf(OpKind kind, bool compensation) {
   switch (kind) {
@@ -60,7 +69,10 @@ void EncodeOp(OpKind kind, const RecordOp& op, std::string* payload) {
   payload->clear();
   payload->reserve(8 + 2 + 3 * 4 + op.key.size() + op.old_value.size() + op.new_value.size());
   PutFixed64(payload, op.root.value());
-  PutFixed16(payload, op.record_index);
+  SM_DASSERT(op.record_index < kOldExternalBit);
+  PutFixed16(payload,
+             static_cast<uint16_t>(op.record_index | (op.new_external ? kNewExternalBit : 0) |
+                                   (op.old_external ? kOldExternalBit : 0)));
   PutLengthPrefixed(payload, op.key);
   if (kind != OpKind::kInsert) PutLengthPrefixed(payload, op.old_value);
   if (kind != OpKind::kDelete) PutLengthPrefixed(payload, op.new_value);
@@ -79,6 +91,13 @@ Status DecodeOp(OpKind kind, const log::LogRecordView& record, RecordOp* op) {
   if (ok && kind != OpKind::kInsert) ok = in.GetLengthPrefixed(&op->old_value);
   if (ok && kind != OpKind::kDelete) ok = in.GetLengthPrefixed(&op->new_value);
   if (!ok || !in.done()) return Status::Corruption(RecordName(record) + ": malformed payload");
+  op->new_external = (op->record_index & kNewExternalBit) != 0;
+  op->old_external = (op->record_index & kOldExternalBit) != 0;
+  op->record_index &= static_cast<uint16_t>(~(kNewExternalBit | kOldExternalBit));
+  if ((op->new_external && kind == OpKind::kDelete) ||
+      (op->old_external && kind == OpKind::kInsert)) {
+    return Status::Corruption(RecordName(record) + ": an external mark its kind does not have");
+  }
   op->root = PageId(root);
   // What the tree could never have logged: rejected before anything is built from it.
   if (!op->root.valid() || op->key.size() > kMaxKeyBytes ||
@@ -308,7 +327,7 @@ Status CheckKeyAt(const log::LogRecordView& record, uint16_t i, std::string_view
 Status CheckExisting(const log::LogRecordView& record, const RecordOp& op, const Node& node) {
   uint16_t i = op.record_index;
   SM_TRY(CheckKeyAt(record, i, op.key, node));
-  if (node.ValueAt(i) != op.old_value) {
+  if (node.ValueAt(i) != op.old_value || node.ExternalAt(i) != op.old_external) {
     return Mismatch(record, "record " + std::to_string(i) + " has another value");
   }
   return Status::OK();
@@ -332,7 +351,7 @@ Status ApplyInsert(const log::LogRecordView& record, const RecordOp& op, Node& n
       (!node.high_infinite() && CompareKeys(op.key, node.high_fence()) >= 0)) {
     return Mismatch(record, "the key lies outside the leaf's fences");
   }
-  if (!node.InsertLeafRecord(i, op.key, op.new_value).ok()) {
+  if (!node.InsertLeafRecord(i, op.key, op.new_value, op.new_external).ok()) {
     return Mismatch(record, "the record does not fit");
   }
   return Status::OK();
@@ -340,7 +359,7 @@ Status ApplyInsert(const log::LogRecordView& record, const RecordOp& op, Node& n
 
 Status ApplyUpdate(const log::LogRecordView& record, const RecordOp& op, Node& node) {
   SM_TRY(CheckExisting(record, op, node));
-  if (!node.UpdateLeafValue(op.record_index, op.new_value).ok()) {
+  if (!node.UpdateLeafValue(op.record_index, op.new_value, op.new_external).ok()) {
     return Mismatch(record, "the new value does not fit");
   }
   return Status::OK();
@@ -442,7 +461,10 @@ Status UndoOp(txn::UndoContext& ctx, const log::LogRecordView& record) {
   std::unique_ptr<BTree> tree;
   SM_TRY(OpenForUndo(ctx, record, op.root, &wal, &tree));
   // No key locks: the transaction still holds its own; at restart no other transaction runs.
-  OpContext op_ctx{ctx.txn, nullptr};
+  // A stub goes back as a stub: its chunks come back by the undo of their own records.
+  ExternalWrite external;
+  external.value_is_stub = op.old_external;
+  OpContext op_ctx{ctx.txn, nullptr, nullptr, nullptr, &external};
   Status s;
   switch (kKind) {
     case OpKind::kInsert:
@@ -572,10 +594,14 @@ Status TxnOf(void* txn_ptr, txn::Txn** txn) {
 // The full-record form of one record operation (or its compensation).
 Status LogRecordOp(txn::TxnManager* txns, OpKind kind, void* txn_ptr, const BTree& tree,
                    const PageHandle& leaf, uint16_t record_index, std::string_view key,
-                   std::string_view old_value, std::string_view new_value, Lsn* lsn) {
+                   std::string_view old_value, bool old_external, std::string_view new_value,
+                   Lsn* lsn) {
   txn::Txn* txn = nullptr;
   SM_TRY(TxnOf(txn_ptr, &txn));
   RecordOp payload_op{tree.root_page_id(), record_index, key, old_value, new_value};
+  payload_op.old_external = old_external;
+  // The record after an insert or update is on the latched leaf, with its mark.
+  payload_op.new_external = kind != OpKind::kDelete && Node(leaf.data()).ExternalAt(record_index);
   EncodeOp(kind, payload_op, txn->payload_buffer());
   return AppendOp(txns, txn, SubtypeOf(kind, false), SubtypeOf(kind, true), leaf, lsn);
 }
@@ -655,18 +681,21 @@ BtreeWal::BtreeWal(txn::TxnManager* txns) : txns_(txns) {
 
 Status BtreeWal::LogInsert(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
                            std::string_view key, std::string_view value, Lsn* lsn) {
-  return LogRecordOp(txns_, OpKind::kInsert, txn, tree, leaf, record_index, key, {}, value, lsn);
+  return LogRecordOp(txns_, OpKind::kInsert, txn, tree, leaf, record_index, key, {}, false, value,
+                     lsn);
 }
 
 Status BtreeWal::LogUpdate(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
-                           std::string_view key, std::string_view old_value,
+                           std::string_view key, std::string_view old_value, bool old_external,
                            std::string_view new_value, Lsn* lsn) {
   ValueDiff diff;
-  if (!DiffValues(old_value, new_value, &diff) ||
+  // A diff carries no marks: a stub's change (in or out of the mark) is logged whole.
+  if (old_external || Node(leaf.data()).ExternalAt(record_index) ||
+      !DiffValues(old_value, new_value, &diff) ||
       DiffUpdatePayloadBytes(key.size(), diff) >=
           FullUpdatePayloadBytes(key.size(), old_value.size(), new_value.size())) {
     return LogRecordOp(txns_, OpKind::kUpdate, txn, tree, leaf, record_index, key, old_value,
-                       new_value, lsn);
+                       old_external, new_value, lsn);
   }
   txn::Txn* t = nullptr;
   SM_TRY(TxnOf(txn, &t));
@@ -676,9 +705,10 @@ Status BtreeWal::LogUpdate(void* txn, const BTree& tree, PageHandle& leaf, uint1
 }
 
 Status BtreeWal::LogDelete(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
-                           std::string_view key, std::string_view old_value, Lsn* lsn) {
-  return LogRecordOp(txns_, OpKind::kDelete, txn, tree, leaf, record_index, key, old_value, {},
-                     lsn);
+                           std::string_view key, std::string_view old_value, bool old_external,
+                           Lsn* lsn) {
+  return LogRecordOp(txns_, OpKind::kDelete, txn, tree, leaf, record_index, key, old_value,
+                     old_external, {}, lsn);
 }
 
 Status BtreeWal::LogAdd(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,

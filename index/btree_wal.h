@@ -32,7 +32,10 @@
 // Payload of the record-operation records (little-endian, sm/common/coding.h; lengths u32):
 //   u64 root          page id of the tree's root: undo opens the tree there
 //   u16 record_index  the record's index in the leaf after (insert, update) or before (delete)
-//                     the change, as BtreeLogger passes it
+//                     the change, as BtreeLogger passes it (the low 14 bits); bit 15: the
+//                     record after the change holds a stub (btree_node.h, kLeafExternalBit),
+//                     bit 14: the record before it did. An update that sets, clears or
+//                     keeps a stub is logged whole, never as a diff.
 //   u32 n, key
 //   insert:  u32 n, value
 //   update:  u32 n, old value, u32 n, new value
@@ -164,10 +167,11 @@ class BtreeWal final : public BtreeLogger {
   Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
                    std::string_view key, std::string_view value, Lsn* lsn) override;
   Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
-                   std::string_view key, std::string_view old_value, std::string_view new_value,
-                   Lsn* lsn) override;
+                   std::string_view key, std::string_view old_value, bool old_external,
+                   std::string_view new_value, Lsn* lsn) override;
   Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
-                   std::string_view key, std::string_view old_value, Lsn* lsn) override;
+                   std::string_view key, std::string_view old_value, bool old_external,
+                   Lsn* lsn) override;
   Status LogAdd(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
                 std::string_view key, std::string_view old_value, std::string_view new_value,
                 uint16_t offset, Lsn* lsn) override;

@@ -6,7 +6,9 @@
 // byte-string values, each a B+-tree. Keys compare with memcmp (encode composite keys with
 // sm::KeyEncoder and read them back with sm::KeyDecoder, from sm/common/key_encoding.h, which
 // this header includes; or use any memcmp-comparable encoding); a key is at
-// most 1024 bytes and key + value at most 1974 bytes (larger is InvalidArgument).
+// most 1024 bytes and a value at most 256 MiB (larger is InvalidArgument). A value too large
+// for a leaf (key + value above 1974 bytes) is kept in chunks in the table's value tree and
+// read back whole by every read (docs/design/api.md, "Large values"); Add does not apply to it.
 //
 // Transactions are serializable by default (two-phase locking with key-range locks, so no
 // phantoms) or read committed, chosen per transaction. Every change is logged; Open runs
@@ -33,6 +35,9 @@
 //                    whose transaction has
 //   Deadlock, LockTimeout  retryable (Status::IsRetryable): the engine has rolled the
 //                    transaction back (see Transaction); run it again
+//   Aborted          writing or freeing a large value's chunks failed after its stub was
+//                    written (the message says why): the engine has rolled the transaction
+//                    back, as after a deadlock, so that no commit keeps half of the value
 //   Busy             the database directory is open in another Database or process
 //   Corruption       a checksum or a structure check failed (the message names the page or
 //                    the log record)
@@ -45,7 +50,7 @@
 //                    database refuses changes and acknowledges no commit, not even a
 //                    read-only one, until it is reopened, when recovery decides the outcome of
 //                    the transactions that were in flight
-// status.h's other codes (Aborted, LogFull) are internal and never returned. Misuse returns an
+// status.h's other code (LogFull) is internal and never returned. Misuse returns an
 // error; it never corrupts the database.
 //
 // Thread/fiber safety: Database, Table and the statistics are safe from any number of plain
@@ -298,8 +303,9 @@ class Table {
   // uncommitted additions; the bytes no transaction adds to are committed. An abort subtracts
   // the delta again, keeping what others added meanwhile. A transaction that adds to a row and
   // then reads or writes it otherwise upgrades to an exclusive lock, waiting for the other
-  // adders. NotFound if absent; InvalidArgument if the counter lies outside the value or the
-  // sum leaves int64_t (the row is unchanged).
+  // adders. NotFound if absent; InvalidArgument if the counter lies outside the value, the
+  // value is a large one (kept out of the leaf: see the top) or the sum leaves int64_t (the
+  // row is unchanged).
   [[nodiscard]] virtual Status Add(Transaction* txn, std::string_view key, uint32_t offset,
                                    int64_t delta, std::string* value = nullptr) = 0;
   // A cursor positioned on the first key of the range (last, if reverse); check Valid(). If
@@ -363,8 +369,8 @@ class Cursor {
 // before that call returns, as InnoDB and PostgreSQL roll back theirs: none of its changes
 // remain, its locks are released so that the others go on, active() is false, and every later
 // call on it returns that same error - Commit too, which commits nothing - except Abort, which
-// returns OK (the rollback asked for has happened). To retry, begin it again (Database::Begin
-// may reuse the object).
+// returns OK (the rollback asked for has happened). The same holds after Aborted (a large
+// value written in part). To retry, begin it again (Database::Begin may reuse the object).
 class Transaction {
  public:
   virtual ~Transaction() = default;  // aborts if still active

@@ -54,6 +54,7 @@
 #include "index/btree_locks.h"
 #include "index/btree_wal.h"
 #include "log/log_manager.h"
+#include "sm/api/large_values.h"
 #include "sm/buffer/buffer_pool.h"
 #include "sm/io/aligned_buffer.h"
 #include "sm/io/file.h"
@@ -73,7 +74,8 @@ inline constexpr uint32_t kFirstUserTableId = 2;
 
 // kDropped: a pending-drop entry (drop.cc), never a table. Versions without it refuse a
 // catalog that holds one (a damaged entry) rather than misread it.
-enum class TableKind : uint8_t { kTable = 1, kIndex = 2, kDropped = 3 };
+// kValues: a table's value tree (large_values.h), under ValueTreeName(owner id).
+enum class TableKind : uint8_t { kTable = 1, kIndex = 2, kDropped = 3, kValues = 4 };
 
 struct CatalogEntry {
   TableKind kind = TableKind::kTable;
@@ -85,6 +87,10 @@ Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, Catalog
 // The catalog key of table `table_id`'s pending-drop entry: NUL, "drop", the id big-endian.
 std::string PendingDropKey(uint32_t table_id);
 inline bool IsReservedName(std::string_view name) { return !name.empty() && name[0] == '\0'; }
+// The catalog key of table `owner_id`'s value tree: NUL, "values", the id big-endian. False
+// from ParseValueTreeName for any other key.
+std::string ValueTreeName(uint32_t owner_id);
+bool ParseValueTreeName(std::string_view name, uint32_t* owner_id);
 
 // The entries of a database directory: the meta file (and its temporary while it is written),
 // the volume, the log directory and the lock file. DestroyDatabase (destroy.cc) removes these
@@ -134,6 +140,10 @@ class TransactionImpl final : public Transaction {
     if (result.IsRetryable()) [[unlikely]] return RollBackVictim(std::move(result));
     return result;
   }
+  // Rolls the transaction back after `cause`, an error that left a change made in part (a
+  // large value whose chunks could not all be written or freed): every later call returns
+  // `cause`, as after a retryable error, so that Commit cannot commit half of the change.
+  Status RollBackAfter(Status cause);
 
   txn::Txn* txn() { return txn_.get(); }
   DatabaseImpl* db() const { return db_; }  // null once detached
@@ -172,6 +182,8 @@ class TransactionImpl final : public Transaction {
 
   index::TxnKeyLocks* NewKeyLocks(uint32_t table_id);
   Status RollBackVictim(Status cause);
+  // RollBackVictim and RollBackAfter: aborts and records why in ended_by_.
+  Status EndWith(Status cause);
   void DetachCursors(const Status& why);
   void DropKeyLocks();
   // Runs fn on every hook in use.
@@ -218,6 +230,9 @@ class TableImpl final : public Table {
                     std::vector<std::string>* cuts) override;
 
   index::BTree* tree() const { return tree_.get(); }
+  // The table's large values and its value tree (null until its first large value).
+  LargeValues& large_values() { return large_; }
+  index::BTree* value_tree() const { return large_.tree(); }
   void MarkDropped() { dropped_.store(true, std::memory_order_release); }
 
  private:
@@ -230,6 +245,9 @@ class TableImpl final : public Table {
   Status Write(Op op, Transaction* txn, std::string_view key, std::string_view value);
   Status WriteTree(Op op, std::string_view key, std::string_view value,
                    const index::OpContext& ctx);
+  // Write of a record too large for a leaf: its stub, then its chunks (large_values.h).
+  Status WriteLarge(Op op, TransactionImpl* t, std::string_view key, std::string_view value,
+                    const index::OpContext& ctx);
   // NewCursor for a resolved transaction: reuses the cursor in *cursor if it is ours.
   Status StartCursor(TransactionImpl* t, const ScanOptions& options,
                      std::unique_ptr<Cursor>* cursor);
@@ -240,6 +258,7 @@ class TableImpl final : public Table {
   const uint32_t id_;
   const TableKind kind_;
   std::unique_ptr<index::BTree> tree_;
+  LargeValues large_;
   std::atomic<bool> dropped_{false};
 };
 
@@ -288,6 +307,9 @@ class DatabaseImpl final : public Database {
   lock::LockManager* locks() const { return locks_.get(); }
   txn::TxnManager* txns() const { return txns_.get(); }
   index::BtreeWal* wal() const { return wal_.get(); }
+  // Makes `table`'s value tree (large_values.h) unless it has one, in a catalog transaction
+  // of its own, and attaches it.
+  Status CreateValueTree(TableImpl* table);
 
   // Verify with a report: one line per tree (height, pages, records, bytes), one for the pages
   // of the volume, one for the log. Checks every B-tree (key order, fences, parent-child
@@ -411,6 +433,8 @@ class DatabaseImpl final : public Database {
   // Handles stay valid until Close. GUARDED_BY(tables_mu_)
   std::vector<std::unique_ptr<TableImpl>> dropped_;
   uint32_t next_table_id_ = kFirstUserTableId;  // GUARDED_BY(tables_mu_)
+
+  threads::Mutex value_trees_mu_;  // one CreateValueTree at a time
 
   threads::Mutex reclaim_mu_;  // one reclamation at a time
   std::vector<PendingDrop> pending_drops_;  // GUARDED_BY(reclaim_mu_)

@@ -5,6 +5,8 @@
 // A pending-drop entry (drop.cc) has the same layout with kind kDropped, under
 // PendingDropKey(id) = "\0drop" + u32 id big-endian (so the entries sort by id, before every
 // user name).
+// A table's value tree (large_values.h) has the same layout with kind kValues and an id of its
+// own, under ValueTreeName(owner id) = "\0values" + u32 owner id big-endian.
 //
 // Meta file "sm.meta", one 4096-byte block, little-endian:
 //   +0  char[8] magic "SMDBMETA"
@@ -54,7 +56,8 @@ Status DecodeCatalogEntry(std::string_view name, std::string_view bytes, Catalog
       !in.GetFixed64(&root) || !in.done() || version != kEntryVersion ||
       (kind != static_cast<uint8_t>(TableKind::kTable) &&
        kind != static_cast<uint8_t>(TableKind::kIndex) &&
-       kind != static_cast<uint8_t>(TableKind::kDropped)) ||
+       kind != static_cast<uint8_t>(TableKind::kDropped) &&
+       kind != static_cast<uint8_t>(TableKind::kValues)) ||
       id < kFirstUserTableId || root == 0) {
     return Status::Corruption("catalog entry of table '" + std::string(name) + "' is damaged");
   }
@@ -68,6 +71,27 @@ std::string PendingDropKey(uint32_t table_id) {
   std::string key("\0drop", 5);
   for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(table_id >> shift));
   return key;
+}
+
+namespace {
+constexpr std::string_view kValueTreePrefix("\0values", 7);
+}  // namespace
+
+std::string ValueTreeName(uint32_t owner_id) {
+  std::string key(kValueTreePrefix);
+  for (int shift = 24; shift >= 0; shift -= 8) key.push_back(static_cast<char>(owner_id >> shift));
+  return key;
+}
+
+bool ParseValueTreeName(std::string_view name, uint32_t* owner_id) {
+  if (name.size() != kValueTreePrefix.size() + 4 || !name.starts_with(kValueTreePrefix)) {
+    return false;
+  }
+  *owner_id = 0;
+  for (size_t i = kValueTreePrefix.size(); i < name.size(); ++i) {
+    *owner_id = (*owner_id << 8) | static_cast<uint8_t>(name[i]);
+  }
+  return true;
 }
 
 Status WriteMeta(io::FileSystem* fs, const std::string& dir, const MetaData& meta) {

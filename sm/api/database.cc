@@ -379,6 +379,7 @@ Status DatabaseImpl::RemarkTreePages(OpenReport* report) {
 Status DatabaseImpl::LoadCatalog() {
   index::Cursor cursor(catalog_.get());
   std::vector<PendingDrop> pending;
+  std::vector<std::pair<uint32_t, std::unique_ptr<index::BTree>>> value_trees;  // by owner id
   {
     std::lock_guard<threads::Mutex> guard(tables_mu_);
     for (Status s = cursor.SeekToFirst(); cursor.Valid(); s = cursor.Next()) {
@@ -402,8 +403,27 @@ Status DatabaseImpl::LoadCatalog() {
       index::BtreeOptions tree_options = TreeOptions();
       std::unique_ptr<index::BTree> tree;
       SM_TRY(index::BTree::Open(pool_.get(), entry.root, tree_options, &tree));
+      if (entry.kind == TableKind::kValues) {
+        uint32_t owner = 0;
+        if (!ParseValueTreeName(cursor.key(), &owner)) {
+          return Status::Corruption("value tree of table id " + std::to_string(entry.id) +
+                                    " is under the wrong key");
+        }
+        value_trees.emplace_back(owner, std::move(tree));
+        continue;
+      }
       std::string name(cursor.key());
       tables_[name] = std::make_unique<TableImpl>(this, name, entry, std::move(tree));
+    }
+    // Value trees sort before every table's name: each joins its table once all are loaded.
+    for (auto& [owner, tree] : value_trees) {
+      auto table = std::find_if(tables_.begin(), tables_.end(),
+                                [owner](const auto& t) { return t.second->id() == owner; });
+      if (table == tables_.end()) {
+        return Status::Corruption("a value tree belongs to table id " + std::to_string(owner) +
+                                  ", which the catalog does not hold");
+      }
+      SM_TRY(table->second->large_values().Attach(std::move(tree)));
     }
   }
   std::lock_guard<threads::Mutex> guard(reclaim_mu_);
@@ -478,6 +498,26 @@ Status DatabaseImpl::Create(std::string_view name, TableKind kind, Table** table
   *table = handle.get();
   tables_[std::string(name)] = std::move(handle);
   return Status::OK();
+}
+
+Status DatabaseImpl::CreateValueTree(TableImpl* table) {
+  std::lock_guard<threads::Mutex> guard(value_trees_mu_);
+  if (table->value_tree() != nullptr) return Status::OK();  // another writer made it meanwhile
+  std::unique_ptr<index::BTree> tree;
+  SM_TRY(CatalogTxn([&](txn::Txn*, index::OpContext& ctx) -> Status {
+    // As in Create: an aborted transaction leaks the root page, which the next Open frees.
+    PageId root;
+    SM_TRY(index::BTree::Create(pool_.get(), TreeOptions(), &root, &tree));
+    CatalogEntry entry;
+    entry.kind = TableKind::kValues;
+    {
+      std::lock_guard<threads::Mutex> tables_guard(tables_mu_);
+      entry.id = next_table_id_++;
+    }
+    entry.root = root;
+    return catalog_->Insert(ValueTreeName(table->id()), EncodeCatalogEntry(entry), ctx);
+  }));
+  return table->large_values().Attach(std::move(tree));
 }
 
 Status DatabaseImpl::OpenTable(std::string_view name, Table** table) {
@@ -609,10 +649,22 @@ Status DatabaseImpl::VerifyTrees(std::string* report, std::vector<PageId>* reach
   if (!s.ok()) return Status::Corruption("catalog: " + s.ToString());
   *report += TreeLine("(catalog)", stats);
   std::lock_guard<threads::Mutex> guard(tables_mu_);
+  // Stubs and chunks are compared only when no transaction is changing them (LargeValues::Check
+  // reads without locks).
+  const bool quiet = txns_->ActiveTxnIds().empty();
   for (const auto& [name, table] : tables_) {
     s = table->tree()->Verify(&stats, verify);
     if (!s.ok()) return Status::Corruption("table '" + name + "': " + s.ToString());
     *report += TreeLine(name, stats);
+    const index::BTree* values = table->value_tree();
+    if (values == nullptr) continue;
+    s = values->Verify(&stats, verify);
+    if (!s.ok()) return Status::Corruption("large values of table '" + name + "': " + s.ToString());
+    *report += TreeLine(name + " (large values)", stats);
+    if (!quiet) continue;
+    uint64_t count = 0;
+    s = table->large_values().Check(*table->tree(), &count);
+    if (!s.ok()) return Status::Corruption("table '" + name + "': " + s.ToString());
   }
   return Status::OK();
 }

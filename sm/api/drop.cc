@@ -112,16 +112,31 @@ Status DatabaseImpl::DropTable(std::string_view name) {
   SM_TRY(CheckOpen());
   if (options_.read_only) return RefuseReadOnly("DropTable");
   CatalogEntry entry;
+  std::vector<CatalogEntry> trees;  // the table's, and its value tree's if it has one
   SM_TRY(CatalogOp(name, [&](txn::Txn*, index::OpContext& ctx) -> Status {
+    trees.clear();
     std::string bytes;
     Status s = catalog_->Lookup(name, &bytes, ctx, /*for_update=*/true);
     if (s.IsNotFound()) return Status::NotFound("no table '" + std::string(name) + "'");
     SM_TRY(s);
     SM_TRY(DecodeCatalogEntry(name, bytes, &entry));
     SM_TRY(catalog_->Delete(name, ctx));
-    CatalogEntry pending = entry;
-    pending.kind = TableKind::kDropped;
-    return catalog_->Insert(PendingDropKey(entry.id), EncodeCatalogEntry(pending), ctx);
+    trees.push_back(entry);
+    const std::string values_name = ValueTreeName(entry.id);
+    s = catalog_->Lookup(values_name, &bytes, ctx, /*for_update=*/true);
+    if (s.ok()) {
+      CatalogEntry values;
+      SM_TRY(DecodeCatalogEntry(values_name, bytes, &values));
+      SM_TRY(catalog_->Delete(values_name, ctx));
+      trees.push_back(values);
+    } else if (!s.IsNotFound()) {
+      return s;
+    }
+    for (CatalogEntry pending : trees) {
+      pending.kind = TableKind::kDropped;
+      SM_TRY(catalog_->Insert(PendingDropKey(pending.id), EncodeCatalogEntry(pending), ctx));
+    }
+    return Status::OK();
   }));
   {
     std::lock_guard<threads::Mutex> guard(tables_mu_);
@@ -134,11 +149,14 @@ Status DatabaseImpl::DropTable(std::string_view name) {
   }
   {
     std::lock_guard<threads::Mutex> guard(reclaim_mu_);
-    PendingDrop drop;
-    drop.table_id = entry.id;
-    drop.root = entry.root;
-    drop.users = txns_->ActiveTxnIds();  // after the mark: see the file comment
-    pending_drops_.push_back(std::move(drop));
+    const std::vector<TxnId> users = txns_->ActiveTxnIds();  // after the mark: file comment
+    for (const CatalogEntry& tree : trees) {
+      PendingDrop drop;
+      drop.table_id = tree.id;
+      drop.root = tree.root;
+      drop.users = users;
+      pending_drops_.push_back(std::move(drop));
+    }
   }
   // The drop itself is done and durable; pages that cannot go back yet (a transaction that
   // was active at the drop still runs, or an error) are retried by Checkpoint and Close, and
@@ -169,6 +187,8 @@ bool DatabaseImpl::RootOwnedElsewhere(const PendingDrop& drop) {
   std::lock_guard<threads::Mutex> guard(tables_mu_);
   for (const auto& [name, table] : tables_) {
     if (table->tree()->root_page_id() == drop.root) return true;
+    const index::BTree* values = table->value_tree();
+    if (values != nullptr && values->root_page_id() == drop.root) return true;
   }
   return false;
 }
@@ -205,11 +225,18 @@ Status DatabaseImpl::FreeRetiredPages() {
   std::vector<index::BTree*> trees = {catalog_.get()};
   {
     std::lock_guard<threads::Mutex> guard(tables_mu_);
-    for (const auto& [name, table] : tables_) trees.push_back(table->tree());
-    for (const auto& table : dropped_) trees.push_back(table->tree());
+    for (const auto& [name, table] : tables_) {
+      trees.push_back(table->tree());
+      trees.push_back(table->value_tree());
+    }
+    for (const auto& table : dropped_) {
+      trees.push_back(table->tree());
+      trees.push_back(table->value_tree());
+    }
   }
   for (index::BTree* tree : trees) {
-    if (tree == nullptr) continue;  // an Open that failed before the catalog was opened
+    // An Open that failed before the catalog was opened; a table without large values.
+    if (tree == nullptr) continue;
     SM_TRY(FreePagesLogged(tree->TakeRetiredPages()));
   }
   return Status::OK();
@@ -259,7 +286,10 @@ Status DatabaseImpl::FreeOrphanPages(OpenReport* report) {
   walk(*catalog_);
   {
     std::lock_guard<threads::Mutex> guard(tables_mu_);
-    for (const auto& [name, table] : tables_) walk(*table->tree());
+    for (const auto& [name, table] : tables_) {
+      walk(*table->tree());
+      if (const index::BTree* values = table->value_tree()) walk(*values);
+    }
   }
   {
     std::lock_guard<threads::Mutex> guard(reclaim_mu_);

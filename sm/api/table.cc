@@ -126,7 +126,10 @@ Status TransactionImpl::Abort() {
   if (!active()) {
     // The engine rolled it back (RollBackVictim): what the caller asks for has happened, and
     // the usual reaction to a retryable error, abort and retry, must not fail.
-    if (txn_ != nullptr && ended_by_.IsRetryable()) return Status::OK();
+    if (txn_ != nullptr &&
+        (ended_by_.IsRetryable() || ended_by_.code() == Status::Code::kAborted)) {
+      return Status::OK();
+    }
     return NotActive();
   }
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));
@@ -139,14 +142,26 @@ Status TransactionImpl::Abort() {
 // would hold the locks the other members of the deadlock wait for.
 Status TransactionImpl::RollBackVictim(Status cause) {
   SM_ASSERT(cause.IsRetryable());
+  const std::string why =
+      std::string(cause.message()) + "; transaction " + std::to_string(id()) + " was rolled back";
+  return EndWith(cause.IsDeadlock() ? Status::Deadlock(why) : Status::LockTimeout(why));
+}
+
+Status TransactionImpl::RollBackAfter(Status cause) {
+  SM_ASSERT(!cause.ok());
+  if (!active()) return cause;  // the failure itself ended it (a fatal log error)
+  const std::string why =
+      std::string(cause.message()) + "; transaction " + std::to_string(id()) + " was rolled back";
+  return EndWith(Status::Aborted(why));
+}
+
+Status TransactionImpl::EndWith(Status cause) {
   SM_ASSERT(txn_->active());  // every operation resolves an active transaction first
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));  // a transaction end, as Abort is
   Status rolled_back = db_->txns()->Abort(txn_.get());
   SM_ASSERT(!txn_->active());  // rolled back, or failed: either way finished
   if (rolled_back.ok()) {
-    const std::string why = std::string(cause.message()) + "; transaction " +
-                            std::to_string(id()) + " was rolled back";
-    ended_by_ = cause.IsDeadlock() ? Status::Deadlock(why) : Status::LockTimeout(why);
+    ended_by_ = std::move(cause);
   } else {
     ended_by_ = std::move(rolled_back);  // the database latched its failed state (Fatal)
   }
@@ -163,17 +178,17 @@ class CursorImpl final : public TxnCursor {
   // The cursor locks through the transaction's hook for the table, like every other operation
   // on it: a hook's pin (index/btree_locks.h) is then never released under another hook's
   // lock on the same key.
-  CursorImpl(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
+  CursorImpl(TransactionImpl* txn, const index::BTree* tree, LargeValues* large, uint32_t table_id,
              const ScanOptions& options)
       : cursor_(tree) {
-    Reuse(txn, tree, table_id, options);
+    Reuse(txn, tree, large, table_id, options);
   }
   ~CursorImpl() override {
     if (txn_ != nullptr) txn_->ForgetCursor(this);
   }
 
   // Becomes a new cursor for these arguments, in place (Table::NewCursor).
-  void Reuse(TransactionImpl* txn, const index::BTree* tree, uint32_t table_id,
+  void Reuse(TransactionImpl* txn, const index::BTree* tree, LargeValues* large, uint32_t table_id,
              const ScanOptions& options) {
     if (txn_ != txn) {  // joins the cursor list of its new transaction object (invariant 2)
       if (txn_ != nullptr) txn_->ForgetCursor(this);
@@ -181,7 +196,8 @@ class CursorImpl final : public TxnCursor {
     }
     txn_ = txn;
     txn_id_ = txn->id();
-    cursor_.Reuse(tree, index::OpContext{txn->txn(), txn->KeyLocks(table_id)});
+    cursor_.Reuse(tree,
+                  index::OpContext{txn->txn(), txn->KeyLocks(table_id), nullptr, large, nullptr});
     if (options.has_lower) cursor_.SetLower(options.lower, options.lower_inclusive);
     if (options.has_upper) cursor_.SetUpper(options.upper, options.upper_inclusive);
     reverse_ = options.reverse;
@@ -297,7 +313,8 @@ Status TableImpl::Fetch(Transaction* txn, std::string_view key, std::string* val
   SM_TRY(Resolve(txn, &t));
   steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
   return t->Settle(tree_->Lookup(
-      key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}, for_update));
+      key, value, index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_), &large_, nullptr},
+      for_update));
 }
 
 Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>& keys,
@@ -322,9 +339,9 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
     if (i > 0) SM_TRY(Resolve(txn, &t));
     steps::BeginOp(steps::KeyFor(steps::Op::kIndexFetch, id_));
     index::LeafHint& hint = hints[i % kLeavesAhead];
-    Status found =
-        tree_->Lookup(keys[i], &value, index::OpContext{t->txn(), t->KeyLocks(id_), &hint},
-                      for_update);
+    Status found = tree_->Lookup(
+        keys[i], &value, index::OpContext{t->txn(), t->KeyLocks(id_), &hint, &large_, nullptr},
+        for_update);
     if (!found.ok() && !found.IsNotFound()) return t->Settle(std::move(found));
     // The update that follows a read for update finds the leaf through the table's hint.
     if (for_update && !hint.ahead) t->Hint(id_)->TakeLeafFrom(hint);
@@ -344,8 +361,39 @@ Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::stri
     return db_->RefuseReadOnly(kNames[static_cast<int>(op)]);
   }
   steps::BeginOp(StepsKey(op));
-  return t->Settle(WriteTree(op, key, value,
-                             index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
+  // Every write learns whether it replaced a stub, whose chunks it then frees.
+  index::ExternalWrite external;
+  const index::OpContext ctx{t->txn(), t->KeyLocks(id_), t->Hint(id_), &large_, &external};
+  if (op != Op::kDelete && IsLargeRecord(key, value)) [[unlikely]] {
+    return t->Settle(WriteLarge(op, t, key, value, ctx));
+  }
+  Status s = WriteTree(op, key, value, ctx);
+  if (s.ok() && external.replaced_stub) [[unlikely]] {
+    s = large_.Free(t->txn(), external.replaced);
+    if (!s.ok()) return t->RollBackAfter(std::move(s));
+  }
+  return t->Settle(std::move(s));
+}
+
+Status TableImpl::WriteLarge(Op op, TransactionImpl* t, std::string_view key,
+                             std::string_view value, const index::OpContext& ctx) {
+  SM_TRY(index::BTree::CheckKey(key));
+  if (value.size() > kMaxValueBytes) {
+    return Status::InvalidArgument("a value of " + std::to_string(value.size()) +
+                                   " bytes exceeds the largest, " + std::to_string(kMaxValueBytes) +
+                                   " bytes");
+  }
+  if (large_.tree() == nullptr) SM_TRY(db_->CreateValueTree(this));
+  const StubInfo stub = large_.NewStub(value);
+  ctx.external_write->value_is_stub = true;
+  // The stub first: a Duplicate, a NotFound or a lock error then costs no chunk.
+  SM_TRY(WriteTree(op, key, EncodeStub(stub), ctx));
+  Status s = large_.WriteChunks(t->txn(), stub, value);
+  if (s.ok() && ctx.external_write->replaced_stub) {
+    s = large_.Free(t->txn(), ctx.external_write->replaced);
+  }
+  if (!s.ok()) return t->RollBackAfter(std::move(s));
+  return Status::OK();
 }
 
 Status TableImpl::WriteTree(Op op, std::string_view key, std::string_view value,
@@ -430,10 +478,10 @@ Status TableImpl::StartCursor(TransactionImpl* t, const ScanOptions& options,
   steps::BeginOp(steps::KeyFor(steps::Op::kScan, id_));
   if (*cursor != nullptr && typeid(**cursor) == typeid(CursorImpl)) {
     auto* impl = static_cast<CursorImpl*>(cursor->get());
-    impl->Reuse(t, tree_.get(), id_, options);
+    impl->Reuse(t, tree_.get(), &large_, id_, options);
     return impl->Start();
   }
-  auto impl = std::make_unique<CursorImpl>(t, tree_.get(), id_, options);
+  auto impl = std::make_unique<CursorImpl>(t, tree_.get(), &large_, id_, options);
   SM_TRY(impl->Start());
   *cursor = std::move(impl);
   return Status::OK();

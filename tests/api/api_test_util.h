@@ -1,8 +1,11 @@
 // What the tests of the public API share: a small database on a given file system.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "sm/io/file.h"
@@ -22,6 +25,15 @@ inline Options SmallDbOptions(io::FileSystem* fs) {
   o.checkpoint_interval = std::chrono::milliseconds(0);
   o.workers = 1;
   return o;
+}
+
+// Opens the database at o.path; the test fails with the status if it does not open.
+inline std::unique_ptr<Database> MustOpen(const Options& o) {
+  std::unique_ptr<Database> db;
+  Status s = Database::Open(o, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
 }
 
 // "k00042": keys whose byte order is their numbers' order.

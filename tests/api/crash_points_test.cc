@@ -74,8 +74,11 @@ std::string DescribeDifference(const Model& found, const Model& expected) {
 
 // Runs transactions until an operation fails (the injected fault) or `count` are done.
 // Acknowledged commits go into *model; a commit that failed leaves its changes in *uncertain.
+// With large_every > 0, about one write in large_every writes a large value (sm/api/
+// large_values.h: a stub in the leaf, chunks in the table's value tree) of up to 200 KB.
 void RunUntilFailure(Database* db, std::mt19937_64& rng, int count, Model* model,
-                     std::optional<Model>* uncertain, uint64_t key_space = 1500) {
+                     std::optional<Model>* uncertain, uint64_t key_space = 1500,
+                     int large_every = 0) {
   Table* t = nullptr;
   REQUIRE(db->OpenTable("t", &t).ok());
   for (int n = 0; n < count; ++n) {
@@ -91,7 +94,10 @@ void RunUntilFailure(Database* db, std::mt19937_64& rng, int count, Model* model
         if (s.ok()) changes.erase(key);
         if (s.IsNotFound()) s = Status::OK();
       } else {
-        std::string value(8 + rng() % 200, static_cast<char>('a' + rng() % 26));
+        const bool large = large_every > 0 && rng() % large_every == 0;
+        std::string value(large ? 2000 + rng() % 200000 : 8 + rng() % 200,
+                          static_cast<char>('a' + rng() % 26));
+        if (large) value[rng() % value.size()] = '!';  // the chunks differ from each other
         s = t->Upsert(txn.get(), key, value);
         if (s.ok()) changes[key] = value;
       }
@@ -111,9 +117,9 @@ void RunUntilFailure(Database* db, std::mt19937_64& rng, int count, Model* model
   }
 }
 
-TEST_CASE("crash points in normal operation, checkpoints, write-back and recovery",
-          "[crash][api]") {
-  uint64_t seed = test::TestSeed("crash points");
+// The crash-point cycles of the tests below: `cycles` of them (fewer under the sanitizers).
+void RunCrashPoints(const char* name, int cycles, int large_every) {
+  uint64_t seed = test::TestSeed(name);
   std::mt19937_64 rng(seed);
   io::FaultInjectionFileSystem fs(seed);
   {
@@ -125,9 +131,7 @@ TEST_CASE("crash points in normal operation, checkpoints, write-back and recover
   }
   Model model;
   int recovery_crashes = 0, faults_hit = 0;
-  // 200 in the optimized build (the default tier's crash-point count); fewer under the
-  // sanitizers, which run this ten times slower.
-  const int kCycles = test::kSanitized ? 60 : 200;
+  const int kCycles = test::kSanitized ? cycles * 3 / 10 : cycles;
   for (int cycle = 0; cycle < kCycles; ++cycle) {
     INFO("cycle " << cycle << " seed " << seed);
     std::unique_ptr<Database> db;
@@ -137,7 +141,7 @@ TEST_CASE("crash points in normal operation, checkpoints, write-back and recover
     fs.SetFaultFilter(on_log ? "/db/log/" : "/db/data.sm");
     fs.FailNth(rng() % 4 == 0 ? io::FaultOp::kSync : io::FaultOp::kWrite, 1 + rng() % 40);
     std::optional<Model> uncertain;
-    RunUntilFailure(db.get(), rng, 25, &model, &uncertain);
+    RunUntilFailure(db.get(), rng, 25, &model, &uncertain, 1500, large_every);
     faults_hit += fs.counters().write_faults + fs.counters().sync_faults > 0;
     fs.ClearFaults();
     static_cast<api::DatabaseImpl*>(db.get())->TEST_Crash();
@@ -159,7 +163,9 @@ TEST_CASE("crash points in normal operation, checkpoints, write-back and recover
     Status s = Database::Open(CrashOptions(&fs), &db);
     INFO(s.ToString());
     REQUIRE(s.ok());
-    REQUIRE(db->Verify().ok());
+    s = db->Verify();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
     Model found;
     REQUIRE(ReadAll(db.get(), &found).ok());
     if (uncertain.has_value() && found == *uncertain) model = *uncertain;
@@ -171,8 +177,18 @@ TEST_CASE("crash points in normal operation, checkpoints, write-back and recover
   // The plan must actually reach the phases it claims to test.
   CHECK(faults_hit > kCycles / 2);
   CHECK(recovery_crashes > 0);
-  std::printf("crash points: %d cycles, %d faults hit, %d crashes inside recovery\n", kCycles,
+  std::printf("%s: %d cycles, %d faults hit, %d crashes inside recovery\n", name, kCycles,
               faults_hit, recovery_crashes);
+}
+
+// 200 cycles in the optimized build (the default tier's crash-point count).
+TEST_CASE("crash points in normal operation, checkpoints, write-back and recovery",
+          "[crash][api]") {
+  RunCrashPoints("crash points", 200, 0);
+}
+
+TEST_CASE("crash points with large values", "[crash][api]") {
+  RunCrashPoints("crash points with large values", 100, 8);
 }
 
 }  // namespace

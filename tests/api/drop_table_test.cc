@@ -22,13 +22,7 @@
 namespace sm {
 namespace {
 
-std::unique_ptr<Database> MustOpen(const Options& o) {
-  std::unique_ptr<Database> db;
-  Status s = Database::Open(o, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return db;
-}
+using test::MustOpen;
 
 std::string Key(int i) {
   char buf[16];

@@ -49,13 +49,14 @@ class RecordingLogger : public index::BtreeLogger {
     return Record("insert " + std::string(key), lsn);
   }
   Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
-                   std::string_view old_value, std::string_view new_value, Lsn* lsn) override {
+                   std::string_view old_value, bool, std::string_view new_value,
+                   Lsn* lsn) override {
     return Record(
         "update " + std::string(key) + " " + std::string(old_value) + "->" + std::string(new_value),
         lsn);
   }
   Status LogDelete(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
-                   std::string_view old_value, Lsn* lsn) override {
+                   std::string_view old_value, bool, Lsn* lsn) override {
     return Record("delete " + std::string(key) + " " + std::string(old_value), lsn);
   }
   Status LogAdd(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,

@@ -22,13 +22,7 @@ namespace {
 
 Options TestOptions(io::FileSystem* fs) { return test::SmallDbOptions(fs); }
 
-std::unique_ptr<Database> MustOpen(const Options& o) {
-  std::unique_ptr<Database> db;
-  Status s = Database::Open(o, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return db;
-}
+using test::MustOpen;
 
 Table* MustCreateTable(Database* db, const std::string& name) {
   Table* table = nullptr;

@@ -76,15 +76,16 @@ class CrashingLogger final : public index::BtreeLogger {
     return s;
   }
   Status LogUpdate(void* txn, const index::BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view old_value, std::string_view new_value,
-                   Lsn* lsn) override {
-    Status s = wal_.LogUpdate(txn, tree, leaf, index, key, old_value, new_value, lsn);
+                   std::string_view key, std::string_view old_value, bool old_external,
+                   std::string_view new_value, Lsn* lsn) override {
+    Status s = wal_.LogUpdate(txn, tree, leaf, index, key, old_value, old_external, new_value, lsn);
     After(Point::kRecordOp, s, *lsn);
     return s;
   }
   Status LogDelete(void* txn, const index::BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view old_value, Lsn* lsn) override {
-    Status s = wal_.LogDelete(txn, tree, leaf, index, key, old_value, lsn);
+                   std::string_view key, std::string_view old_value, bool old_external,
+                   Lsn* lsn) override {
+    Status s = wal_.LogDelete(txn, tree, leaf, index, key, old_value, old_external, lsn);
     After(Point::kRecordOp, s, *lsn);
     return s;
   }
