@@ -248,9 +248,8 @@ Status LargeValues::Check(const index::BTree& table, uint64_t* values) const {
       if (visited == 0) break;
     }
   }
-  SM_TRY(bad);
-  finish();
-  SM_TRY(bad);
+  if (bad.ok()) finish();
+  if (!bad.ok()) return bad;  // (SM_TRY would leave `bad` itself unchecked)
   if (!stubs.empty()) {
     return Status::Corruption(ValueName(stubs.begin()->first) + " has no chunks");
   }
