@@ -150,6 +150,7 @@ Status TransactionImpl::RollBackVictim(Status cause) {
 Status TransactionImpl::RollBackAfter(Status cause) {
   SM_ASSERT(!cause.ok());
   if (!active()) return cause;  // the failure itself ended it (a fatal log error)
+  cause.PermitUnchecked();      // reported inside the Aborted status below
   const std::string why =
       std::string(cause.message()) + "; transaction " + std::to_string(id()) + " was rolled back";
   return EndWith(Status::Aborted(why));
@@ -157,6 +158,7 @@ Status TransactionImpl::RollBackAfter(Status cause) {
 
 Status TransactionImpl::EndWith(Status cause) {
   SM_ASSERT(txn_->active());  // every operation resolves an active transaction first
+  cause.PermitUnchecked();    // a record: kept in ended_by_, or replaced by the abort's failure
   steps::BeginOp(steps::KeyFor(steps::Op::kCommit, 0));  // a transaction end, as Abort is
   Status rolled_back = db_->txns()->Abort(txn_.get());
   SM_ASSERT(!txn_->active());  // rolled back, or failed: either way finished
