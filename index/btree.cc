@@ -431,9 +431,11 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
       if (!wait.pending) {
         if (!found) return Status::NotFound();
         SM_CTX(kCtxLeafCopyOut);
-        if (node.ExternalAt(index)) [[unlikely]]
-          return btree_internal::ResolveExternal(ctx, node.ValueAt(index), value);
-        value->assign(node.ValueAt(index));
+        bool external;
+        const std::string_view found_value = node.ValueAt(index, &external);
+        if (external) [[unlikely]]
+          return btree_internal::ResolveExternal(ctx, found_value, value);
+        value->assign(found_value);
         return Status::OK();
       }
     }
@@ -660,7 +662,7 @@ Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key
   SM_PARANOID(logs_ || node.CheckInvariants());  // else Stamp checks it
   if (!logs_) return Status::OK();
   Lsn lsn;
-  Status s = logger_->LogInsert(ctx.txn, *this, leaf, index, key, value, &lsn);
+  Status s = logger_->LogInsert(ctx.txn, *this, leaf, index, key, value, external, &lsn);
   if (!s.ok()) {  // nothing unlogged stays on the page (btree_hooks.h, logging 1)
     node.EraseRecord(index);
     node.BumpVersion();
@@ -673,9 +675,11 @@ Status BTree::ApplyInsert(PageHandle& leaf, uint16_t index, std::string_view key
 Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key,
                           std::string_view value, const OpContext& ctx) {
   Node node(leaf.data());
-  const bool old_external = node.ExternalAt(index);
+  bool old_external;
+  std::string_view current = node.ValueAt(index, &old_external);
   const bool new_external = ctx.external_write != nullptr && ctx.external_write->value_is_stub;
-  if (old_external) btree_internal::NoteReplacedStub(ctx, node.ValueAt(index));
+  if (old_external) [[unlikely]]
+    btree_internal::NoteReplacedStub(ctx, current);
   if (!logs_) {
     SM_TRY(node.UpdateLeafValue(index, value, new_external));
     node.BumpVersion();
@@ -685,7 +689,6 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
   }
   // The before-image, for undo and for the logger's diff: on the stack, since every logged
   // update needs one and a value is at most a leaf record (no operator new per update).
-  std::string_view current = node.ValueAt(index);
   char old_bytes[kMaxLeafRecordBytes];
   SM_DASSERT(current.size() <= sizeof(old_bytes));
   std::memcpy(old_bytes, current.data(), current.size());
@@ -703,8 +706,8 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
   node.BumpVersion();
   leaf.MarkDirty();
   Lsn lsn;
-  Status s =
-      logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, old_external, value, &lsn);
+  Status s = logger_->LogUpdate(ctx.txn, *this, leaf, index, key, old_value, old_external, value,
+                                new_external, &lsn);
   if (!s.ok()) {
     // No trace of the change: the old bytes go back where they were, or, for another length,
     // the old record fitted before and an update counts its own bytes as free.
@@ -723,10 +726,12 @@ Status BTree::ApplyUpdate(PageHandle& leaf, uint16_t index, std::string_view key
 Status BTree::ApplyDelete(PageHandle& leaf, uint16_t index, std::string_view key,
                           const OpContext& ctx) {
   Node node(leaf.data());
-  const bool old_external = node.ExternalAt(index);
-  if (old_external) btree_internal::NoteReplacedStub(ctx, node.ValueAt(index));
+  bool old_external;
+  const std::string_view current = node.ValueAt(index, &old_external);
+  if (old_external) [[unlikely]]
+    btree_internal::NoteReplacedStub(ctx, current);
   std::string old_value;
-  if (logs_) old_value.assign(node.ValueAt(index));
+  if (logs_) old_value.assign(current);
   node.EraseRecord(index);
   node.BumpVersion();
   leaf.MarkDirty();

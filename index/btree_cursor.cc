@@ -161,8 +161,7 @@ Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, con
       SM_TRY(tree_->TryLock(ctx_, KeyLockRequest{key, false, KeyLockPurpose::kRead}, &wait));
       if (wait.pending) break;  // Next waits for it
     }
-    std::string_view value = n.ValueAt(at);
-    last_resolved = n.ExternalAt(at);
+    std::string_view value = n.ValueAt(at, &last_resolved);
     if (last_resolved) [[unlikely]] {
       SM_TRY(btree_internal::ResolveExternal(ctx_, value, &value_));
       value = value_;
@@ -206,10 +205,12 @@ Status Cursor::Take(const PageHandle& leaf, uint16_t index, bool value_taken) {
   SM_CTX(kCtxLeafCopyOut);
   Node node(leaf.data());
   if (!value_taken) {
-    if (node.ExternalAt(index)) [[unlikely]] {
-      SM_TRY(btree_internal::ResolveExternal(ctx_, node.ValueAt(index), &value_));
+    bool external;
+    const std::string_view value = node.ValueAt(index, &external);
+    if (external) [[unlikely]] {
+      SM_TRY(btree_internal::ResolveExternal(ctx_, value, &value_));
     } else {
-      value_.assign(node.ValueAt(index));
+      value_.assign(value);
     }
   }
   key_.assign(node.KeyAt(index));

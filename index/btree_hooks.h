@@ -110,14 +110,15 @@ class BtreeLogger {
 
   // Record operations (contract 1); `record_index` is the record's index in the leaf (slot
   // record_index + 2, see btree_node.h) after the change (insert, update) or before it (delete).
+  // `external`, `old_external`, `new_external`: the external marks (btree_node.h) of the record
+  // written, replaced or removed.
   virtual Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view value,
-                           Lsn* lsn) = 0;
-  // The external mark (btree_node.h) of the record after the change is on the page; that of
-  // the record before it is `old_external`.
+                           bool external, Lsn* lsn) = 0;
   virtual Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
-                           bool old_external, std::string_view new_value, Lsn* lsn) = 0;
+                           bool old_external, std::string_view new_value, bool new_external,
+                           Lsn* lsn) = 0;
   virtual Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf,
                            uint16_t record_index, std::string_view key, std::string_view old_value,
                            bool old_external, Lsn* lsn) = 0;
@@ -143,11 +144,11 @@ class BtreeLogger {
 class NullBtreeLogger final : public BtreeLogger {
  public:
   Status LogInsert(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
-                   std::string_view, Lsn* lsn) override {
+                   std::string_view, bool, Lsn* lsn) override {
     return Nothing(lsn);
   }
   Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
-                   std::string_view, bool, std::string_view, Lsn* lsn) override {
+                   std::string_view, bool, std::string_view, bool, Lsn* lsn) override {
     return Nothing(lsn);
   }
   Status LogDelete(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view,
@@ -224,9 +225,10 @@ class ExternalValues {
 struct ExternalWrite {
   bool value_is_stub = false;  // Insert, Update, Upsert: the value written is a stub
   // Set by Update, Upsert and Delete: whether the record they replaced or removed held a
-  // stub, and that stub (its chunks are the caller's to free).
+  // stub, and then that stub in *replaced (its chunks are the caller's to free). The caller
+  // owns the buffer (reused from write to write: most writes replace none).
   bool replaced_stub = false;
-  std::string replaced;
+  std::string* replaced = nullptr;
 };
 
 // What one operation runs on behalf of. The default (no transaction, no locks) is what tests

@@ -146,8 +146,9 @@ inline Status ResolveExternal(const OpContext& ctx, std::string_view stub, std::
 // A write replaced or removed a record holding `stub`: the caller learns it.
 inline void NoteReplacedStub(const OpContext& ctx, std::string_view stub) {
   if (ctx.external_write == nullptr) return;
+  SM_ASSERT(ctx.external_write->replaced != nullptr);
   ctx.external_write->replaced_stub = true;
-  ctx.external_write->replaced.assign(stub);
+  ctx.external_write->replaced->assign(stub);
 }
 
 }  // namespace btree_internal

@@ -277,6 +277,19 @@ class Node {
   }
   // Leaf: value of record i.
   std::string_view ValueAt(uint16_t i) const;
+  // Leaf: value of record i and, in *external, whether it is a stub: one parse of the record
+  // for a read that must tell the two apart.
+  std::string_view ValueAt(uint16_t i, bool* external) const {
+    SM_DASSERT(is_leaf());
+    SM_DASSERT(i < count());
+    std::string_view rec = SlotBytes(static_cast<uint16_t>(kFirstRecordSlot + i));
+    uint16_t key_bytes;
+    std::memcpy(&key_bytes, rec.data(), sizeof(key_bytes));
+    *external = (key_bytes & kLeafExternalBit) != 0;
+    const size_t offset = kLeafRecordOverheadBytes + (key_bytes & ~kLeafExternalBit);
+    SM_DASSERT(offset <= rec.size());
+    return {rec.data() + offset, rec.size() - offset};
+  }
   // Leaf: whether record i's value is an external value's stub (kLeafExternalBit).
   bool ExternalAt(uint16_t i) const {
     SM_DASSERT(is_leaf());

@@ -462,8 +462,8 @@ Status UndoOp(txn::UndoContext& ctx, const log::LogRecordView& record) {
   SM_TRY(OpenForUndo(ctx, record, op.root, &wal, &tree));
   // No key locks: the transaction still holds its own; at restart no other transaction runs.
   // A stub goes back as a stub: its chunks come back by the undo of their own records.
-  ExternalWrite external;
-  external.value_is_stub = op.old_external;
+  std::string replaced;  // what the undo replaces is its own business: never freed here
+  ExternalWrite external{op.old_external, false, &replaced};
   OpContext op_ctx{ctx.txn, nullptr, nullptr, nullptr, &external};
   Status s;
   switch (kKind) {
@@ -595,13 +595,12 @@ Status TxnOf(void* txn_ptr, txn::Txn** txn) {
 Status LogRecordOp(txn::TxnManager* txns, OpKind kind, void* txn_ptr, const BTree& tree,
                    const PageHandle& leaf, uint16_t record_index, std::string_view key,
                    std::string_view old_value, bool old_external, std::string_view new_value,
-                   Lsn* lsn) {
+                   bool new_external, Lsn* lsn) {
   txn::Txn* txn = nullptr;
   SM_TRY(TxnOf(txn_ptr, &txn));
   RecordOp payload_op{tree.root_page_id(), record_index, key, old_value, new_value};
   payload_op.old_external = old_external;
-  // The record after an insert or update is on the latched leaf, with its mark.
-  payload_op.new_external = kind != OpKind::kDelete && Node(leaf.data()).ExternalAt(record_index);
+  payload_op.new_external = new_external;
   EncodeOp(kind, payload_op, txn->payload_buffer());
   return AppendOp(txns, txn, SubtypeOf(kind, false), SubtypeOf(kind, true), leaf, lsn);
 }
@@ -680,22 +679,23 @@ BtreeWal::BtreeWal(txn::TxnManager* txns) : txns_(txns) {
 }
 
 Status BtreeWal::LogInsert(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
-                           std::string_view key, std::string_view value, Lsn* lsn) {
+                           std::string_view key, std::string_view value, bool external,
+                           Lsn* lsn) {
   return LogRecordOp(txns_, OpKind::kInsert, txn, tree, leaf, record_index, key, {}, false, value,
-                     lsn);
+                     external, lsn);
 }
 
 Status BtreeWal::LogUpdate(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,
                            std::string_view key, std::string_view old_value, bool old_external,
-                           std::string_view new_value, Lsn* lsn) {
+                           std::string_view new_value, bool new_external, Lsn* lsn) {
   ValueDiff diff;
   // A diff carries no marks: a stub's change (in or out of the mark) is logged whole.
-  if (old_external || Node(leaf.data()).ExternalAt(record_index) ||
+  if (old_external || new_external ||
       !DiffValues(old_value, new_value, &diff) ||
       DiffUpdatePayloadBytes(key.size(), diff) >=
           FullUpdatePayloadBytes(key.size(), old_value.size(), new_value.size())) {
     return LogRecordOp(txns_, OpKind::kUpdate, txn, tree, leaf, record_index, key, old_value,
-                       old_external, new_value, lsn);
+                       old_external, new_value, new_external, lsn);
   }
   txn::Txn* t = nullptr;
   SM_TRY(TxnOf(txn, &t));
@@ -708,7 +708,7 @@ Status BtreeWal::LogDelete(void* txn, const BTree& tree, PageHandle& leaf, uint1
                            std::string_view key, std::string_view old_value, bool old_external,
                            Lsn* lsn) {
   return LogRecordOp(txns_, OpKind::kDelete, txn, tree, leaf, record_index, key, old_value,
-                     old_external, {}, lsn);
+                     old_external, {}, false, lsn);
 }
 
 Status BtreeWal::LogAdd(void* txn, const BTree& tree, PageHandle& leaf, uint16_t record_index,

@@ -165,10 +165,11 @@ class BtreeWal final : public BtreeLogger {
   static void RegisterHandlers();
 
   Status LogInsert(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
-                   std::string_view key, std::string_view value, Lsn* lsn) override;
+                   std::string_view key, std::string_view value, bool external,
+                   Lsn* lsn) override;
   Status LogUpdate(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
                    std::string_view key, std::string_view old_value, bool old_external,
-                   std::string_view new_value, Lsn* lsn) override;
+                   std::string_view new_value, bool new_external, Lsn* lsn) override;
   Status LogDelete(void* txn, const BTree& tree, buffer::PageHandle& leaf, uint16_t record_index,
                    std::string_view key, std::string_view old_value, bool old_external,
                    Lsn* lsn) override;

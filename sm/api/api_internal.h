@@ -146,6 +146,8 @@ class TransactionImpl final : public Transaction {
   Status RollBackAfter(Status cause);
 
   txn::Txn* txn() { return txn_.get(); }
+  // Where a write puts the stub of a large value it replaced (index::ExternalWrite::replaced).
+  std::string* stub_buffer() { return &stub_buffer_; }
   DatabaseImpl* db() const { return db_; }  // null once detached
 
   // The cursors made in this object (see "Lifetime" above).
@@ -204,6 +206,7 @@ class TransactionImpl final : public Transaction {
   uint32_t inline_in_use_ = 0;  // bit i: key_locks_[i] holds a hook (Restart visits only those)
   std::vector<std::unique_ptr<index::TxnKeyLocks>> overflow_locks_;  // ids >= kInlineTableIds
   index::LeafHint hints_[kInlineTableIds];                            // by table id
+  std::string stub_buffer_;
 };
 
 class TableImpl final : public Table {

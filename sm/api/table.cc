@@ -364,14 +364,14 @@ Status TableImpl::Write(Op op, Transaction* txn, std::string_view key, std::stri
   }
   steps::BeginOp(StepsKey(op));
   // Every write learns whether it replaced a stub, whose chunks it then frees.
-  index::ExternalWrite external;
+  index::ExternalWrite external{false, false, t->stub_buffer()};
   const index::OpContext ctx{t->txn(), t->KeyLocks(id_), t->Hint(id_), &large_, &external};
   if (op != Op::kDelete && IsLargeRecord(key, value)) [[unlikely]] {
     return t->Settle(WriteLarge(op, t, key, value, ctx));
   }
   Status s = WriteTree(op, key, value, ctx);
   if (s.ok() && external.replaced_stub) [[unlikely]] {
-    s = large_.Free(t->txn(), external.replaced);
+    s = large_.Free(t->txn(), *external.replaced);
     if (!s.ok()) return t->RollBackAfter(std::move(s));
   }
   return t->Settle(std::move(s));
@@ -392,7 +392,7 @@ Status TableImpl::WriteLarge(Op op, TransactionImpl* t, std::string_view key,
   SM_TRY(WriteTree(op, key, EncodeStub(stub), ctx));
   Status s = large_.WriteChunks(t->txn(), stub, value);
   if (s.ok() && ctx.external_write->replaced_stub) {
-    s = large_.Free(t->txn(), ctx.external_write->replaced);
+    s = large_.Free(t->txn(), *ctx.external_write->replaced);
   }
   if (!s.ok()) return t->RollBackAfter(std::move(s));
   return Status::OK();

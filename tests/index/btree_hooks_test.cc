@@ -45,11 +45,11 @@ class RecordingLogger : public index::BtreeLogger {
   std::vector<PageId> last_structure_pages;
 
   Status LogInsert(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
-                   std::string_view, Lsn* lsn) override {
+                   std::string_view, bool, Lsn* lsn) override {
     return Record("insert " + std::string(key), lsn);
   }
   Status LogUpdate(void*, const BTree&, buffer::PageHandle&, uint16_t, std::string_view key,
-                   std::string_view old_value, bool, std::string_view new_value,
+                   std::string_view old_value, bool, std::string_view new_value, bool,
                    Lsn* lsn) override {
     return Record(
         "update " + std::string(key) + " " + std::string(old_value) + "->" + std::string(new_value),

@@ -70,15 +70,17 @@ class CrashingLogger final : public index::BtreeLogger {
   bool fired() const { return fired_; }
 
   Status LogInsert(void* txn, const index::BTree& tree, buffer::PageHandle& leaf, uint16_t index,
-                   std::string_view key, std::string_view value, Lsn* lsn) override {
-    Status s = wal_.LogInsert(txn, tree, leaf, index, key, value, lsn);
+                   std::string_view key, std::string_view value, bool external,
+                   Lsn* lsn) override {
+    Status s = wal_.LogInsert(txn, tree, leaf, index, key, value, external, lsn);
     After(Point::kRecordOp, s, *lsn);
     return s;
   }
   Status LogUpdate(void* txn, const index::BTree& tree, buffer::PageHandle& leaf, uint16_t index,
                    std::string_view key, std::string_view old_value, bool old_external,
-                   std::string_view new_value, Lsn* lsn) override {
-    Status s = wal_.LogUpdate(txn, tree, leaf, index, key, old_value, old_external, new_value, lsn);
+                   std::string_view new_value, bool new_external, Lsn* lsn) override {
+    Status s = wal_.LogUpdate(txn, tree, leaf, index, key, old_value, old_external, new_value,
+                              new_external, lsn);
     After(Point::kRecordOp, s, *lsn);
     return s;
   }
