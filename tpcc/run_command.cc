@@ -129,7 +129,7 @@ void SayInputAudit(const CommonOptions& o, const RunResult& res, uint32_t wareho
 }
 
 void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix,
-                  const RunResult& res, const SmEngine& engine, uint32_t users,
+                  const RunResult& res, const Engine& engine, uint32_t users,
                   uint32_t warehouses) {
   Say(o, "\n== TPC-C-like run (not an audited TPC-C result) ==\n");
   Say(o, "engine:      %s\n", engine.Describe().c_str());
@@ -342,11 +342,12 @@ int ParseRunOptions(const CommonOptions& o, const RunCliOptions& r, RunOptions* 
 
 // The options the run ran with, the first keys of its JSON object.
 json OptionsJson(const CommonOptions& o, const RunCliOptions& r, const CommonOptions& with_steps,
-                 const SmEngine& engine, const DatabaseInfo& info, const RunOptions& ro,
+                 const Engine& engine, const DatabaseInfo& info, const RunOptions& ro,
                  const Mix& mix) {
   json out = {{"command", "run"},
               {"git_revision", GitRevision()},
               {"db", o.db},
+              {"engine_name", o.engine},
               {"engine", engine.Describe()},
               {"warehouses", info.warehouses},
               {"users", ro.users},
@@ -442,8 +443,8 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   if (int rc = ParseRunOptions(o, r, &ro, &with_steps); rc != 0) return rc;
   // Before the engine starts its threads, so that they inherit the blocked signals.
   StartSignalThread();
-  std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(with_steps, /*create=*/false, &engine); rc != 0) return rc;
+  std::unique_ptr<Engine> engine;
+  if (int rc = OpenAnyEngine(with_steps, /*create=*/false, &engine); rc != 0) return rc;
   DatabaseInfo info;
   if (Status s = OpenLoaded(engine.get(), o.warehouses_given ? o.warehouses : 0, &info); !s.ok()) {
     engine->Close().PermitUnchecked();
@@ -464,8 +465,14 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   }
   if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
   if (r.prewarm) {
+    auto* ours = dynamic_cast<SmEngine*>(engine.get());
+    if (ours == nullptr) {
+      engine->Close().PermitUnchecked();
+      return UsageError("--prewarm is our engine's (Database::Prewarm); --engine " + o.engine +
+                        " has none");
+    }
     uint64_t pages = 0;
-    if (Status s = engine->database()->Prewarm(&pages); !s.ok()) return Failure(o, "prewarm", s);
+    if (Status s = ours->database()->Prewarm(&pages); !s.ok()) return Failure(o, "prewarm", s);
     Say(o, "prewarmed the buffer pool: %llu pages (%.0f MiB)\n",
         static_cast<unsigned long long>(pages), double(pages) * 8192 / (1 << 20));
     out["prewarmed_pages"] = pages;
