@@ -13,7 +13,11 @@
 //                   (deferred): a snapshot, which is stronger than read committed.
 //   CommitMode      durable -> PRAGMA synchronous=FULL (the WAL is synced at every commit);
 //                   async -> NORMAL (synced at every checkpoint of the WAL, not at commit);
-//                   none -> OFF. CommitKind::kBulk commits under OFF, kDurable under FULL.
+//                   none -> OFF. SQLite refuses a new setting inside a transaction, so the
+//                   transaction after a CommitKind::kBulk commit (the loader's next batch)
+//                   begins under OFF, and a commit that needs more durability than its
+//                   transaction began with (kDurable, the load's last) syncs the WAL after
+//                   it with a checkpoint under FULL.
 //   Cache           PRAGMA cache_size per connection = cache_bytes / workers (workers
 //                   connections run at once). SQLite drops a connection's cache whenever
 //                   another connection has committed, so with two or more terminals most reads
