@@ -156,6 +156,32 @@ void PrintSummary(const CommonOptions& o, const RunCliOptions& r, const Mix& mix
       static_cast<unsigned long long>(res.delivery_skipped_districts));
   const EngineStats& e = res.engine;
   uint64_t fixes = e.pool_hits + e.pool_misses;
+  if (o.engine != "sm") {
+    // Another engine's adapter fills only what its engine reports (docs/design/engines.md).
+    Say(o, "engine:      %llu commits, %llu aborts (as the engine counts them)\n",
+        static_cast<unsigned long long>(e.txn_committed),
+        static_cast<unsigned long long>(e.txn_aborted));
+    if (fixes > 0) {
+      Say(o, "cache:       %llu hits, %llu misses, %llu writes\n",
+          static_cast<unsigned long long>(e.pool_hits),
+          static_cast<unsigned long long>(e.pool_misses),
+          static_cast<unsigned long long>(e.pool_writes));
+    }
+    if (e.lock_requests + e.deadlocks + e.lock_timeouts > 0) {
+      Say(o, "locks:       %llu requests, %llu waits, %llu deadlocks, %llu timeouts\n",
+          static_cast<unsigned long long>(e.lock_requests),
+          static_cast<unsigned long long>(e.lock_waits),
+          static_cast<unsigned long long>(e.deadlocks),
+          static_cast<unsigned long long>(e.lock_timeouts));
+    }
+    if (e.log_bytes > 0) {
+      Say(o, "log:         %s written, %llu syncs\n", BytesText(e.log_bytes).c_str(),
+          static_cast<unsigned long long>(e.log_syncs));
+    } else {
+      Say(o, "log:         not reported by this engine\n");
+    }
+    return;
+  }
   Say(o,
       "buffer pool: %llu hits (%.1f%% through frame hints), %llu misses (%.3f%% miss), %llu "
       "writes, %llu dirty at the end\n",

@@ -139,6 +139,7 @@ class RocksDbTxn final : public EngineTxn {
   }
 
   Status Delete(TableId table, std::string_view key) override {
+    if (sh_->options.read_only) return Status::NotSupported("the database is open read-only");
     SM_TRY(Read(table, key, &scratch_, /*exclusive=*/true));
     rocksdb::Status s = txn_->Delete(Cf(table), S(key));
     return s.ok() ? Status::OK() : Count(Error(s, "delete"));
