@@ -102,8 +102,6 @@ Status OpenConnection(const Settings& settings, bool create, sqlite3** out) {
   return Status::OK();
 }
 
-class SqliteEngine;
-
 class SqliteTxn final : public EngineTxn {
  public:
   SqliteTxn(const Settings* settings, Counters* counters)
