@@ -184,6 +184,11 @@ int Main(int argc, char** argv) {
               {"warehouses", 1},
               {"buffer_pool", o.buffer_pool},
               {"engines", loaded}};
+  json setups = json::array();
+  for (const std::string& w : workers) {
+    for (const std::string& c : commits) setups.push_back(w + "w_" + c);
+  }
+  out["setups"] = setups;
   for (const std::string& e : loaded) {
     json j = RunTpcc(o, "check " + DbArgs(o, e));
     const bool pass = !j.is_null() && j.value("consistency", "") == "pass";
