@@ -9,8 +9,9 @@
 //   1. Its database is the directory ForeignEngineOptions::path, which holds nothing else.
 //   2. Commit modes: kDurable - durable when Commit returns; kAsync - Commit does not wait for
 //      the disk, and what it committed reaches the disk within a bounded delay; kNone - no
-//      durability until Checkpoint or Close. CommitKind::kBulk commits as kNone,
-//      CommitKind::kDurable as kDurable.
+//      durability until Checkpoint or Close. CommitKind::kBulk need not be durable (it
+//      commits as kNone where the engine lets a commit choose); CommitKind::kDurable is
+//      durable when Commit returns, whatever the mode.
 //   3. Its cache is cache_bytes (our buffer pool's size), as far as the engine lets one set it.
 //   4. A conflict the engine resolves by failing a transaction (deadlock, busy, write
 //      conflict) is Status::Deadlock or Status::LockTimeout: retryable (Status::IsRetryable).
