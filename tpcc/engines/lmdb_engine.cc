@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -18,8 +19,11 @@
 namespace sm::tpcc {
 namespace {
 
-// The map's size bounds the database; it is address space, not memory or disk.
+// The map's size bounds the database; it is address space, not memory or disk. Where address
+// space is scarce (the sanitizers reserve most of it) Open halves it until the map fits, down
+// to kMinMapBytes.
 constexpr size_t kMapBytes = size_t{1} << 40;
+constexpr size_t kMinMapBytes = size_t{1} << 30;
 constexpr unsigned kMaxReaders = 1024;  // a reader slot per open read transaction
 
 Status Error(int rc, const char* what) {
@@ -328,19 +332,23 @@ Status OpenLmdbEngine(const ForeignEngineOptions& options, std::unique_ptr<Engin
   }
   auto shared = std::make_unique<Shared>();
   shared->options = options;
-  int rc = mdb_env_create(&shared->env);
-  if (rc != 0) return Error(rc, "env");
   unsigned flags = MDB_NOTLS;
   if (options.read_only) flags |= MDB_RDONLY;
   if (options.commit != ForeignCommit::kDurable) flags |= MDB_NOSYNC;
-  rc = mdb_env_set_mapsize(shared->env, kMapBytes);
-  if (rc == 0) rc = mdb_env_set_maxdbs(shared->env, kTableCount + 1);
-  if (rc == 0) rc = mdb_env_set_maxreaders(shared->env, kMaxReaders);
-  if (rc == 0) rc = mdb_env_open(shared->env, options.path.c_str(), flags, 0644);
-  if (rc != 0) {
-    mdb_env_close(shared->env);
-    return Error(rc, "open");
+  int rc = ENOMEM;
+  for (size_t map_bytes = kMapBytes; rc == ENOMEM && map_bytes >= kMinMapBytes; map_bytes /= 2) {
+    rc = mdb_env_create(&shared->env);
+    if (rc != 0) return Error(rc, "env");
+    rc = mdb_env_set_mapsize(shared->env, map_bytes);
+    if (rc == 0) rc = mdb_env_set_maxdbs(shared->env, kTableCount + 1);
+    if (rc == 0) rc = mdb_env_set_maxreaders(shared->env, kMaxReaders);
+    if (rc == 0) rc = mdb_env_open(shared->env, options.path.c_str(), flags, 0644);
+    if (rc != 0) {
+      mdb_env_close(shared->env);  // a failed open leaves a handle only to close
+      shared->env = nullptr;
+    }
   }
+  if (rc != 0) return Error(rc, "open");
   *engine = std::make_unique<LmdbEngine>(std::move(shared));
   return Status::OK();
 }
