@@ -34,7 +34,7 @@ using json = nlohmann::json;
 struct Options {
   std::string tpcc = "tpcc";
   std::string db = "data/compare";
-  double duration_s = 8;
+  double duration_s = 6;
   double warmup_s = 1;
   int rounds = 3;
   std::string workers = "1,2";
