@@ -1,6 +1,7 @@
 // The LMDB adapter (tpcc/engine.h over LMDB 0.9, Debian's liblmdb).
 //
-// Owns: the environment in <path> (data.mdb, lock.mdb), one named database per TableId in
+// Owns: the environment in <path> (data.mdb, lock.mdb; a map of 1 TiB of address space, halved
+// at Open until it fits where address space is scarce), one named database per TableId in
 // LMDB's default key order (memcmp, then the shorter key first: the order of tpcc/keys.h),
 // the worker threads (WorkerThreads), and in async mode the thread that syncs (PeriodicSync).
 //
