@@ -17,6 +17,7 @@
 
 #include "sm/common/assert.h"
 #include "tpcc/consistency.h"
+#include "tpcc/engines/engines.h"
 
 namespace sm::tpcc {
 
@@ -200,7 +201,63 @@ int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* e
   return 0;
 }
 
+std::string EngineDirectory(const CommonOptions& o) {
+  return o.engine == "sm" ? o.db : o.db + "/" + o.engine;
+}
+
+int OpenAnyEngine(const CommonOptions& o, bool create, std::unique_ptr<Engine>* engine,
+                  bool read_only) {
+  if (o.engine == "sm") {
+    std::unique_ptr<SmEngine> sm_engine;
+    if (int rc = OpenEngine(o, create, &sm_engine, read_only); rc != 0) return rc;
+    *engine = std::move(sm_engine);
+    return 0;
+  }
+  if (o.warehouses == 0 || o.warehouses > kMaxWarehouses) {
+    return UsageError("--warehouses takes a number in 1.." + std::to_string(kMaxWarehouses) +
+                      ", not " + std::to_string(o.warehouses));
+  }
+  ForeignEngineOptions options;
+  options.path = EngineDirectory(o);
+  options.create = create;
+  options.read_only = read_only;
+  if (!ParseBytes(o.buffer_pool, &options.cache_bytes) || options.cache_bytes < (8u << 20)) {
+    return UsageError("--buffer-pool takes a size of at least 8M such as 512M or 2G, not '" +
+                      o.buffer_pool + "'");
+  }
+  if (o.commit == "durable") {
+    options.commit = ForeignCommit::kDurable;
+  } else if (o.commit == "async") {
+    options.commit = ForeignCommit::kAsync;
+  } else if (o.commit == "none") {
+    options.commit = ForeignCommit::kNone;
+  } else {
+    return UsageError("--commit takes durable, async or none, not '" + o.commit + "'");
+  }
+  if (o.steps) {
+    return UsageError("--steps is our engine's (STEPS teams); --engine " + o.engine +
+                      " has no such thing");
+  }
+  options.workers = o.workers == 0 ? std::max(1u, std::thread::hardware_concurrency()) : o.workers;
+  options.lock_timeout_ms = o.lock_timeout_ms;
+  Status s = OpenForeignEngine(o.engine, options, engine);
+  if (s.IsNotFound() && !create) {
+    std::fprintf(stderr, "tpcc: no %s database at %s: run `tpcc load --engine %s` first (--db to "
+                 "choose another)\n", o.engine.c_str(), options.path.c_str(), o.engine.c_str());
+    return kExitFailed;
+  }
+  if (s.code() == Status::Code::kNotSupported || s.IsInvalidArgument()) return UsageError(s.ToString());
+  if (!s.ok()) return Failure(o, "cannot open the " + o.engine + " database at " + options.path, s);
+  return 0;
+}
+
 void AddCommon(CLI::App* app, CommonOptions* o) {
+  std::string engines = "sm (ours)";
+  for (const std::string& name : ForeignEngineNames()) engines += ", " + name;
+  app->add_option("--engine", o->engine,
+                  "the storage engine: " + engines + " (load, run and check; another engine's "
+                  "database is the directory <db>/<engine>)")
+      ->capture_default_str();
   app->add_option("--db", o->db, "database directory")->capture_default_str();
   app->add_option_function<uint32_t>(
       "-w,--warehouses",

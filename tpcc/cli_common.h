@@ -39,6 +39,9 @@ inline constexpr uint32_t kMaxMs = 86'400'000;
 const char* GitRevision();
 
 struct CommonOptions {
+  // Which engine: sm (ours, the default) or another embedded engine's adapter
+  // (tpcc/engines/engines.h), whose database is the directory <db>/<engine>.
+  std::string engine = "sm";
   std::string db = "./data/tpcc";
   uint32_t warehouses = 1;
   bool warehouses_given = false;
@@ -116,6 +119,13 @@ std::string BytesText(uint64_t bytes);
 // (`tpcc check --recover`).
 int OpenEngine(const CommonOptions& o, bool create, std::unique_ptr<SmEngine>* engine,
                bool read_only = false);
+
+// The directory of the database of o.engine: --db for sm, <db>/<engine> for another engine.
+std::string EngineDirectory(const CommonOptions& o);
+// OpenEngine for any --engine (load, run and check): ours, or another engine's adapter with
+// the options that map onto it (the cache is --buffer-pool, the commit mode --commit).
+int OpenAnyEngine(const CommonOptions& o, bool create, std::unique_ptr<Engine>* engine,
+                  bool read_only = false);
 
 nlohmann::json ConditionsJson(const std::vector<ConditionResult>& results);
 

@@ -126,15 +126,18 @@ int CheckFreeSpace(const CommonOptions& o, uint64_t expected_bytes) {
 
 
 int LoadCommand(const CommonOptions& o) {
-  std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(o, /*create=*/true, &engine); rc != 0) return rc;
+  std::unique_ptr<Engine> engine;
+  if (int rc = OpenAnyEngine(o, /*create=*/true, &engine); rc != 0) return rc;
   bool created = false;
   if (Status s = engine->OpenSchema(/*create=*/true, &created); !s.ok()) {
     return Failure(o, "schema", s);
   }
   DatabaseInfo info;
   Status s = ReadDatabaseInfo(engine.get(), &info);
-  json out = {{"command", "load"}, {"db", o.db}, {"git_revision", GitRevision()}};
+  json out = {{"command", "load"},
+              {"engine", o.engine},
+              {"db", EngineDirectory(o)},
+              {"git_revision", GitRevision()}};
   bool reused = s.ok();
   double load_s = 0;
   uint64_t rows = 0;
@@ -184,7 +187,12 @@ int LoadCommand(const CommonOptions& o) {
         static_cast<unsigned long long>(result.retried_batches));
   }
   if (o.ch) {
-    if (int rc = LoadChTables(o, engine.get()); rc != 0) return rc;
+    auto* ours = dynamic_cast<SmEngine*>(engine.get());
+    if (ours == nullptr) {
+      engine->Close().PermitUnchecked();
+      return UsageError("--ch loads the CH-benCHmark tables for our query layer: --engine sm only");
+    }
+    if (int rc = LoadChTables(o, ours); rc != 0) return rc;
   }
   out["reused"] = reused;
   out["warehouses"] = info.warehouses;
@@ -211,8 +219,8 @@ int LoadCommand(const CommonOptions& o) {
 // ---- check ---------------------------------------------------------------------------------
 
 int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
-  std::unique_ptr<SmEngine> engine;
-  if (int rc = OpenEngine(o, /*create=*/false, &engine, /*read_only=*/!c.recover); rc != 0) {
+  std::unique_ptr<Engine> engine;
+  if (int rc = OpenAnyEngine(o, /*create=*/false, &engine, /*read_only=*/!c.recover); rc != 0) {
     return rc;
   }
   DatabaseInfo info;
@@ -237,7 +245,8 @@ int CheckCommand(const CommonOptions& o, const CheckCliOptions& c) {
   if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
   if (Json(o)) {
     json out = {{"command", "check"},
-                {"db", o.db},
+                {"engine", o.engine},
+                {"db", EngineDirectory(o)},
                 {"warehouses", info.warehouses},
                 {"consistency", ok ? "pass" : "fail"},
                 {"conditions", ConditionsJson(results)},
@@ -345,6 +354,11 @@ int Main(int argc, char** argv) {
   }
   if (Csv(common) && !run_cmd->parsed()) {
     return UsageError("--output csv is for `tpcc run` (a row per --interval); use plain or json");
+  }
+  if (common.engine != "sm" && !load_cmd->parsed() && !run_cmd->parsed() && !check_cmd->parsed()) {
+    return UsageError("--engine " + common.engine +
+                      ": only load, run and check run on another engine; the other verbs are "
+                      "our engine's");
   }
   if (drop_cmd->parsed()) return DropCommand(common);
   if (crash_cmd->parsed()) return CrashTest(crash);

@@ -7,7 +7,8 @@
 # asked, and ends cleanly at SIGINT or SIGTERM; check passes; check, query, export and sm_admin
 # verify change no file of the database (they open it read-only), and refuse one a crash left
 # until --recover recovers it; drop removes a database and nothing else; sm_admin's exit
-# statuses agree with tpcc's.
+# statuses agree with tpcc's; --engine refuses what only our engine does, and runs SQLite's
+# load, run and check when the build has its adapter.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -58,6 +59,20 @@ expect 2 "need --steps on"   -- run --team-size 4 --db "$db"
 expect 2 "read-for-update"   -- run --read-for-update never --db "$db"
 expect 2 "unknown verb 'frobnicate'" -- frobnicate
 expect 2 "1..65535"          -- load -w 70000 --db "$db"
+# Other engines (docs/design/engines.md): unknown ones, our engine's verbs and options refused.
+expect 2 "no engine named 'nosuch'" -- load --engine nosuch --db "$db"
+expect 2 "only load, run and check" -- export "$dir/csv" --engine sqlite --db "$db"
+expect 2 "steps is our engine's" -- run --engine sqlite --steps on --db "$db"
+# One that this build has: load, run and check end to end, in <db>/<engine>.
+if "$tpcc" load --help | grep -q "sqlite"; then
+  expect 1 "no sqlite database"  -- check --engine sqlite --db "$dir/engines"
+  expect 0 "consistency after load: pass" -- load --engine sqlite --db "$dir/engines" --interval 0
+  expect 0 "consistency: pass"   -- run --engine sqlite --db "$dir/engines" --duration 0.5 \
+                                    --workers 1 --users 1 --interval 0
+  expect 0 "check: pass"         -- check --engine sqlite --db "$dir/engines"
+  [ -f "$dir/engines/sqlite/tpcc.sqlite" ] ||
+    { echo "FAIL: no $dir/engines/sqlite/tpcc.sqlite"; failures=$((failures + 1)); }
+fi
 expect 2 "1..655350"         -- run --users 0 --db "$db"
 expect 2 "0.001.."           -- run --duration 0 --db "$db"
 expect 2 "0..1024"           -- run --workers many --db "$db"

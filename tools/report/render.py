@@ -396,6 +396,32 @@ def render_buffers(record, _records):
     return out
 
 
+def render_engines(record, _records):
+    """`tools/run compare`: per setup and engine the medians, and ours over theirs."""
+    j = record["json"]
+    rows = []
+    for setup in j.get("setups", []):
+        workers, _, commit = setup.partition("w_")
+        for engine in j.get("engines", []):
+            db_bytes = j.get(f"{engine}_database_bytes")
+            rows.append((f"{workers} worker{'s' if workers != '1' else ''}, {commit}", engine,
+                         num(j.get(f"{engine}_tx_per_s_{setup}")),
+                         num(j.get(f"{engine}_p95_ms_{setup}"), 3),
+                         num(j.get(f"{engine}_log_bytes_per_tx_{setup}")),
+                         num(db_bytes / 2**20, 1) if is_number(db_bytes) else NA,
+                         ratio(j.get(f"sm_over_{engine}_{setup}")) if engine != "sm" else "",
+                         j.get(f"{engine}_consistency", NA)))
+    if not rows:
+        return "The JSON has no engines."
+    return table(("setup", "engine", "tx/s", "p95 ms", "log bytes/tx", "database MiB",
+                  "ours over this", "checks"), rows, left=2) + \
+        f"\n\nMedians of {runs_text(j.get('rounds', NA))} of {num(j.get('duration_s'), 1)} s " \
+        "each, 1 warehouse, one terminal per worker, every engine with the same cache " \
+        f"({j.get('buffer_pool', NA)}); log bytes where the engine reports them; database " \
+        "size at the end, log files included. docs/design/engines.md gives each engine's " \
+        "settings."
+
+
 def render_generic(record, _records):
     """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
     j = record["json"]

@@ -255,6 +255,14 @@ TOOLS = [
          "the TPC-C mix alone (10 users per warehouse, durable commits), the mix with one "
          "stream running the 22 CH-benCHmark queries in order, and the stream alone.",
          run_htap, render.render_htap),
+    Tool("engines", "TPC-C on other embedded engines",
+         "`tools/run compare`: the TPC-C mix on our engine and on SQLite, LMDB, RocksDB, "
+         "Berkeley DB and WiredTiger (those this build has adapters for), run round robin with "
+         "identical parameters.",
+         verb("compare", ["--duration", "1", "--warmup", "0", "--rounds", "1", "--workers", "1",
+                          "--commit", "async"],
+              [], ["--rounds", "5"]),
+         render.render_engines),
     Tool("crash-test", "Crash torture",
          "`tools/run crash-test`: a small TPC-C database run with durable commits in a child "
          "process and killed with SIGKILL, cycle after cycle; after every recovery no "
