@@ -11,32 +11,13 @@
 
 #include "sm/common/key_encoding.h"
 #include "sm/sm.h"
+#include "tests/io/io_test_util.h"
 #include "tests/test_util.h"
 
 namespace sm {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh directory under the system's temporary directory, removed at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "sm-defaults-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The bytes the files under `dir` take on disk (allocated blocks, so preallocation counts).
 uint64_t DiskBytes(const std::string& dir) {
@@ -63,7 +44,7 @@ uint64_t ProcStatus(const std::string& field) {
 
 TEST_CASE("a small database with the default options is small on disk and in memory",
           "[unit][api]") {
-  ScratchDir dir;
+  test::ScratchDir dir;
   Options options;
   options.path = dir.path() + "/db";
   // ThreadSanitizer starts a thread of its own at the process's first thread creation.

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sm/api/large_values.h"
 #include "sm/common/crc32c.h"
 
 namespace sm::admin {
@@ -17,9 +18,9 @@ namespace {
 
 constexpr std::string_view kMagic("sm-dump\n", 8);
 constexpr size_t kRowsPerTxn = 1000;  // rows loaded per transaction
-// Above any name, key or value the engine stores: a larger length is damage, refused before
-// it is allocated.
-constexpr uint32_t kFieldBytesMax = 16u << 20;
+// The largest name, key or value the engine stores (a value: sm/api/large_values.h): a larger
+// length is damage, refused before it is allocated.
+constexpr uint32_t kFieldBytesMax = api::kMaxValueBytes;
 
 struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
