@@ -68,7 +68,7 @@ set(allowed_bench common threads io testing steps log core index api apiimpl que
     bench)
 set(allowed_examples api)
 set(allowed_tests common threads io testing steps log core index api apiimpl query tpcc bench
-    callgrind icache tests)
+    admin callgrind icache tests)
 
 file(GLOB_RECURSE files RELATIVE ${ROOT}
   ${ROOT}/sm/*.h ${ROOT}/sm/*.cc ${ROOT}/threads/*.h ${ROOT}/threads/*.cc
