@@ -54,7 +54,8 @@ struct MachineInfo {
 MachineInfo ReadMachine();
 
 // Fills tlb_l1_entries and tlb_l2_entries by pointer-chasing (when cpuid did not say), and sets
-// tlb_source to "measured". Leaves `info` as it was if the measurement finds no step.
+// tlb_source to name the pointer chase as their origin. Leaves `info` as it was if the chase
+// finds no step.
 void MeasureTlb(MachineInfo* info);
 
 // Asks for transparent huge pages over [p, p + bytes) (rounded inward to whole pages); returns
