@@ -10,8 +10,9 @@
 #   tools/ (offline tools) include nothing of the engine; tools/admin (the database admin
 #   command) goes through the public API and the layers below it; tools/icache (the STEPS
 #   measurement harness, a benchmark run under valgrind) goes through the public API and the
-#   fiber primitives; its callgrind runner and reader (tools/icache/callgrind_parts.h, module
-#   callgrind) includes nothing of the engine, and any tool may use it; tools/bench and tests/
+#   fiber primitives; its callgrind runner and reader and its runs of the tpcc binary under
+#   callgrind (tools/icache/callgrind_parts.h and tpcc_runs.h, module callgrind) include
+#   nothing of the engine, and any tool may use them; tools/bench and tests/
 #   may include all. examples/ (applications built against the installed or embedded library)
 #   include sm/sm.h alone.
 #
@@ -36,7 +37,7 @@ function(module_of path out)
     set(m bench)
   elseif(path MATCHES "^tools/admin/")
     set(m admin)
-  elseif(path MATCHES "^tools/icache/callgrind_parts\\.h$")
+  elseif(path MATCHES "^tools/icache/(callgrind_parts|tpcc_runs)\\.h$")
     set(m callgrind)
   elseif(path MATCHES "^tools/icache/")
     set(m icache)
