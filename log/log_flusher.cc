@@ -56,6 +56,9 @@ std::chrono::steady_clock::time_point LogManager::NextWake() const {
     return std::chrono::steady_clock::now() + kUnpublishedPoll;
   }
   int64_t deadline = async_deadline_ns_.load(std::memory_order_seq_cst);
+  if (gather_hold_ns_ != 0 && (deadline == 0 || gather_hold_ns_ < deadline)) {
+    deadline = gather_hold_ns_;  // a held sync's group closes then, unless a request wakes us
+  }
   if (deadline == 0) return std::chrono::steady_clock::time_point::max();
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline));
 }
@@ -74,6 +77,14 @@ bool LogManager::FlushRound(bool stopping) {
   uint64_t written = written_.load(std::memory_order_relaxed);
   bool sync_due =
       stopping || deadline_due || durable_request_.load(std::memory_order_seq_cst) > durable;
+  // Only durable requests may wait for their group (GroupGather); a hold defers the write too,
+  // so the records of the group go out in one write, not one per arriving commit.
+  gather_hold_ns_ = 0;
+  if (sync_due && !stopping && !deadline_due && options_.gather_groups) {
+    gather_hold_ns_ = gather_.HoldUntil(NowNs(), last_request_ns_.load(std::memory_order_relaxed),
+                                        durable_waiters_.size());
+    if (gather_hold_ns_ != 0) sync_due = false;
+  }
   bool write_due = sync_due || write_request_.load(std::memory_order_seq_cst) > written;
   uint64_t filled = AdvanceFilled();
   write_due = write_due || filled - written >= eager_write_bytes_;
@@ -87,12 +98,17 @@ bool LogManager::FlushRound(bool stopping) {
   }
   if (sync_due && written > durable) {
     SM_DASSERT(DirtySegmentsCover(durable, written));  // invariant 4, before it is relied on
+    const int64_t sync_start = NowNs();
     Status s = SyncDirty();
     if (!s.ok()) {
       SetFatal(s);
       return false;
     }
-    ReleaseDurable(written);
+    const int64_t sync_end = NowNs();
+    // The committers to expect next: those it released, who are running their next
+    // transactions, and those that asked during the sync and wait still.
+    const size_t released = ReleaseDurable(written);
+    gather_.Synced(sync_end - sync_start, released + durable_waiters_.size());
   }
   PrepareAhead();
   SM_DASSERT(CheckInvariants());
@@ -189,7 +205,7 @@ Status LogManager::SyncDirty() {
   return Status::OK();
 }
 
-void LogManager::ReleaseDurable(uint64_t lsn) {
+size_t LogManager::ReleaseDurable(uint64_t lsn) {
   // Invariant 1: durable moves forward, and never past what was written; and everything
   // written was synced just now (invariant 4 leaves nothing dirty).
   SM_ASSERT(lsn > durable_.load(std::memory_order_relaxed));
@@ -203,6 +219,7 @@ void LogManager::ReleaseDurable(uint64_t lsn) {
   if (released > counters_.max_group.load(std::memory_order_relaxed)) {
     counters_.max_group.store(released, std::memory_order_relaxed);  // only this thread stores
   }
+  return released;
 }
 
 Status LogManager::SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::File>* file) {

@@ -275,6 +275,7 @@ Status LogManager::WaitForSpace(uint64_t pos) {
 }
 
 void LogManager::RequestDurable(uint64_t lsn) {
+  last_request_ns_.store(NowNs(), std::memory_order_relaxed);
   FetchMax(durable_request_, lsn);
   wake_.Post();
 }

@@ -36,9 +36,12 @@
 //   longer, by the next round); publish written and wake inserters waiting for space; if
 //   anyone needs durability (a Flush, an async-commit deadline, Close), Sync every segment file
 //   written since the last sync, publish durable and wake the committers it satisfies - one
-//   fdatasync for all of them (group commit). Then it sleeps on its Baton until a Flush, a space
-//   waiter, an eager-write threshold, an async deadline or Close wakes it (or, while a request
-//   lies beyond the published prefix, for at most kUnpublishedPoll: see Publish).
+//   fdatasync for all of them (group commit). A sync that only durable requests ask for may be
+//   held back, and its write with it, until the committers the last sync released have asked
+//   again (GroupGather, group_gather.h: at most half a sync). Then it sleeps on its Baton until
+//   a Flush, a space waiter, an eager-write threshold, an async deadline, the end of a hold or
+//   Close wakes it (or, while a request lies beyond the published prefix, for at most
+//   kUnpublishedPoll: see Publish).
 //
 // Commit modes (Commit): kDurable waits for the commit record to be durable; kAsync returns at
 // once and guarantees the flusher syncs it within async_flush_interval; kNone returns at once
@@ -119,6 +122,7 @@
 #include <thread>
 #include <vector>
 
+#include "log/group_gather.h"
 #include "log/log_dir.h"
 #include "log/log_reader.h"
 #include "log/log_record.h"
@@ -142,6 +146,9 @@ struct LogOptions {
   size_t buffer_bytes = 8u << 20;                 // log buffer (multiple of 4096, >= 16 KiB)
   CommitMode commit_mode = CommitMode::kDurable;  // for Commit without a mode
   std::chrono::microseconds async_flush_interval{10000};  // kAsync durability bound
+  // Hold a sync that durable commits ask for until the last round's committers have asked
+  // again (GroupGather): fewer syncs and whole groups when one worker runs many committers.
+  bool gather_groups = true;
   // Retired segments kept for reuse (Truncate), up to this many bytes; at least two.
   uint64_t spare_bytes = 0;
   bool create_if_missing = true;
@@ -329,7 +336,7 @@ class LogManager {
   Status SyncDirty();
   Status SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::File>* file);
   void PrepareAhead();
-  void ReleaseDurable(uint64_t lsn);
+  size_t ReleaseDurable(uint64_t lsn);  // returns the waiters it woke
   void SetFatal(const Status& cause);
   std::chrono::steady_clock::time_point NextWake() const;
   // Asks for the ring lines from pos on (the next record's) for writing (Insert).
@@ -369,6 +376,9 @@ class LogManager {
   // in ArmAsyncDeadline: a commit that sees it armed relies on the flusher's later exchange
   // and walk.
   std::atomic<int64_t> async_deadline_ns_{0};
+  // When the latest durable request was made (steady_clock ns): the flusher's GroupGather ends
+  // a hold once requests stop coming. relaxed: a hint; the request itself wakes the flusher.
+  std::atomic<int64_t> last_request_ns_{0};
   // Close and TEST_Kill tell the flusher to leave (seq_cst / release stores, read after the
   // Baton wakes it; the thread join orders everything else).
   std::atomic<bool> stop_{false};
@@ -389,6 +399,8 @@ class LogManager {
   std::shared_ptr<io::File> next_segment_;
   uint64_t next_segment_start_ = 0;
   io::AlignedBuffer staging_;  // one block: the partial tail of a write
+  GroupGather gather_;          // when a durable request's sync may wait for its group
+  int64_t gather_hold_ns_ = 0;  // the current hold's end (steady_clock ns); 0: none
 
   mutable threads::SpinLock fatal_lock_;
   Status fatal_status_;   // set once; GUARDED_BY(fatal_lock_)

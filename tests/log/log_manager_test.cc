@@ -193,6 +193,69 @@ TEST_CASE("group commit: many committers share few syncs", "[unit][log]") {
   REQUIRE(log->Close().ok());
 }
 
+namespace {
+
+// Committers on one worker, each doing `work` of computation before every durable commit (a
+// terminal running its next transaction), over a log whose syncs take `sync`: the log's
+// statistics.
+LogStats RunSequentialCommitters(bool gather, int committers, int commits,
+                                 std::chrono::microseconds work, std::chrono::microseconds sync) {
+  io::FaultInjectionFileSystem base(11);
+  logtest::SlowSyncFileSystem fs(&base, sync);
+  LogOptions options = SmallOptions();
+  options.buffer_bytes = 256 * 1024;
+  options.gather_groups = gather;
+  auto log = logtest::OpenLog(&fs, options);
+  auto rt = sm::test::MakeRuntime(1);
+  std::atomic<int> failures{0};
+  threads::WaitGroup wg;
+  wg.Add(committers);
+  for (int f = 0; f < committers; ++f) {
+    rt->Spawn([&, f] {
+      Lsn prev;
+      for (int i = 0; i < commits; ++i) {
+        const auto until = std::chrono::steady_clock::now() + work;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        Lsn lsn, commit;
+        if (!log->Insert(logtest::CommentRecord(MakePayload(f, i, 40), TxnId(f + 1), prev), &lsn)
+                 .ok() ||
+            !log->Commit(TxnId(f + 1), lsn, CommitMode::kDurable, &commit).ok() ||
+            log->durable_lsn() <= commit) {
+          failures++;
+        }
+        prev = commit;
+      }
+      wg.Done();
+    });
+  }
+  wg.Wait();
+  rt->Shutdown();
+  REQUIRE(failures.load() == 0);
+  LogStats stats = log->stats();
+  REQUIRE(log->Close().ok());
+  return stats;
+}
+
+}  // namespace
+
+TEST_CASE("group commit: a sync waits for the committers of the last round", "[unit][log]") {
+  // Eight terminals on one worker: each commit comes 200 us after the one before, while a sync
+  // takes 4 ms. Syncing at the first request splits every round in two (the first committer
+  // alone, then the rest); holding the sync for the round keeps it whole.
+  constexpr int kCommitters = 8, kCommits = 12;
+  const auto work = std::chrono::microseconds(200), sync = std::chrono::microseconds(4000);
+  LogStats eager = RunSequentialCommitters(false, kCommitters, kCommits, work, sync);
+  LogStats gathered = RunSequentialCommitters(true, kCommitters, kCommits, work, sync);
+  INFO("eager: " << eager.ToString());
+  INFO("gathered: " << gathered.ToString());
+  REQUIRE(gathered.commits[static_cast<int>(CommitMode::kDurable)] == kCommitters * kCommits);
+  REQUIRE(gathered.max_group == kCommitters);
+  // Whole rounds after the first few syncs (which time the disk and learn the round).
+  REQUIRE(gathered.CommitsPerSync() >= 0.75 * kCommitters);
+  REQUIRE(gathered.syncs < eager.syncs);
+}
+
 TEST_CASE("commit modes: durable waits, async is synced within its bound, none promises nothing",
           "[unit][log]") {
   io::FaultInjectionFileSystem fs(4);
