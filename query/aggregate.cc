@@ -12,7 +12,9 @@
 // Tuple lifetime: hash aggregation is blocking and keeps its output until Close; sort
 // aggregation builds each group's row in a TupleRing when the group ends.
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <string_view>
 #include <unordered_set>
 
 #include "query/expr_eval.h"
@@ -68,6 +70,13 @@ class DistinctBits {
     slots_.assign(kInitialSlots, Entry{});
     size_ = 0;
   }
+  // Calls f(group, agg, bits) for every triple, in no particular order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Entry& e : slots_) {
+      if (e.used) f(e.group, e.agg, e.bits);
+    }
+  }
 
  private:
   static constexpr size_t kInitialSlots = 16;
@@ -103,6 +112,26 @@ class DistinctBits {
   size_t size_ = 0;
 };
 
+// The (group, aggregate, value) triples COUNT(DISTINCT) has seen in one group table: values in
+// 64 bits whole, strings as the group's 8 bytes, the aggregate's byte, then the string. Each
+// part of a parallel aggregation has its own; merging one into another adds the triples the
+// other lacks, with the group renumbered, and counts each as a new distinct value.
+struct DistinctSets {
+  DistinctBits bits;
+  std::unordered_set<std::string> strings;
+  void Clear() {
+    bits.Clear();
+    strings.clear();
+  }
+};
+
+std::string DistinctStringKey(uint64_t group, size_t agg, std::string_view value) {
+  std::string key(reinterpret_cast<const char*>(&group), sizeof(group));
+  key.push_back(static_cast<char>(agg));
+  key.append(value);
+  return key;
+}
+
 // The running state of one aggregate of one group.
 struct AggState {
   int64_t count = 0;
@@ -131,8 +160,9 @@ class Accumulators {
   }
   size_t size() const { return aggs_.size(); }
   // Adds a row to the states of group `group` at *states (size() of them, value-initialized
-  // by the caller).
-  Status Add(uint64_t group, AggState* states, const Value* row, Arena* arena) {
+  // by the caller), the values COUNT(DISTINCT) sees to *distinct.
+  Status Add(uint64_t group, AggState* states, const Value* row, Arena* arena,
+             DistinctSets* distinct) const {
     for (size_t i = 0; i < aggs_.size(); ++i) {
       AggState& st = states[i];
       if (aggs_[i].kind == AggKind::kCountStar) {
@@ -141,7 +171,7 @@ class Accumulators {
       }
       Value v = args_[i]->Eval(row);
       if (v.null) continue;
-      SM_TRY(Accumulate(group, i, &st, v, arena));
+      SM_TRY(Accumulate(group, i, &st, v, arena, distinct));
     }
     return Status::OK();
   }
@@ -168,7 +198,7 @@ class Accumulators {
     return Value::Null();
   }
   // Adds the states `from` of another part's group to `into` (aggregate i); strings of MIN and
-  // MAX move into `arena`. Not for COUNT(DISTINCT), whose states hold counts, not values.
+  // MAX move into `arena`. COUNT(DISTINCT) counts values, which MergeDistinct merges.
   Status Merge(size_t i, AggState* into, const AggState& from, Arena* arena) const {
     switch (aggs_[i].kind) {
       case AggKind::kCountStar:
@@ -192,19 +222,33 @@ class Accumulators {
         break;
       }
       case AggKind::kCountDistinct:
-        SM_ASSERT(false && "COUNT(DISTINCT) states are not merged");
-        break;
+        break;  // the sets hold what the counts count: MergeDistinct
     }
     return Status::OK();
   }
-  // Forgets the distinct values seen (a sort aggregation's next group).
-  void ClearDistinct() {
-    distinct_bits_.Clear();
-    distinct_strings_.clear();
+  // Adds the distinct values of another part, `from`, to `into`: group g of that part is group
+  // into_group[g] here, whose states are at states(into_group[g]); each value new to its group
+  // and aggregate counts once more.
+  template <typename StatesOf>
+  void MergeDistinct(const DistinctSets& from, const std::vector<size_t>& into_group,
+                     StatesOf states, DistinctSets* into) const {
+    from.bits.ForEach([&](uint64_t group, uint32_t agg, uint64_t bits) {
+      const size_t g = into_group[group];
+      if (into->bits.Insert(g, agg, bits)) ++states(g)[agg].count;
+    });
+    for (const std::string& key : from.strings) {
+      uint64_t group = 0;
+      std::memcpy(&group, key.data(), sizeof(group));
+      const size_t agg = static_cast<uint8_t>(key[sizeof(group)]);
+      const size_t g = into_group[group];
+      const std::string_view value = std::string_view(key).substr(sizeof(group) + 1);
+      if (into->strings.insert(DistinctStringKey(g, agg, value)).second) ++states(g)[agg].count;
+    }
   }
 
  private:
-  Status Accumulate(uint64_t group, size_t i, AggState* st, const Value& v, Arena* arena) {
+  Status Accumulate(uint64_t group, size_t i, AggState* st, const Value& v, Arena* arena,
+                    DistinctSets* distinct) const {
     Type t = arg_types_[i];
     switch (aggs_[i].kind) {
       case AggKind::kCount:
@@ -217,15 +261,12 @@ class Accumulators {
         if (t != Type::kString) {
           Value x = v;
           if (t == Type::kDouble && x.d == 0.0) x.d = 0.0;
-          if (distinct_bits_.Insert(group, static_cast<uint32_t>(i), static_cast<uint64_t>(x.i))) {
+          if (distinct->bits.Insert(group, static_cast<uint32_t>(i), static_cast<uint64_t>(x.i))) {
             ++st->count;
           }
           break;
         }
-        std::string key(reinterpret_cast<const char*>(&group), sizeof(group));
-        key.push_back(static_cast<char>(i));
-        key.append(v.str());
-        if (distinct_strings_.insert(std::move(key)).second) ++st->count;
+        if (distinct->strings.insert(DistinctStringKey(group, i, v.str())).second) ++st->count;
         break;
       }
       case AggKind::kSum:
@@ -253,9 +294,6 @@ class Accumulators {
   std::vector<Agg> aggs_;
   std::vector<std::unique_ptr<BoundExpr>> args_;
   std::vector<Type> arg_types_;
-  // The values COUNT(DISTINCT) has seen.
-  DistinctBits distinct_bits_;
-  std::unordered_set<std::string> distinct_strings_;
 };
 
 std::string AggText(const std::vector<NamedExpr>& group_by, const std::vector<Agg>& aggs) {
@@ -350,7 +388,7 @@ class AggregateBase : public Operator {
 
 // The groups of a hash aggregation: each group's key values (in a RowStore, whose arena also
 // keeps the strings of MIN and MAX states), its key hash and its aggregate states, found
-// through an open-addressing array of group numbers.
+// through an open-addressing array of group numbers, and the values COUNT(DISTINCT) has seen.
 //
 // Invariants: every group's key is distinct (KeysEqual); slots_ is a power of two in size and
 // at most half full; states_ holds aggs states per group. Without group keys there is exactly
@@ -363,6 +401,7 @@ class GroupTable {
     groups_.Reset(key_width == 0 ? 1 : key_width);
     hashes_.clear();
     states_.clear();
+    distinct_.Clear();
     slots_.assign(1024, kEmpty);
     if (key_width == 0) {
       Value none;
@@ -373,6 +412,7 @@ class GroupTable {
     groups_.Clear();
     hashes_.clear();
     states_.clear();
+    distinct_.Clear();
     slots_.clear();
   }
   // The number of the group with key `key` (hash `h`), made with fresh states if new.
@@ -396,6 +436,7 @@ class GroupTable {
   uint64_t hash(size_t g) const { return hashes_[g]; }
   AggState* states(size_t g) { return &states_[g * aggs_]; }
   Arena* arena() { return &groups_.arena(); }
+  DistinctSets* distinct() { return &distinct_; }
 
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
@@ -421,22 +462,21 @@ class GroupTable {
   std::vector<uint64_t> hashes_;  // each group's key hash
   std::vector<AggState> states_;  // aggs_ per group
   std::vector<uint32_t> slots_;   // open addressing: group numbers
+  DistinctSets distinct_;         // by group number
 };
 
 // Hash aggregation, run in parallel (query.md, "Parallel aggregation") when the execution
-// allows several threads, no aggregate is COUNT(DISTINCT), and its input is a pipeline over a
-// scan (parallel.h): each part fills a group table of its own, and the others are merged into
-// part 0's. The bound group keys and aggregates are shared by the parts' threads: evaluating
-// them and adding to a part's own states writes nothing shared.
+// allows several threads and its input is a pipeline over a scan (parallel.h): each part fills
+// a group table of its own, and the others are merged into part 0's. The bound group keys and
+// aggregates are shared by the parts' threads: evaluating them and adding to a part's own
+// states and distinct values writes nothing shared.
 class HashAggregateOperator final : public AggregateBase {
  public:
   HashAggregateOperator(const char* name, RowSchema schema, std::vector<NamedExpr> group_by,
                         std::vector<Agg> aggs, std::string detail, NodePtr input_node)
       : AggregateBase(name, std::move(schema), std::move(group_by), std::move(aggs),
                       std::move(detail)),
-        input_node_(std::move(input_node)) {
-    for (const Agg& a : aggs_) mergeable_ &= a.kind != AggKind::kCountDistinct;
-  }
+        input_node_(std::move(input_node)) {}
   bool blocking() const override { return true; }
   std::string detail() const override {
     if (parts_ <= 1) return AggregateBase::detail();
@@ -455,7 +495,7 @@ class HashAggregateOperator final : public AggregateBase {
     SM_TRY(BindAggregates(ctx));
     groups_.Reset(keys_.size(), accumulators_.size());
     PipelineSplit split;
-    if (mergeable_) SM_TRY(SplitPipeline(ctx, child(0), &split));
+    SM_TRY(SplitPipeline(ctx, child(0), &split));
     parts_ = split.parts();
     if (parts_ == 1) {
       SM_TRY(OpenChildren(ctx));
@@ -497,26 +537,30 @@ class HashAggregateOperator final : public AggregateBase {
       EvalKeys(row, key.data());
       size_t group =
           k == 0 ? 0 : groups->FindOrAdd(key.data(), HashKeys(key.data(), key_types_), key_types_);
-      SM_TRY(accumulators_.Add(group, groups->states(group), row, groups->arena()));
+      SM_TRY(accumulators_.Add(group, groups->states(group), row, groups->arena(),
+                               groups->distinct()));
     }
   }
   // Adds the groups of another part to groups_.
   Status Merge(GroupTable* other) {
+    std::vector<size_t> into_group(other->size());
     for (size_t g = 0; g < other->size(); ++g) {
-      size_t into = groups_.FindOrAdd(other->key(g), other->hash(g), key_types_);
+      const size_t into = groups_.FindOrAdd(other->key(g), other->hash(g), key_types_);
+      into_group[g] = into;
       AggState* to = groups_.states(into);
       const AggState* from = other->states(g);
       for (size_t i = 0; i < accumulators_.size(); ++i) {
         SM_TRY(accumulators_.Merge(i, &to[i], from[i], groups_.arena()));
       }
     }
+    accumulators_.MergeDistinct(*other->distinct(), into_group,
+                                [&](size_t g) { return groups_.states(g); }, groups_.distinct());
     other->Clear();
     return Status::OK();
   }
 
-  NodePtr input_node_;     // the child's plan node, instantiated again for each other part
-  bool mergeable_ = true;  // no COUNT(DISTINCT), whose states hold no values to merge
-  size_t parts_ = 0;       // of the last execution (EXPLAIN)
+  NodePtr input_node_;  // the child's plan node, instantiated again for each other part
+  size_t parts_ = 0;    // of the last execution (EXPLAIN)
   GroupTable groups_;
   RowStore output_;
   size_t next_ = 0;
@@ -553,6 +597,7 @@ class SortAggregateOperator final : public AggregateBase {
     key_bytes_.Clear();
     states_.clear();
     states_.resize(accumulators_.size());
+    distinct_.Clear();
     // The group's strings live in arenas that the next group reuses: the ring keeps copies.
     ring_.Init(schema().size(), requested_window(), /*own_strings=*/true);
     in_group_ = false;
@@ -576,7 +621,7 @@ class SortAggregateOperator final : public AggregateBase {
         finished = EmitGroup();
       }
       if (!in_group_) StartGroup();
-      SM_TRY(accumulators_.Add(0, states_.data(), in, &group_bytes_));
+      SM_TRY(accumulators_.Add(0, states_.data(), in, &group_bytes_, &distinct_));
       if (finished != nullptr) {
         *row = finished;
         return Status::OK();
@@ -596,7 +641,7 @@ class SortAggregateOperator final : public AggregateBase {
     Finish(key_.data(), states_.data(), out);
     ring_.Own(out);
     for (AggState& st : states_) st = AggState();
-    accumulators_.ClearDistinct();
+    distinct_.Clear();
     group_bytes_.Reset();
     in_group_ = false;
     emitted_empty_ = true;
@@ -607,6 +652,7 @@ class SortAggregateOperator final : public AggregateBase {
   Arena key_bytes_;    // the current group's key strings
   Arena group_bytes_;  // the current group's MIN / MAX strings
   std::vector<AggState> states_;
+  DistinctSets distinct_;  // the current group's
   TupleRing ring_;
   bool in_group_ = false;
   bool done_ = false;
