@@ -15,7 +15,9 @@
 //   2. Serializable transactions see no phantoms in Scan; read-committed ones read only
 //      committed data and may see phantoms.
 //   3. Scan visits the keys of [lower, upper) in ascending order (descending if reverse) and
-//      stops as soon as the visitor returns false. An empty `upper` means no upper bound.
+//      stops as soon as the visitor returns false. An empty `upper` means no upper bound. The
+//      visitor's views are valid only during its call, and it must not use the transaction
+//      (an engine may hand it rows while it holds a page latch); the scan refuses a nested one.
 //   4. GetForUpdate reads a row that the transaction is about to update: an engine that can
 //      lock it exclusively at once should (it avoids shared-to-exclusive upgrade deadlocks);
 //      a plain Get is a correct implementation.

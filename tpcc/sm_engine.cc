@@ -90,29 +90,47 @@ class SmTxn final : public EngineTxn {
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
     SM_TRY(Check(table));
+    // The visitor may not use the transaction (the adapter's contract): a forward scan hands it
+    // a leaf's rows under the leaf's latch.
+    if (scanning_) return Status::InvalidArgument("a scan's visitor used its transaction");
     // The options and the cursor are kept from scan to scan: their buffers then stay grown.
-    // A scan started by a visitor (nested) gets a cursor of its own.
     sm::ScanOptions& options = scan_options_;
     options.lower.assign(lower);
     options.has_lower = !lower.empty();
     options.upper.assign(upper);
     options.has_upper = !upper.empty();
     options.reverse = reverse;
-    const bool nested_scan = scanning_;
-    std::unique_ptr<sm::Cursor> nested;
-    std::unique_ptr<sm::Cursor>& cursor = nested_scan ? nested : cursor_;
-    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor));
+    SM_TRY(T(table)->NewCursor(txn_.get(), options, &cursor_));
     scanning_ = true;
-    Status s = Status::OK();
-    while (s.ok() && cursor->Valid()) {
-      if (!visitor(cursor->key(), cursor->value())) break;
-      s = cursor->Next();
-    }
-    scanning_ = nested_scan;
+    Status s = reverse ? ScanBackward(visitor) : ScanForward(visitor);
+    scanning_ = false;
     return s;
   }
 
  private:
+  // The rows after the first come a leaf at a time (Cursor::NextBatch: no copy of each row,
+  // one latch per leaf).
+  Status ScanForward(ScanVisitor visitor) {
+    if (!cursor_->Valid()) return Status::OK();
+    bool more = visitor(cursor_->key(), cursor_->value());
+    const sm::Cursor::RowVisitor rows = [&](std::string_view key, std::string_view value) {
+      more = visitor(key, value);
+      return more;
+    };
+    constexpr size_t kBatchRows = 1024;  // a bound per call; a batch ends at a leaf's end anyway
+    Status s = Status::OK();
+    size_t visited = 0;
+    while (s.ok() && more && cursor_->Valid()) s = cursor_->NextBatch(kBatchRows, rows, &visited);
+    return s;
+  }
+  Status ScanBackward(ScanVisitor visitor) {
+    Status s = Status::OK();
+    while (s.ok() && cursor_->Valid()) {
+      if (!visitor(cursor_->key(), cursor_->value())) break;
+      s = cursor_->Next();
+    }
+    return s;
+  }
   sm::Table* T(TableId table) const { return engine_->table(table); }
   // A handle exists only after OpenSchema (a caller error, reported rather than crashed on).
   Status Check(TableId table) const {
