@@ -443,11 +443,53 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
   }
 }
 
-Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint) const {
+bool BTree::FixHintedParent(std::string_view key, const ParentHint& parent,
+                            PageHandle* node) const {
+  const uint64_t prefix = KeyPrefix(key);
+  if (parent.tree != instance_id_ || prefix < parent.low_prefix ||
+      (!parent.high_infinite && prefix > parent.high_prefix)) {
+    return false;
+  }
+  Status fixed = pool_->FixHinted(parent.page, parent.frame, LatchMode::kShared, node);
+  if (!fixed.ok()) {
+    fixed.PermitUnchecked();  // only a hint: the descent from the root meets what matters
+    return false;
+  }
+  // Still this tree's parent of leaves for the key? (The node may have split, merged away or
+  // been freed since: its own header and fences say.)
+  Node n(node->data());
+  const BtreeNodeHeader& header = n.header();
+  if (PageTypeOf(node->data()) == PageType::kBtreeInner && header.tree_root == root_id_.value() &&
+      header.level == 1 && header.format_version == kBtreeNodeFormatVersion &&
+      n.Covers(key, SearchMode::kCovering)) {
+    return true;
+  }
+  node->Release();
+  return false;
+}
+
+void BTree::RememberParent(const PageHandle& node, ParentHint* parent) const {
+  Node n(node.data());
+  SM_DASSERT(n.level() == 1);
+  if (parent->tree == instance_id_ && parent->page == node.page_id()) {
+    parent->frame = node.frame_hint();  // the same node: its fences are known
+    return;
+  }
+  parent->tree = instance_id_;
+  parent->page = node.page_id();
+  parent->frame = node.frame_hint();
+  parent->low_prefix = KeyPrefix(n.SlotBytes(kLowFenceSlot));
+  parent->high_infinite = n.high_infinite();
+  parent->high_prefix = parent->high_infinite ? 0 : KeyPrefix(n.SlotBytes(kHighFenceSlot));
+}
+
+Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint, ParentHint* parent) const {
   SM_TRY(CheckKey(key));
   hint->Clear();
   PageHandle node;
-  SM_TRY(FixRoot(LatchMode::kShared, &node));
+  if (parent == nullptr || !FixHintedParent(key, *parent, &node)) {
+    SM_TRY(FixRoot(LatchMode::kShared, &node));
+  }
   for (;;) {
     Node n(node.data());
     const uint16_t level = n.level();
@@ -470,6 +512,7 @@ Status BTree::PrefetchLeaf(std::string_view key, LeafHint* hint) const {
       hint->high_prefix = 0;
       hint->high_infinite = true;
       hint->ahead = true;
+      if (parent != nullptr) RememberParent(node, parent);
       return Status::OK();
     }
     PageHandle child;

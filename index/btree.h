@@ -258,6 +258,19 @@ class Cursor;
 // it belongs to (a transaction keeps one per table) and passes it in OpContext::hint. A stale or
 // foreign hint is never wrong, only useless: every use checks it against the page.
 // Thread/fiber safety: none; one operation at a time uses a hint.
+// The parent of leaves (a level-1 node) that a PrefetchLeaf last descended through, for the
+// next one of a batch. A page id, where its frame was, and the KeyPrefix of its fences then: a
+// key outside them is sent to the root without a fix (the usual miss); one inside is used
+// only after the node is fixed and found to be still this tree's level-1 node covering it.
+struct ParentHint {
+  uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
+  PageId page;
+  buffer::FrameHint frame = nullptr;
+  uint64_t low_prefix = 0;
+  uint64_t high_prefix = 0;  // 0 and meaningless when high_infinite
+  bool high_infinite = false;
+};
+
 struct LeafHint {
   uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
   PageId leaf;
@@ -366,7 +379,10 @@ class BTree {
   // A Lookup of the key with the hint a few lookups later finds them in the cache; whatever
   // happened to the leaf meanwhile, it uses the leaf only if the key's record is there (an
   // exact key lies in one leaf only), and descends otherwise. A root leaf leaves the hint empty.
-  [[nodiscard]] Status PrefetchLeaf(std::string_view key, LeafHint* hint) const;
+  // With `parent`, the descent starts at the parent it names when that node still covers the
+  // key (a batch of sorted keys shares parents), and *parent then names the parent it used.
+  [[nodiscard]] Status PrefetchLeaf(std::string_view key, LeafHint* hint,
+                                    ParentHint* parent = nullptr) const;
   // Duplicate if the key is present (then read-locked: kRead).
   [[nodiscard]] Status Insert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
@@ -467,6 +483,12 @@ class BTree {
   // remembered one, so the hint's fences are current. False: nothing is held; descend. A hint
   // filled ahead (LeafHint::ahead) passes with any usable leaf: the caller checks that the leaf
   // holds the key.
+  // Fixes the node `parent` names, shared, if it is still this tree's level-1 node covering
+  // `key`; false (nothing fixed) otherwise.
+  bool FixHintedParent(std::string_view key, const ParentHint& parent,
+                       buffer::PageHandle* node) const;
+  // Names the level-1 `node` in *parent, with its fences' prefixes.
+  void RememberParent(const buffer::PageHandle& node, ParentHint* parent) const;
   // Inline (btree.cc): the test without latching; FixHintedPage does the rest.
   bool FixHintedLeaf(std::string_view key, threads::LatchMode mode, threads::CtxSite* leaf_site,
                      LeafHint* hint, buffer::PageHandle* leaf, bool* fences_known) const;

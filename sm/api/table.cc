@@ -1,5 +1,6 @@
 // TableImpl, TransactionImpl and CursorImpl: public calls mapped onto the B-tree with the
 // transaction's logging and key-lock context.
+#include <algorithm>
 #include <bit>
 #include <optional>
 #include <string>
@@ -328,11 +329,17 @@ Status TableImpl::GetMany(Transaction* txn, const std::vector<std::string_view>&
   constexpr size_t kLeavesAhead = 4;
   index::LeafHint hints[kLeavesAhead];
   const size_t n = keys.size();
+  // Many keys in order share their leaves' parents: the descents start there. A short or
+  // unordered batch rarely does, and would pay for the test at every key.
+  constexpr size_t kSharedParentKeys = 16;
+  index::ParentHint parent;
+  index::ParentHint* const shared_parent =
+      n >= kSharedParentKeys && std::is_sorted(keys.begin(), keys.end()) ? &parent : nullptr;
   // Only a hint: whatever fails here (a key too long, a damaged node) fails again, in key
   // order, in that key's read.
   auto ask_ahead = [&](size_t j) {
     index::LeafHint& hint = hints[j % kLeavesAhead];
-    if (!tree_->PrefetchLeaf(keys[j], &hint).ok()) hint.Clear();
+    if (!tree_->PrefetchLeaf(keys[j], &hint, shared_parent).ok()) hint.Clear();
   };
   for (size_t i = 0; i < n && i < kLeavesAhead; ++i) ask_ahead(i);
   std::string value;  // keeps its capacity from one row to the next

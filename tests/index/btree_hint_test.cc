@@ -4,6 +4,8 @@
 // grown are rejected and the operation still lands in the right leaf; keys whose first 8 bytes
 // tie with the fences are decided on the page; consecutive inserts through one hint split and
 // keep hitting; a leaf found ahead (PrefetchLeaf) that split away from the key is not searched;
+// a batch's shared parent (ParentHint) finds the leaves a descent from the root finds, also
+// after the parents split, and a parent of another tree is not used;
 // a seeded random workload through a few hints equals a std::map model and
 // verifies; KeyPrefix orders as keys do.
 // (Concurrent use: btree_concurrency_test.cc; lock requests with hints: btree_hooks_test.cc.)
@@ -172,6 +174,58 @@ TEST_CASE("btree hint: a hint whose leaf split is rejected, the key is found in 
   REQUIRE(hint.hits == 2);
   RequireSameAsModel(*env.tree, model);
   RequireVerified(*env.tree);
+}
+
+TEST_CASE("btree hint: a batch's shared parent finds the leaves the root finds",
+          "[unit][btree][hint]") {
+  // Values of 1,000 bytes: a few keys a leaf, so a few thousand keys make a tree whose root
+  // has several parents of leaves.
+  TreeEnv env(2048);
+  BTree& tree = *env.tree;
+  auto insert = [&](uint64_t n) {
+    REQUIRE(tree.Insert(Key64(n * 10), ValueFor(n, 0, 1000)).ok());
+  };
+  for (uint64_t n = 0; n < 4000; ++n) insert(n);
+  // Every key in order through one ParentHint, each against a descent from the root.
+  auto check_batch = [&](index::ParentHint* parent, uint64_t step) {
+    size_t parents_used = 0;
+    PageId last_parent;
+    for (uint64_t n = 0; n < 4000; n += step) {
+      const std::string key = Key64(n * 10 + 5);  // between two keys: the leaf of the gap
+      LeafHint with_parent, from_root;
+      REQUIRE(tree.PrefetchLeaf(key, &with_parent, parent).ok());
+      REQUIRE(tree.PrefetchLeaf(key, &from_root).ok());
+      REQUIRE(with_parent.leaf == from_root.leaf);
+      REQUIRE(parent->tree == tree.instance_id());
+      if (parent->page != last_parent) ++parents_used;
+      last_parent = parent->page;
+    }
+    return parents_used;
+  };
+  index::ParentHint parent;
+  const size_t parents = check_batch(&parent, 3);
+  INFO("parents of leaves met in order: " << parents);
+  REQUIRE(parents >= 2);  // the batch did cross parents
+  // Splits everywhere (the parents split too); the hint names a parent that changed.
+  for (uint64_t n = 0; n < 4000; n += 2) {
+    REQUIRE(tree.Insert(Key64(n * 10 + 7), ValueFor(n, 1, 1000)).ok());
+  }
+  REQUIRE(check_batch(&parent, 1) > parents);
+  // A hint of another tree is not used, nor one naming a page that is no parent of leaves
+  // (here a leaf): the descent starts at the root and the hint then names the right parent.
+  LeafHint leaf_hint;
+  REQUIRE(tree.PrefetchLeaf(Key64(5), &leaf_hint).ok());
+  index::ParentHint foreign = parent;
+  foreign.tree = tree.instance_id() + 1;
+  index::ParentHint not_a_parent = parent;
+  not_a_parent.page = leaf_hint.leaf;
+  not_a_parent.frame = nullptr;
+  not_a_parent.low_prefix = 0;
+  not_a_parent.high_infinite = true;
+  for (index::ParentHint* bad : {&foreign, &not_a_parent}) {
+    REQUIRE(check_batch(bad, 7) >= 2);
+  }
+  RequireVerified(tree);
 }
 
 TEST_CASE("btree hint: a leaf found ahead that split away from the key is not searched",
