@@ -537,8 +537,13 @@ Status BTree::Delete(std::string_view key, const OpContext& ctx) {
   return Write(WriteOp::kDelete, key, {}, ctx);
 }
 
+Status BTree::Modify(std::string_view key, const ValueEdit& edit, const OpContext& ctx) {
+  return Write(WriteOp::kUpdate, key, {}, ctx, &edit);
+}
+
 Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
-                    const OpContext& ctx) {
+                    const OpContext& ctx, const ValueEdit* edit) {
+  SM_DASSERT(edit == nullptr || (op == WriteOp::kUpdate && value.empty()));
   SM_TRY(op == WriteOp::kDelete ? CheckKey(key) : CheckRecord(key, value));
   if (ctx.external_write != nullptr) ctx.external_write->replaced_stub = false;
   uint64_t prefetched = 0;  // KeyLockRequest::prefetched of `key`
@@ -566,7 +571,8 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       bool fences_known = false;
       SM_TRY(FixLeafForWrite(key, site, ctx.hint, &leaf, &fences_known));
       uint16_t written = UINT16_MAX;
-      s = WriteAtLeaf(op, key, value, prefetched, ctx, &leaf, nullptr, &retry, &wait, &written);
+      s = WriteAtLeaf(op, key, value, prefetched, ctx, edit, &leaf, nullptr, &retry, &wait,
+                      &written);
       emptied = op == WriteOp::kDelete && retire_empty_leaves_ && written != UINT16_MAX &&
                 LeftEmpty(leaf);
       contender = AfterOptimisticWrite(leaf, written, fences_known, ctx.hint);
@@ -577,7 +583,7 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
       Path path;
       SM_TRY(DescendPessimistic(key, LeafRecordBytes(key.size(), value.size()), x_level, &path));
       uint16_t written = UINT16_MAX;
-      s = WriteAtLeaf(op, key, value, prefetched, ctx, &path.back(), &path, &retry, &wait,
+      s = WriteAtLeaf(op, key, value, prefetched, ctx, edit, &path.back(), &path, &retry, &wait,
                       &written);
       // Finished: path holds the leaf that took the record (after a split, the half that did).
       bool finished = retry == Retry::kNone && (s.ok() || s.IsNotFound() || s.IsDuplicate());
@@ -600,8 +606,9 @@ Status BTree::Write(WriteOp op, std::string_view key, std::string_view value,
 }
 
 Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
-                          uint64_t prefetched, const OpContext& ctx, PageHandle* leaf,
-                          Path* path, Retry* retry, LockWait* wait, uint16_t* written) {
+                          uint64_t prefetched, const OpContext& ctx, const ValueEdit* edit,
+                          PageHandle* leaf, Path* path, Retry* retry, LockWait* wait,
+                          uint16_t* written) {
   Node node(leaf->data());
   bool found;
   uint16_t index = node.LowerBound(key, &found);
@@ -618,6 +625,17 @@ Status BTree::WriteAtLeaf(WriteOp op, std::string_view key, std::string_view val
     SM_TRY(ApplyDelete(*leaf, index, key, ctx));
     *written = index;
     return Status::OK();
+  }
+  // Modify: the new value is the edited copy of the current one, of its size, so it fits.
+  char edited[kMaxLeafRecordBytes];
+  if (edit != nullptr) {
+    bool external = false;
+    const std::string_view current = node.ValueAt(index, &external);
+    if (external) return Status::NotSupported("an edit in place of a large value");
+    SM_ASSERT(current.size() <= sizeof(edited));
+    std::memcpy(edited, current.data(), current.size());
+    (*edit)(edited, current.size());
+    value = std::string_view(edited, current.size());
   }
 
   size_t bytes = LeafRecordBytes(key.size(), value.size());

@@ -262,6 +262,9 @@ class Cursor;
 // next one of a batch. A page id, where its frame was, and the KeyPrefix of its fences then: a
 // key outside them is sent to the root without a fix (the usual miss); one inside is used
 // only after the node is fixed and found to be still this tree's level-1 node covering it.
+// Modify's edit of a value in place: the value's bytes and their count.
+using ValueEdit = std::function<void(char* value, size_t size)>;
+
 struct ParentHint {
   uint64_t tree = 0;  // BTree::instance_id() of the tree that filled it; 0: empty
   PageId page;
@@ -389,6 +392,13 @@ class BTree {
   // NotFound if absent.
   [[nodiscard]] Status Update(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
+  // An update that edits the record's value in place: `edit` gets a copy of the value (its
+  // size cannot change) under the leaf's exclusive latch, after the key is locked as Update
+  // locks it, and what it leaves there is written and logged as the new value. It may be
+  // called again if the write must restart, on the same bytes. NotFound if absent;
+  // NotSupported for a large (external) value.
+  [[nodiscard]] Status Modify(std::string_view key, const ValueEdit& edit,
+                              const OpContext& ctx = {});
   // Inserts or replaces.
   [[nodiscard]] Status Upsert(std::string_view key, std::string_view value,
                               const OpContext& ctx = {});
@@ -509,7 +519,9 @@ class BTree {
                             Path* path);
 
   // --- record operations (btree.cc) ---
-  Status Write(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx);
+  // `edit`: Modify's (op is kUpdate, value is empty).
+  Status Write(WriteOp op, std::string_view key, std::string_view value, const OpContext& ctx,
+               const ValueEdit* edit = nullptr);
   // One attempt at the leaf. *retry says what to do instead of finishing: latch more levels
   // exclusively (the leaf must split but the retained path cannot absorb the split) or wait
   // for a lock.
@@ -517,8 +529,9 @@ class BTree {
   // *written: the index of the record changed (inserted, updated or erased), set only once
   // the change succeeded; untouched otherwise. `prefetched`: KeyLockRequest::prefetched of `key`.
   Status WriteAtLeaf(WriteOp op, std::string_view key, std::string_view value,
-                     uint64_t prefetched, const OpContext& ctx, buffer::PageHandle* leaf,
-                     Path* path, Retry* retry, LockWait* wait, uint16_t* written);
+                     uint64_t prefetched, const OpContext& ctx, const ValueEdit* edit,
+                     buffer::PageHandle* leaf, Path* path, Retry* retry, LockWait* wait,
+                     uint16_t* written);
   // The key locks a write takes at its exclusively latched leaf, given whether the key is at
   // `index` (found) or would go there (btree_hooks.h, locking 3): an insertion kInsertNext and
   // then kWrite; an Upsert that found the key kWrite; an Insert that found it kRead; a Delete

@@ -294,6 +294,15 @@ class Table {
                                       std::string_view value) = 0;
   // NotFound if absent.
   [[nodiscard]] virtual Status Delete(Transaction* txn, std::string_view key) = 0;
+  // Edits the value of `key` in place, in one operation where GetForUpdate then Update are
+  // two: under the row's exclusive lock (taken as Update takes it), `edit` gets a copy of the
+  // value's bytes, whose number cannot change, and what it leaves there becomes the new value,
+  // written and logged as Update writes it. `edit` may run more than once (the write restarted
+  // after waiting), each time on the current bytes, and must not use the database. NotFound if
+  // absent; NotSupported for a large value (Update it instead).
+  using ValueEdit = std::function<void(char* value, size_t size)>;
+  [[nodiscard]] virtual Status Modify(Transaction* txn, std::string_view key,
+                                      const ValueEdit& edit) = 0;
   // Adds `delta` to the counter at value bytes [offset, offset + 8) of the key's row, a
   // little-endian int64_t, under an increment (escrow) lock: transactions that only Add to a
   // row share it and never wait for each other there, while a Get, Update or Delete of the row

@@ -86,6 +86,8 @@ class FunctionRef<R(Args...)> {
 
 // Returns false to stop the scan.
 using ScanVisitor = FunctionRef<bool(std::string_view key, std::string_view value)>;
+// Edits a row's bytes in place (Modify); the count cannot change.
+using RowEdit = FunctionRef<void(char* value, size_t size)>;
 // One row of a batched read (GetMany): the key's index in the batch and its value; absent keys
 // are not visited. Returns false to stop the batch.
 using RowVisitor = FunctionRef<bool(size_t index, std::string_view value)>;
@@ -119,6 +121,16 @@ class EngineTxn {
   [[nodiscard]] virtual Status Update(TableId table, std::string_view key,
                                       std::string_view value) = 0;
   [[nodiscard]] virtual Status Delete(TableId table, std::string_view key) = 0;
+  // Reads the row for update, lets `edit` change its bytes (their count unchanged) and writes
+  // them back: GetForUpdate then Update, which is what this default does; an engine that can do
+  // it in one operation should. `edit` may run more than once, each time on the row as stored,
+  // and must not use the transaction. NotFound if absent.
+  [[nodiscard]] virtual Status Modify(TableId table, std::string_view key, RowEdit edit) {
+    std::string* row = value_buffer();
+    SM_TRY(GetForUpdate(table, key, row));
+    edit(row->data(), row->size());
+    return Update(table, key, *row);
+  }
   // Adds delta to the little-endian int64_t at value bytes [offset, offset + 8) under an
   // increment lock (sm::Table::Add); *value: the row after the addition.
   [[nodiscard]] virtual Status Add(TableId table, std::string_view key, uint32_t offset,

@@ -87,6 +87,10 @@ class SmTxn final : public EngineTxn {
     return T(table)->Add(txn_.get(), key, offset, delta, value);
   }
 
+  Status Modify(TableId table, std::string_view key, RowEdit edit) override {
+    SM_TRY(Check(table));
+    return T(table)->Modify(txn_.get(), key, [edit](char* value, size_t size) { edit(value, size); });
+  }
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
     SM_TRY(Check(table));

@@ -102,6 +102,25 @@ Status PutRow(EngineTxn* txn, TableId table, std::string_view key, const Row& ro
   return txn->Update(table, key, RowBytes(row));
 }
 
+// Reads, changes and writes back the row at `key` in one operation (EngineTxn::Modify): fn
+// changes the decoded row and must leave its size as it was. It may run more than once, so
+// what it learns of the row it assigns, never accumulates.
+template <typename Row, typename Fn>
+Status EditRow(EngineTxn* txn, TableId table, std::string_view key, Fn&& fn) {
+  bool bad = false;
+  SM_TRY(txn->Modify(table, key, [&](char* bytes, size_t size) {
+    Row row;
+    bad = !DecodeRow(std::string_view(bytes, size), &row);
+    if (bad) return;
+    fn(&row);
+    const std::string_view out = RowBytes(row);
+    bad = out.size() != size;
+    if (!bad) std::memcpy(bytes, out.data(), size);
+  }));
+  if (bad) return Status::Corruption(std::string(TableName(table)) + ": a row of the wrong size");
+  return Status::OK();
+}
+
 // Runs body in a transaction: commit if it succeeds, abort (and return its status) if not.
 template <typename Body>
 Status InTransaction(EngineTxn* txn, TxnIsolation isolation, Body&& body) {
@@ -538,28 +557,29 @@ Status DeliverDistrict(EngineTxn* txn, const DeliveryInput& in, uint8_t d, uint3
   if (o_id == 0) return Status::OK();  // none: skipped (clause 2.7.4.2)
   SM_TRY(txn->Delete(TableId::kNewOrder, NewOrderKey(in.w, d, o_id)));
 
-  const std::string order_key = OrderKey(in.w, d, o_id);
+  // Each row is read, changed and written back in one operation (EditRow).
   OrderRow order;
-  SM_TRY(GetRow(txn, TableId::kOrder, order_key, &order, Read::kForUpdate));
-  order.carrier_id = in.carrier_id;
-  SM_TRY(PutRow(txn, TableId::kOrder, order_key, order));
+  SM_TRY(EditRow<OrderRow>(txn, TableId::kOrder, OrderKey(in.w, d, o_id), [&](OrderRow* o) {
+    o->carrier_id = in.carrier_id;
+    order = *o;
+  }));
 
   int64_t sum_cents = 0;
   for (uint8_t number = 1; number <= order.ol_cnt; ++number) {
-    const std::string line_key = OrderLineKey(in.w, d, o_id, number);
-    OrderLineRow ol;
-    SM_TRY(GetRow(txn, TableId::kOrderLine, line_key, &ol, Read::kForUpdate));
-    ol.delivery_d_us = in.date_us;
-    sum_cents += ol.amount_cents;
-    SM_TRY(PutRow(txn, TableId::kOrderLine, line_key, ol));
+    int64_t amount_cents = 0;
+    SM_TRY(EditRow<OrderLineRow>(txn, TableId::kOrderLine, OrderLineKey(in.w, d, o_id, number),
+                                 [&](OrderLineRow* ol) {
+                                   ol->delivery_d_us = in.date_us;
+                                   amount_cents = ol->amount_cents;
+                                 }));
+    sum_cents += amount_cents;
   }
 
-  const std::string customer_key = CustomerKey(in.w, d, order.c_id);
-  CustomerRow c;
-  SM_TRY(GetRow(txn, TableId::kCustomer, customer_key, &c, Read::kForUpdate));
-  c.balance_cents += sum_cents;
-  c.delivery_cnt += 1;
-  SM_TRY(PutRow(txn, TableId::kCustomer, customer_key, c));
+  SM_TRY(EditRow<CustomerRow>(txn, TableId::kCustomer, CustomerKey(in.w, d, order.c_id),
+                              [&](CustomerRow* c) {
+                                c->balance_cents += sum_cents;
+                                c->delivery_cnt += 1;
+                              }));
   *delivered = o_id;
   return Status::OK();
 }

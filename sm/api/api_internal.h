@@ -223,6 +223,7 @@ class TableImpl final : public Table {
                  const RowFn& row) override;
   Status Insert(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Update(Transaction* txn, std::string_view key, std::string_view value) override;
+  Status Modify(Transaction* txn, std::string_view key, const ValueEdit& edit) override;
   Status Upsert(Transaction* txn, std::string_view key, std::string_view value) override;
   Status Delete(Transaction* txn, std::string_view key) override;
   Status Add(Transaction* txn, std::string_view key, uint32_t offset, int64_t delta,

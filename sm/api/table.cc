@@ -440,6 +440,17 @@ Status TableImpl::Insert(Transaction* txn, std::string_view key, std::string_vie
 Status TableImpl::Update(Transaction* txn, std::string_view key, std::string_view value) {
   return Write(Op::kUpdate, txn, key, value);
 }
+Status TableImpl::Modify(Transaction* txn, std::string_view key, const ValueEdit& edit) {
+  TransactionImpl* t = nullptr;
+  SM_TRY(Resolve(txn, &t));
+  if (db_->read_only()) [[unlikely]]
+    return db_->RefuseReadOnly("Modify");
+  if (!edit) return Status::InvalidArgument("Modify without an edit");
+  steps::BeginOp(StepsKey(Op::kUpdate));
+  // A plain value stays plain (its size does not change), so no stub is written or replaced.
+  return t->Settle(tree_->Modify(key, edit,
+                                 index::OpContext{t->txn(), t->KeyLocks(id_), t->Hint(id_)}));
+}
 Status TableImpl::Upsert(Transaction* txn, std::string_view key, std::string_view value) {
   return Write(Op::kUpsert, txn, key, value);
 }
