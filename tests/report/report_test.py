@@ -79,6 +79,8 @@ expected = [
     "0.891x",              # steps-wall: mix_wall_speedup
     "btree.descend.inner",  # the placement's site
     "**passed**",          # crash-test
+    "| the mix | 128,713 | 136,438 |",  # tpcc-core: instructions per transaction, this and base
+    "(5.1 commits per sync",             # tpcc-core: commits_per_sync_1w_durable 5.14
     "**5.68x**",           # query: sqlite_ratio 5.6801
     "| Q1 | 987.6 | 4,321.0 | 4.38x |",  # query: Q1's row
     "| Q1 | 412 | 0.012 | 1.046 | 5.68 |",  # query: Q1's callgrind figures per row read
@@ -100,6 +102,7 @@ text = read(readme)
 check(text.startswith(before) and text.endswith(after), "text outside the markers changed")
 check("an old table" not in text, "the old block is still there")
 check("54,321 tx/s" in text, "the headline lacks the TPC-C figure")
+check("**128,713** (Stock-Level 573,336" in text, "the headline lacks the instructions figure")
 check("12.3 s against SQLite's 70.1 s" in text, "the headline lacks the CH figures")
 check("(results.md#tpc-c)" in text, "the headline lacks its link to the TPC-C section")
 check("(results.md#against-the-steps-paper)" in text, "no link to the paper comparison")

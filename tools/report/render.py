@@ -396,6 +396,50 @@ def render_buffers(record, _records):
     return out
 
 
+TPCC_CORE_SETUPS = (("1w", "1 worker, 1 warehouse, async"),
+                    ("1w_durable", "1 worker, 1 warehouse, durable"),
+                    ("2w", "2 workers, 2 warehouses, async"),
+                    ("10wh_async", "2 workers, 10 warehouses, async"),
+                    ("10wh_durable", "2 workers, 10 warehouses, durable"))
+
+
+def render_tpcc_core(record, _records):
+    """bench tpcc: throughput per setup (and against a base build), then instructions per type."""
+    j = record["json"]
+    base = "base_label" in j
+    rows = []
+    for key, label in TPCC_CORE_SETUPS:
+        if f"tx_per_s_{key}" not in j:
+            continue
+        row = [label, num(j[f"tx_per_s_{key}"])]
+        if base:
+            row += [num(j.get(f"base_tx_per_s_{key}")),
+                    ratio(j[f"tx_per_s_{key}"] / j[f"base_tx_per_s_{key}"])
+                    if is_number(j.get(f"base_tx_per_s_{key}")) and j[f"base_tx_per_s_{key}"]
+                    else NA]
+        rows.append(row)
+    header = ["setup", "tx/s"] + ([f"tx/s at {j['base_label']}", "ratio"] if base else [])
+    out = table(header, rows) + "\n\n"
+    out += (f"Durable over async, 1 worker: **{ratio(j.get('durable_over_async_1w'))}** "
+            f"({num(j.get('commits_per_sync_1w_durable'), 1)} commits per sync; the disk's "
+            f"sync latency {num(j.get('sync_latency_ms'), 3)} ms median, "
+            f"{num(j.get('sync_latency_p90_ms'), 3)} ms p90). "
+            f"Two workers over one: **{ratio(j.get('two_workers_over_one'))}**.\n\n")
+    type_rows = []
+    for key, label in (("mix", "the mix"),) + TXN_TYPES:
+        if f"{key}_instructions_per_txn" not in j:
+            continue
+        row = [label, num(j[f"{key}_instructions_per_txn"])]
+        if base:
+            row.append(num(j.get(f"base_{key}_instructions_per_txn")))
+        type_rows.append(row)
+    if type_rows:
+        out += "Instructions per transaction (callgrind, 1 worker, 1 warehouse, prewarmed):\n\n"
+        out += table(["transaction", "instructions"] + ([f"at {j['base_label']}"] if base else []),
+                     type_rows)
+    return out
+
+
 def render_engines(record, _records):
     """`tools/run compare`: per setup and engine the medians, and ours over theirs."""
     j = record["json"]

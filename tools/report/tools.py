@@ -182,6 +182,13 @@ TOOLS = [
          "round, the configurations alternating, each run on a fresh copy of a database loaded "
          "by this build and read into the buffer pool first (`--prewarm`).",
          run_tpcc, render.render_tpcc),
+    Tool("tpcc-core", "TPC-C per core",
+         "`tools/run bench tpcc`: 1 worker async and durable and 2 workers async, each run from "
+         "a fresh copy of a loaded database, rounds alternating; the disk's sync latency; and "
+         "the instructions per transaction of the mix and of each type alone under callgrind "
+         "(one worker, prewarmed, no commit wait: deterministic counts).",
+         bench("tpcc", ["--rounds", "1", "--duration", "1"], [], ["--big"]),
+         render.render_tpcc_core),
     Tool("icache", "STEPS under valgrind",
          "`tools/run icache` (`steps_bench`): the STEPS paper's index-fetch microbenchmark and "
          "TPC-C on one worker, STEPS off against on, counted by valgrind's cache and branch "
@@ -345,6 +352,15 @@ def _switch(records):
     return f"**{render.num(v, 2)} ns**" if render.is_number(v) else None
 
 
+def _mix_instructions(records):
+    j = _json(records, "tpcc-core")
+    v = j.get("mix_instructions_per_txn")
+    if not render.is_number(v):
+        return None
+    return (f"**{render.num(v)}** (Stock-Level {render.num(j.get('stock_level_instructions_per_txn'))}, "
+            f"Delivery {render.num(j.get('delivery_instructions_per_txn'))})")
+
+
 def _commits(records):
     j = _json(records, "log")
     v = j.get("durable_commits_per_s")
@@ -420,6 +436,8 @@ HEADLINE = [
              *_tpcc("2wk-async")),
     Headline("TPC-C, 1 worker, 1 warehouse, 10 users, durable commit", "tpcc",
              *_tpcc("1wk-durable")),
+    Headline("TPC-C instructions per transaction, the mix, 1 worker (callgrind)", "tpcc-core",
+             _mix_instructions),
     Headline("STEPS: L1-I misses of TPC-C Payment, 1 warehouse, 10 users (callgrind)", "icache",
              _payment),
     Headline("STEPS: L1-I misses of the paper's mix (no Delivery), 10 warehouses, 100 users",
