@@ -438,6 +438,7 @@ class HashAggregateOperator final : public AggregateBase {
     for (const Agg& a : aggs_) mergeable_ &= a.kind != AggKind::kCountDistinct;
   }
   bool blocking() const override { return true; }
+  InputOrder input_order(size_t) const override { return InputOrder::kIgnored; }
   std::string detail() const override {
     if (parts_ <= 1) return AggregateBase::detail();
     return AggregateBase::detail() + "; " + std::to_string(parts_) + " parts in parallel";
