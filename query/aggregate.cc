@@ -478,6 +478,7 @@ class HashAggregateOperator final : public AggregateBase {
                       std::move(detail)),
         input_node_(std::move(input_node)) {}
   bool blocking() const override { return true; }
+  InputOrder input_order(size_t) const override { return InputOrder::kIgnored; }
   std::string detail() const override {
     if (parts_ <= 1) return AggregateBase::detail();
     return AggregateBase::detail() + "; " + std::to_string(parts_) + " parts in parallel";

@@ -36,6 +36,7 @@ class BufferOperator final : public Operator {
   }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("buffer"); }
   Operator* streamed_input() const override { return child(0); }
+  InputOrder input_order(size_t) const override { return InputOrder::kPassedOn; }
   uint32_t window() const override {
     const uint32_t w = child(0)->window();
     if (w == kUnboundedWindow) return w;

@@ -32,6 +32,7 @@ class FilterOperator final : public Operator {
  public:
   FilterOperator(RowSchema schema, const Expr& predicate)
       : Operator("Filter", std::move(schema)), predicate_expr_(predicate) {}
+  InputOrder input_order(size_t) const override { return InputOrder::kPassedOn; }
   std::string detail() const override { return predicate_expr_.ToString(); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("filter"); }
   Operator* streamed_input() const override { return child(0); }
@@ -90,6 +91,7 @@ class ProjectOperator final : public Operator {
  public:
   ProjectOperator(RowSchema schema, std::vector<NamedExpr> columns)
       : Operator("Project", std::move(schema)), columns_(std::move(columns)) {}
+  InputOrder input_order(size_t) const override { return InputOrder::kPassedOn; }
   std::string detail() const override { return JoinNames(columns_); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("project"); }
   Operator* streamed_input() const override { return child(0); }
@@ -166,6 +168,7 @@ class LimitOperator final : public Operator {
  public:
   LimitOperator(RowSchema schema, uint64_t limit)
       : Operator("Limit", std::move(schema)), limit_(limit) {}
+  InputOrder input_order(size_t) const override { return InputOrder::kPassedOn; }
   std::string detail() const override { return std::to_string(limit_); }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("limit"); }
   uint32_t window() const override { return child(0)->window(); }

@@ -88,6 +88,8 @@ class HashJoinOperator final : public Operator {
     out->push_back(child == 1 ? "hash_join.build" : "hash_join.probe");
   }
   Operator* streamed_input() const override { return probe(); }
+  // The output follows the probe's order, and a probe row's matches the build's.
+  InputOrder input_order(size_t) const override { return InputOrder::kPassedOn; }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -50,6 +50,9 @@ class IndexJoinOperator final : public Operator {
   std::string detail() const override { return detail_; }
   void OutputModules(std::vector<std::string>* out) const override { out->push_back("index_join"); }
   Operator* streamed_input() const override { return outer(); }
+  InputOrder input_order(size_t child) const override {
+    return child == 0 ? InputOrder::kPassedOn : InputOrder::kNeeded;
+  }
 
  protected:
   Status OpenImpl(ExecContext* ctx) override {

@@ -137,6 +137,15 @@ void Operator::CloseTree() {
   for (auto& c : children_) c->Close();
 }
 
+void Operator::MarkOrderFree(bool free) {
+  order_free_ = free;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const InputOrder use = input_order(i);
+    children_[i]->MarkOrderFree(use == InputOrder::kIgnored ||
+                                (use == InputOrder::kPassedOn && free));
+  }
+}
+
 void Operator::InsertAboveChild(size_t i, std::unique_ptr<Operator> op) {
   SM_ASSERT(i < children_.size());
   SM_ASSERT(op != nullptr && op->children_.empty());

@@ -50,6 +50,7 @@ namespace sm::query {
 
 class PlanNode;
 class SharedBuilds;
+class SharedScans;
 
 inline constexpr uint32_t kUnboundedWindow = UINT32_MAX;
 
@@ -82,6 +83,10 @@ struct ExecContext {
   // While the parts of a parallel pipeline run (parallel.h): the hash tables they build once
   // and share; null otherwise.
   SharedBuilds* builds = nullptr;
+  // Scans of whole tables in progress, which this execution's scans of whole tables attach to
+  // (shared_scan.h); null unless the query runs read committed in a transaction of its own and
+  // QueryOptions::share_scans asks for it.
+  SharedScans* shared_scans = nullptr;
 };
 
 class Operator {
@@ -114,6 +119,20 @@ class Operator {
   // projection's or a buffer's input, a join's probe or outer input), so that running it over
   // parts of that input gives, together, its output over the whole; null for other operators.
   virtual Operator* streamed_input() const { return nullptr; }
+  // Shared scans (query.md, "Shared scans") may return a table's rows starting mid-table, so
+  // only a scan whose order nothing above it relies on shares. How this operator uses the
+  // order of child i's tuples: it needs it (a merge join, a sort aggregation, and by default);
+  // its output keeps it (a filter, a projection, a limit, a buffer, a join's probe or outer
+  // side, whose order its output follows); or it ignores it (a sort, a hash aggregation).
+  enum class InputOrder : uint8_t { kNeeded, kPassedOn, kIgnored };
+  virtual InputOrder input_order(size_t child) const {
+    (void)child;
+    return InputOrder::kNeeded;
+  }
+  // Before Open: marks this operator's output as one whose order nothing relies on (`free`),
+  // and its children's as input_order says.
+  void MarkOrderFree(bool free);
+  bool order_free() const { return order_free_; }
   // A table scan: its table and key range (true), which RestrictScan narrows to a part of it
   // (Table::SplitRange) before Open; false for other operators.
   virtual bool scan_source(Table** table, ScanOptions* range) const {
@@ -241,6 +260,7 @@ class Operator {
   RowSchema schema_;
   std::vector<std::unique_ptr<Operator>> children_;
   uint32_t requested_window_ = 1;
+  bool order_free_ = false;  // MarkOrderFree
   bool timed_ = false;
   // Set by Open when the query is analyzed (TimedNext) or profiled (the slot's Next).
   InstrumentedNextFn instrumented_next_ = nullptr;

@@ -42,6 +42,10 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   const bool own_read_committed =
       options.txn == nullptr && options.isolation == Isolation::kReadCommitted;
   cursor->ctx_.threads = own_read_committed ? options.threads : 1;
+  cursor->ctx_.shared_scans =
+      own_read_committed && options.share_scans ? catalog.shared_scans() : nullptr;
+  // A query without a sort at its root promises no order (SQL's), so the root's is free.
+  if (cursor->ctx_.shared_scans != nullptr) cursor->root_->MarkOrderFree(true);
   cursor->open_ = true;
   if (Status s = cursor->root_->Open(&cursor->ctx_); !s.ok()) {
     cursor->Fail(s);

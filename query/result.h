@@ -49,6 +49,11 @@ struct QueryOptions {
   // in transactions of their own, which could not see a caller's uncommitted writes nor keep
   // serializable locks for it.
   uint32_t threads = 1;
+  // Scans of whole tables attach to a scan of the same table that another query of the same
+  // Catalog is running, and read its pages with it (query.md, "Shared scans"). Used only when
+  // the query runs read committed in a transaction of its own, for the same reason as
+  // `threads`. Off by default: a query alone has nobody to share with.
+  bool share_scans = false;
 };
 inline constexpr uint32_t kMaxQueryThreads = 64;
 

@@ -5,6 +5,11 @@
 //
 // Tuple lifetime (operator.h): tuples live in the scan's ring of slots, strings copied into
 // them (a batch is read under the page's latch, so nothing may point into the page after).
+//
+// A scan of a whole table in a query that may share scans (ExecContext::shared_scans) reads
+// through a SharedScanReader (shared_scan.h) instead of a cursor of its own: the same rows, in
+// an order that may start in the table's middle and wrap around unless an operator above it
+// needs key order (Operator::order_free), when it attaches only at the start of a lap.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -13,6 +18,7 @@
 
 #include "query/expr_eval.h"
 #include "query/nodes.h"
+#include "query/shared_scan.h"
 #include "sm/common/assert.h"
 
 namespace sm::query {
@@ -86,6 +92,15 @@ class ScanOperator final : public Operator {
     produced_ = returned_ = 0;
     started_ = false;
     exhausted_ = false;
+    reader_.reset();
+    if (ctx->shared_scans != nullptr && !part_ && WholeTable(range_)) {
+      SM_TRY(ctx->shared_scans->Attach(ctx->db, table_, ctx->txn, /*in_order=*/!order_free(),
+                                       &reader_));
+      if (reader_ != nullptr) {
+        cursor_.reset();
+        return Status::OK();
+      }
+    }
     Status s = table_->NewCursor(ctx->txn, part_ ? *part_ : range_, &cursor_);
     part_.reset();  // a part is for one execution
     return s;
@@ -113,13 +128,21 @@ class ScanOperator final : public Operator {
     return Status::OK();
   }
 
-  void CloseImpl() override { cursor_.reset(); }
+  void CloseImpl() override {
+    cursor_.reset();
+    reader_.reset();  // leaves a shared scan, also one stopped early (a LIMIT)
+  }
 
  private:
   static constexpr uint32_t kBatchRows = 64;
   static constexpr uint32_t kMaxWindow = 1u << 24;  // a parent holds at most this many tuples
 
   Value* Slot(uint64_t n) { return &slots_[(n & (capacity_ - 1)) * width_]; }
+
+  // Only scans of every row share: a key range would need its own laps (query.md).
+  static bool WholeTable(const ScanOptions& range) {
+    return !range.has_lower && !range.has_upper && !range.reverse;
+  }
 
   // Decodes rows until at least one passes the predicate or the range ends.
   // NextImpl with no decoded tuple left. Not inlined, so that NextImpl's per-tuple path saves
@@ -132,7 +155,7 @@ class ScanOperator final : public Operator {
   }
 
   Status Fill() {
-    if (cursor_ == nullptr) return Status::OK();
+    if (cursor_ == nullptr && reader_ == nullptr) return Status::OK();
     Status error;
     auto take = [&](std::string_view key, std::string_view value) {
       CountRowRead();
@@ -144,6 +167,13 @@ class ScanOperator final : public Operator {
       Accept(key, value);
       return produced_ - returned_ < kBatchRows;
     };
+    if (reader_ != nullptr) {
+      while (produced_ == returned_ && !exhausted_) {
+        SM_TRY(reader_->Read(take, &exhausted_));
+        if (!error.ok()) return error;
+      }
+      return Status::OK();
+    }
     if (!started_) {
       started_ = true;
       if (!cursor_->Valid()) return Status::OK();
@@ -203,6 +233,7 @@ class ScanOperator final : public Operator {
   bool has_strings_ = false;
   std::unique_ptr<BoundExpr> predicate_;
   std::unique_ptr<Cursor> cursor_;
+  std::unique_ptr<SharedScanReader> reader_;  // instead of cursor_, in a shared scan
   size_t width_ = 0;
   uint32_t window_ = 1;
   uint32_t capacity_ = 0;

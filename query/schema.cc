@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 
+#include "query/shared_scan.h"
 #include "sm/common/assert.h"
 
 namespace sm::query {
@@ -235,6 +236,8 @@ std::string RowSchema::ToString() const {
   }
   return out;
 }
+
+Catalog::Catalog(Database* db) : db_(db), shared_scans_(std::make_shared<SharedScans>()) {}
 
 Status Catalog::Register(TableSchema schema) {
   SM_TRY(schema.Validate());

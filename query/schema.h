@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -216,9 +217,11 @@ class RowSchema {
 };
 
 // Table names to engine tables and their schemas.
+class SharedScans;
+
 class Catalog {
  public:
-  explicit Catalog(Database* db) : db_(db) {}
+  explicit Catalog(Database* db);
   // Validates the schema and opens its engine table (NotFound if the database lacks it);
   // InvalidArgument if a schema of that name is registered already.
   [[nodiscard]] Status Register(TableSchema schema);
@@ -226,6 +229,9 @@ class Catalog {
   [[nodiscard]] Status Lookup(std::string_view name, const TableSchema** schema,
                               Table** table) const;
   Database* db() const { return db_; }
+  // The scans of whole tables in progress that queries over this catalog may share
+  // (shared_scan.h); copies of a catalog share them. Safe from any number of threads.
+  SharedScans* shared_scans() const { return shared_scans_.get(); }
 
  private:
   struct Entry {
@@ -233,6 +239,7 @@ class Catalog {
     Table* table;
   };
   Database* db_;
+  std::shared_ptr<SharedScans> shared_scans_;
   std::map<std::string, Entry, std::less<>> tables_;
 };
 

@@ -41,6 +41,8 @@ class SortOperator final : public Operator {
     return detail_ + "; input in " + std::to_string(parts_) + " parts in parallel";
   }
   bool blocking() const override { return true; }
+  // Equal keys keep their input order (a stable sort), which SQL leaves open.
+  InputOrder input_order(size_t) const override { return InputOrder::kIgnored; }
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back("sort.output");
   }
@@ -92,6 +94,8 @@ class TopNOperator final : public Operator {
         detail_(std::move(detail)) {}
   std::string detail() const override { return detail_; }
   bool blocking() const override { return true; }
+  // Equal keys keep their input order (a stable sort), which SQL leaves open.
+  InputOrder input_order(size_t) const override { return InputOrder::kIgnored; }
   void OutputModules(std::vector<std::string>* out) const override {
     out->push_back("top_n.output");
   }

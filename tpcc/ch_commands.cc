@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "query/query.h"
+#include "query/shared_scan.h"
 #include "tpcc/ch.h"
 #include "tpcc/ch_queries.h"
 #include "tpcc/driver.h"
@@ -110,7 +111,95 @@ void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q) {
                   "the table's key range on a thread of its own")
       ->check(CLI::Range(1u, query::kMaxQueryThreads))
       ->capture_default_str();
+  cmd->add_option("--streams", q->streams,
+                  "threads each running the queries --repeat times, each from its own start; "
+                  "prints queries per hour and buffer pool page reads per query")
+      ->check(CLI::Range(1u, 64u))
+      ->each([q](const std::string&) { q->streams_given = true; })
+      ->capture_default_str();
+  cmd->add_option("--share-scans", q->share_scans,
+                  "with --streams: scans of a whole table attach to one of the same table in "
+                  "progress and read its pages with it")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
 }
+
+namespace {
+
+// `tpcc query ... --streams S`: S threads run the chosen queries --repeat times, each from its
+// own starting point (as `tpcc htap`'s streams do), all over one catalog so that their scans may
+// share; reports queries per hour and the buffer pool's misses per query.
+int RunStreams(const CommonOptions& o, const QueryCliOptions& q, SmEngine* engine,
+               const query::Catalog& catalog, const std::vector<int>& queries,
+               const query::QueryOptions& options) {
+  const DatabaseStats before = engine->database()->stats();
+  std::mutex mu;
+  Status error;                             // GUARDED_BY(mu)
+  std::vector<double> stream_s(q.streams);  // GUARDED_BY(mu)
+  const auto start = std::chrono::steady_clock::now();
+  auto stream = [&](uint32_t s) {
+    const ChParams params = ChParams::Now();
+    const size_t count = queries.size(), first = s * count / q.streams;
+    for (uint32_t r = 0; r < q.repeat; ++r) {
+      for (size_t i = 0; i < count; ++i) {
+        query::Plan plan;
+        ChRun run;
+        Status st = ChQuery(queries[(first + i) % count], catalog, params, &plan);
+        if (st.ok()) st = RunChQuery(catalog, plan, options, &run);
+        if (!st.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (error.ok()) error = st;
+          return;
+        }
+      }
+    }
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    std::lock_guard<std::mutex> lock(mu);
+    stream_s[s] = took.count();
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t s = 0; s < q.streams; ++s) threads.emplace_back(stream, s);
+  for (std::thread& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!error.ok()) {
+    engine->Close().PermitUnchecked();
+    return Failure(o, "query stream", error);
+  }
+  const DatabaseStats after = engine->database()->stats();
+  const uint64_t total = uint64_t{q.streams} * q.repeat * queries.size();
+  const double qph = seconds > 0 ? total * 3600.0 / seconds : 0;
+  const double reads = static_cast<double>(after.pool_misses - before.pool_misses) / total;
+  const query::SharedScanStats shared = catalog.shared_scans()->stats();
+  Say(o,
+      "%u streams, share scans %s: %llu queries in %.1f s, %.0f queries/h, %.0f page reads per "
+      "query (%llu shared scans, %llu attached, %llu detached)\n",
+      q.streams, q.share_scans.c_str(), static_cast<unsigned long long>(total), seconds, qph,
+      reads, static_cast<unsigned long long>(shared.scans),
+      static_cast<unsigned long long>(shared.attaches),
+      static_cast<unsigned long long>(shared.detaches));
+  if (Status s = engine->Close(); !s.ok()) return Failure(o, "close", s);
+  if (Json(o)) {
+    json out = {{"command", "query"},
+                {"db", o.db},
+                {"git_revision", GitRevision()},
+                {"streams", q.streams},
+                {"share_scans", q.share_scans},
+                {"rounds", q.repeat},
+                {"queries", total},
+                {"seconds", seconds},
+                {"queries_per_hour", qph},
+                {"page_reads_per_query", reads},
+                {"stream_seconds", stream_s},
+                {"shared_scans", shared.scans},
+                {"shared_attaches", shared.attaches},
+                {"shared_detaches", shared.detaches}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
 
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
   std::vector<int> queries;
@@ -131,6 +220,8 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
                                                : query::BufferMode::kOff;
   options.buffers.tuples = q.buffer_size;
   options.threads = q.threads;
+  options.share_scans = q.share_scans == "on";
+  if (q.streams_given) return RunStreams(o, q, engine.get(), catalog, queries, options);
   json results = json::array();
   double total_ms = 0;
   for (int n : queries) {
@@ -246,7 +337,9 @@ namespace {
 // point, until stopped. Queries that end after the stop are not counted.
 class QueryStreams {
  public:
-  QueryStreams(const query::Catalog* catalog, uint32_t streams) : catalog_(catalog) {
+  QueryStreams(const query::Catalog* catalog, uint32_t streams, bool share_scans)
+      : catalog_(catalog) {
+    options_.share_scans = share_scans;
     per_query_.resize(kChQueries);
     for (uint32_t s = 0; s < streams; ++s) {
       threads_.emplace_back([this, s, streams] { Stream(s * kChQueries / streams); });
@@ -281,7 +374,7 @@ class QueryStreams {
       query::Plan plan;
       ChRun run;
       Status s = ChQuery(n, *catalog_, params, &plan);
-      if (s.ok()) s = RunChQuery(*catalog_, plan, {}, &run);
+      if (s.ok()) s = RunChQuery(*catalog_, plan, options_, &run);
       std::lock_guard<std::mutex> lock(mu_);
       if (!s.ok()) {
         if (error_.ok()) error_ = s;
@@ -295,6 +388,7 @@ class QueryStreams {
   }
 
   const query::Catalog* catalog_;
+  query::QueryOptions options_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};       // relaxed: a flag polled between queries
   std::atomic<uint64_t> completed_{0};  // relaxed: a count read after the threads are joined
@@ -320,6 +414,11 @@ void AddHtapOptions(CLI::App* cmd, HtapCliOptions* h) {
       ->check(NumberIn(0.001, 365 * 86400.0))
       ->capture_default_str();
   cmd->add_option("--mix", h->mix, "the TPC-C mix, as for `tpcc run`")->capture_default_str();
+  cmd->add_option("--share-scans", h->share_scans,
+                  "the query streams' scans of a whole table attach to one of the same table in "
+                  "progress and read its pages with it")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
 }
 
 int HtapCommand(const CommonOptions& o, const HtapCliOptions& h) {
@@ -356,7 +455,7 @@ int HtapCommand(const CommonOptions& o, const HtapCliOptions& h) {
   uint64_t mixed_queries = 0;
   std::vector<double> mixed_ms;
   {
-    QueryStreams streams(&catalog, h.query_streams);
+    QueryStreams streams(&catalog, h.query_streams, h.share_scans == "on");
     Status s = Run(engine.get(), info, ro, nullptr, &mixed);
     mixed_queries = streams.completed();
     Status q = streams.Stop();
@@ -370,7 +469,7 @@ int HtapCommand(const CommonOptions& o, const HtapCliOptions& h) {
 
   uint64_t alone_queries = 0;
   {
-    QueryStreams streams(&catalog, h.query_streams);
+    QueryStreams streams(&catalog, h.query_streams, h.share_scans == "on");
     std::this_thread::sleep_for(std::chrono::duration<double>(h.duration_s));
     alone_queries = streams.completed();
     if (Status q = streams.Stop(); !q.ok()) return Failure(o, "query stream", q);

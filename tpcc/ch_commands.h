@@ -22,6 +22,9 @@ struct QueryCliOptions {
   std::string buffers = "off";   // buffer operators: off, on or auto (query/refine.h)
   uint32_t buffer_size = 1000;   // tuples per buffer
   uint32_t threads = 1;          // threads per query (query::QueryOptions::threads)
+  uint32_t streams = 1;          // threads each running the queries, from its own start
+  bool streams_given = false;    // --streams was given: report as streams, even for one
+  std::string share_scans = "off";  // streams share scans of whole tables: on or off
 };
 void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q);
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q);
@@ -38,6 +41,7 @@ struct HtapCliOptions {
   uint32_t query_streams = 1;  // threads, each running the 22 queries in order, again and again
   double duration_s = 20;      // of each of the three phases
   std::string mix = "45,43,4,4,4";
+  std::string share_scans = "off";  // the query streams share scans of whole tables: on or off
 };
 void AddHtapOptions(CLI::App* cmd, HtapCliOptions* h);
 // Three phases of --duration each: the TPC-C mix alone, the mix with the query streams, the

@@ -200,7 +200,11 @@ for key in '"result_sha256"' '"rows_read"' '"total_ms"' '"query":22'; do
     echo "FAIL: the query JSON lacks $key: $out"; failures=$((failures + 1))
   fi
 done
+expect 0 "3 streams, share scans on" -- query all --streams 3 --share-scans on --format none --db "$db"
+expect 0 '"page_reads_per_query"' -- query 6 --streams 2 --share-scans off --output json --db "$db"
+expect 2 "share-scans"       -- query 1 --share-scans sometimes --db "$db"
 expect 0 '"tpcc_slowdown"'   -- htap --db "$db" --duration 0.5 --users 4 --commit async --output json --interval 0
+expect 0 '"tpcc_slowdown"'   -- htap --db "$db" --duration 0.5 --users 4 --query-streams 2 --share-scans on --commit async --output json --interval 0
 before=$(state "$db")
 expect 0 "exported order_line" -- export "$dir/csv" --db "$db"
 expect 0 "Q6: 1 rows"        -- query 6 --db "$db"
