@@ -164,10 +164,11 @@ std::string SmEngine::Describe() const {
          " workers, read-for-update: " + ReadForUpdateName(options_.read_for_update) + ")";
 }
 
-Status SmEngine::OpenSchema(bool create, bool* created) {
+Status SmEngine::OpenSchema(Schema schema, bool create, bool* created) {
   *created = false;
   for (int i = 0; i < kTableCount; ++i) {
     auto id = static_cast<TableId>(i);
+    if (!InSchema(id, schema)) continue;
     Status s = db_->OpenTable(TableName(id), &tables_[i]);
     if (s.ok()) continue;
     if (!s.IsNotFound() || !create) return s;
