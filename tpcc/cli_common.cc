@@ -330,6 +330,11 @@ void AddCommon(CLI::App* app, CommonOptions* o) {
       ->capture_default_str();
 }
 
+json LatencyJson(const LatencySummary& l) {
+  return {{"count", l.count},   {"mean_ms", l.mean_ms}, {"p50_ms", l.p50_ms}, {"p90_ms", l.p90_ms},
+          {"p95_ms", l.p95_ms}, {"p99_ms", l.p99_ms},   {"max_ms", l.max_ms}};
+}
+
 json ConditionsJson(const std::vector<ConditionResult>& results) {
   json out = json::array();
   for (const ConditionResult& r : results) {

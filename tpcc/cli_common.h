@@ -25,6 +25,7 @@
 #include "sm/common/status.h"
 #include "sm/sm.h"
 #include "tpcc/consistency.h"
+#include "tpcc/driver.h"
 #include "tpcc/schema.h"
 #include "tpcc/sm_engine.h"
 
@@ -126,6 +127,9 @@ std::string EngineDirectory(const CommonOptions& o);
 // the options that map onto it (the cache is --buffer-pool, the commit mode --commit).
 int OpenAnyEngine(const CommonOptions& o, bool create, std::unique_ptr<Engine>* engine,
                   bool read_only = false);
+
+// A latency summary as JSON (count, mean_ms, p50_ms, ..., max_ms).
+nlohmann::json LatencyJson(const LatencySummary& l);
 
 nlohmann::json ConditionsJson(const std::vector<ConditionResult>& results);
 

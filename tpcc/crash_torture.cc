@@ -322,7 +322,7 @@ int LoadRole(const CrashChildOptions& o, const Reporter& report) {
   std::unique_ptr<SmEngine> engine;
   if (int rc = OpenReporting(o, report, &engine); rc != 0) return rc;
   bool created = false;
-  if (Status s = engine->OpenSchema(/*create=*/true, &created); !s.ok()) {
+  if (Status s = engine->OpenSchema(Schema::kTpcc, /*create=*/true, &created); !s.ok()) {
     return report.Error("schema: " + s.ToString());
   }
   DatabaseInfo info;

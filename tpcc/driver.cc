@@ -76,16 +76,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A counter with one writer (see histogram.h for why a load and a store suffice).
-class Counter {
- public:
-  void Add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  uint64_t Read() const { return v_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> v_{0};
-};
-
 // One worker's statistics, written only by the fibers of that worker.
 struct alignas(64) WorkerStats {
   std::array<Counter, kTxnTypeCount> completed, deadlocks, timeouts;
@@ -502,6 +492,8 @@ void ThinkTimer::Main() {
   }
 }
 
+}  // namespace
+
 LatencySummary Summarize(const Histogram::Snapshot& h) {
   constexpr double kMs = 1e-6;
   LatencySummary s;
@@ -515,6 +507,8 @@ LatencySummary Summarize(const Histogram::Snapshot& h) {
   s.max_ms = static_cast<double>(h.max) * kMs;
   return s;
 }
+
+namespace {
 
 StatsSnapshot ReadStats(const RunState& st) {
   StatsSnapshot s;

@@ -147,6 +147,9 @@ struct RunResult {
   bool interrupted = false;  // ended early by RunOptions::stop
 };
 
+// A histogram of nanoseconds as milliseconds.
+LatencySummary Summarize(const Histogram::Snapshot& h);
+
 using RunProgressFn = std::function<void(const RunProgress&)>;
 
 [[nodiscard]] Status Run(Engine* engine, const DatabaseInfo& info, const RunOptions& options,

@@ -1,5 +1,6 @@
 // The engine adapter: the only surface through which TPC-C (schema, loader, transactions,
-// consistency checks, driver) touches a storage engine, after LeanStore's TPCCWorkload<Adapter>.
+// consistency checks, driver) and the YCSB-like workload (tpcc/ycsb.h) touch a storage engine,
+// after LeanStore's TPCCWorkload<Adapter>.
 //
 // Owns: the vocabulary the workload needs and nothing more - a fixed set of tables addressed by
 // TableId, byte-string keys that compare with memcmp (tpcc/keys.h builds them), opaque values
@@ -57,12 +58,22 @@ enum class TableId : uint8_t {
   kOrderLine,
   kItem,
   kStock,
-  kMeta,  // the driver's metadata (warehouse count, scale, load constants)
+  kMeta,  // the drivers' metadata (TPC-C: warehouse count, scale, load constants; YCSB's)
+  kUsertable,  // YCSB's one table (tpcc/ycsb.h)
 };
-inline constexpr int kTableCount = 12;
+inline constexpr int kTableCount = 13;
 const char* TableName(TableId table);
 inline bool IsIndex(TableId table) {
   return table == TableId::kCustomerByName || table == TableId::kOrderByCustomer;
+}
+
+// The set of tables a database holds: TPC-C's twelve, or YCSB's usertable with the meta table.
+// A database is created with one schema and opened with it, so a TPC-C database made before
+// the usertable existed opens as it did.
+enum class Schema : uint8_t { kTpcc, kYcsb };
+inline bool InSchema(TableId table, Schema schema) {
+  if (table == TableId::kMeta) return true;
+  return (table == TableId::kUsertable) == (schema == Schema::kYcsb);
 }
 
 // A non-owning reference to a callable (std::function without the allocation).
@@ -165,9 +176,10 @@ class Engine {
 
   // The engine's name and configuration, one line for reports ("sm (buffer pool 1 GiB, ...)").
   virtual std::string Describe() const = 0;
-  // Opens the tables; creates those that are missing if `create`, else says NotFound.
-  // *created: some did not exist and were created.
-  [[nodiscard]] virtual Status OpenSchema(bool create, bool* created) = 0;
+  // Opens the tables of `schema` (InSchema); creates those that are missing if `create`, else
+  // says NotFound. *created: some did not exist and were created. The tables of the other
+  // schema stay closed: a transaction may not name them.
+  [[nodiscard]] virtual Status OpenSchema(Schema schema, bool create, bool* created) = 0;
   virtual std::unique_ptr<EngineTxn> NewTxn() = 0;
   // Makes everything committed so far durable and bounds restart work (after a bulk load).
   [[nodiscard]] virtual Status Checkpoint() = 0;

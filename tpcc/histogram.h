@@ -1,4 +1,5 @@
-// A latency histogram with bounded relative error (1/16), for the driver's percentiles.
+// A latency histogram with bounded relative error (1/16), for the drivers' percentiles, and a
+// counter with one writer.
 //
 // Owns: the bucket layout. Values below 16 have a bucket each; above, every power of two is cut
 // into 16 equal sub-buckets, so a bucket's width is at most 1/16 of its lower bound and a
@@ -100,6 +101,16 @@ class Histogram {
   }
   std::array<std::atomic<uint64_t>, kBuckets> counts_{};
   std::atomic<uint64_t> count_{0}, sum_{0}, max_{0};
+};
+
+// A counter with one writer (see Histogram for why a load and a store suffice).
+class Counter {
+ public:
+  void Add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t Read() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
 };
 
 }  // namespace sm::tpcc

@@ -317,6 +317,7 @@ Status CheckEmpty(Engine* engine) {
   SM_TRY(txn->Begin(TxnIsolation::kReadCommitted));
   bool any = false;
   for (int t = 0; t < kTableCount && !any; ++t) {
+    if (!InSchema(static_cast<TableId>(t), Schema::kTpcc)) continue;
     SM_TRY(txn->Scan(static_cast<TableId>(t), {}, {}, false, [&](std::string_view, std::string_view) {
       any = true;
       return false;
@@ -384,7 +385,7 @@ Status Load(Engine* engine, const LoadOptions& options, LoadResult* result) {
     return Status::InvalidArgument("the scale needs at least 1 item and 10 customers per district");
   }
   bool created = false;
-  SM_TRY(engine->OpenSchema(/*create=*/true, &created));
+  SM_TRY(engine->OpenSchema(Schema::kTpcc, /*create=*/true, &created));
   SM_TRY(CheckEmpty(engine));
 
   const auto start = std::chrono::steady_clock::now();

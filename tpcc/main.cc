@@ -4,6 +4,7 @@
 //   tpcc run   [-w N] [--users U] ...   run the mix; conditions 1-4 before and after
 //   tpcc check [-w N] [--conditions L]  the consistency conditions of clause 3.3.2, read-only
 //                                       (--recover: read-write, recovering first if needed)
+//   tpcc ycsb load|run [--workload W]   the YCSB-like key-value workload (tpcc/ycsb.h)
 //   tpcc query N|all [--format F] ...   CH-benCHmark queries (tables from `tpcc load --ch`),
 //                                       read-only
 //   tpcc htap [--query-streams S] ...  the mix and query streams at once, and each alone
@@ -49,6 +50,7 @@
 #include "tpcc/loader.h"
 #include "tpcc/run_command.h"
 #include "tpcc/sm_engine.h"
+#include "tpcc/ycsb_command.h"
 
 namespace sm::tpcc {
 namespace {
@@ -129,7 +131,7 @@ int LoadCommand(const CommonOptions& o) {
   std::unique_ptr<Engine> engine;
   if (int rc = OpenAnyEngine(o, /*create=*/true, &engine); rc != 0) return rc;
   bool created = false;
-  if (Status s = engine->OpenSchema(/*create=*/true, &created); !s.ok()) {
+  if (Status s = engine->OpenSchema(Schema::kTpcc, /*create=*/true, &created); !s.ok()) {
     return Failure(o, "schema", s);
   }
   DatabaseInfo info;
@@ -325,6 +327,12 @@ int Main(int argc, char** argv) {
                    "load one after another, so every load lays out the same pages")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
+  YcsbCliOptions ycsb;
+  CLI::App* ycsb_cmd = app.add_subcommand(
+      "ycsb", "the YCSB-like key-value workload: `ycsb load`, then `ycsb run --workload a`");
+  CLI::App* ycsb_load_cmd = nullptr;
+  CLI::App* ycsb_run_cmd = nullptr;
+  AddYcsbCommands(ycsb_cmd, &common, &ycsb, &ycsb_load_cmd, &ycsb_run_cmd);
   CrashTestOptions crash;
   CrashChildOptions crash_child;
   CLI::App* crash_cmd = app.add_subcommand(
@@ -355,10 +363,17 @@ int Main(int argc, char** argv) {
   if (Csv(common) && !run_cmd->parsed()) {
     return UsageError("--output csv is for `tpcc run` (a row per --interval); use plain or json");
   }
-  if (common.engine != "sm" && !load_cmd->parsed() && !run_cmd->parsed() && !check_cmd->parsed()) {
+  if (common.engine != "sm" && !load_cmd->parsed() && !run_cmd->parsed() &&
+      !check_cmd->parsed() && !ycsb_cmd->parsed()) {
     return UsageError("--engine " + common.engine +
-                      ": only load, run and check run on another engine; the other verbs are "
-                      "our engine's");
+                      ": only load, run, check and ycsb run on another engine; the other verbs "
+                      "are our engine's");
+  }
+  if (ycsb_cmd->parsed()) {
+    // A YCSB database lives apart from TPC-C's unless --db says otherwise.
+    CLI::App* verb = ycsb_load_cmd->parsed() ? ycsb_load_cmd : ycsb_run_cmd;
+    if (verb->count("--db") == 0) common.db = "./data/ycsb";
+    return ycsb_load_cmd->parsed() ? YcsbLoadCommand(common, ycsb) : YcsbRunCommand(common, ycsb);
   }
   if (drop_cmd->parsed()) return DropCommand(common);
   if (crash_cmd->parsed()) return CrashTest(crash);

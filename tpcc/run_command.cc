@@ -26,11 +26,6 @@ using json = nlohmann::json;
 constexpr double kMaxSeconds = 365 * 86400.0;
 constexpr uint64_t kMaxTransactions = 1'000'000'000'000;
 
-json LatencyJson(const LatencySummary& l) {
-  return {{"count", l.count},   {"mean_ms", l.mean_ms}, {"p50_ms", l.p50_ms}, {"p90_ms", l.p90_ms},
-          {"p95_ms", l.p95_ms}, {"p99_ms", l.p99_ms},   {"max_ms", l.max_ms}};
-}
-
 // ---- progress: a line per interval, or a CSV row --------------------------------------------
 
 void SayProgress(const CommonOptions& o, const RunProgress& p) {

@@ -20,6 +20,7 @@ const char* TableName(TableId table) {
     case TableId::kItem: return "tpcc.item";
     case TableId::kStock: return "tpcc.stock";
     case TableId::kMeta: return "tpcc.meta";
+    case TableId::kUsertable: return "ycsb.usertable";
   }
   return "tpcc.?";
 }
@@ -76,7 +77,7 @@ Status ReadDatabaseInfo(Engine* engine, DatabaseInfo* info) {
 
 Status OpenLoaded(Engine* engine, uint32_t warehouses, DatabaseInfo* info) {
   bool created = false;
-  Status s = engine->OpenSchema(/*create=*/false, &created);
+  Status s = engine->OpenSchema(Schema::kTpcc, /*create=*/false, &created);
   if (s.ok()) s = ReadDatabaseInfo(engine, info);
   if (s.IsNotFound()) {
     return Status::NotFound("the database holds no completed TPC-C load: run `tpcc load` first");

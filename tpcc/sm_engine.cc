@@ -89,7 +89,8 @@ class SmTxn final : public EngineTxn {
 
   Status Modify(TableId table, std::string_view key, RowEdit edit) override {
     SM_TRY(Check(table));
-    return T(table)->Modify(txn_.get(), key, [edit](char* value, size_t size) { edit(value, size); });
+    return T(table)->Modify(txn_.get(), key,
+                            [edit](char* value, size_t size) { edit(value, size); });
   }
   Status Scan(TableId table, std::string_view lower, std::string_view upper, bool reverse,
               ScanVisitor visitor) override {
@@ -186,10 +187,11 @@ std::string SmEngine::Describe() const {
          " workers, read-for-update: " + ReadForUpdateName(options_.read_for_update) + ")";
 }
 
-Status SmEngine::OpenSchema(bool create, bool* created) {
+Status SmEngine::OpenSchema(Schema schema, bool create, bool* created) {
   *created = false;
   for (int i = 0; i < kTableCount; ++i) {
     auto id = static_cast<TableId>(i);
+    if (!InSchema(id, schema)) continue;
     Status s = db_->OpenTable(TableName(id), &tables_[i]);
     if (s.ok()) continue;
     if (!s.IsNotFound() || !create) return s;

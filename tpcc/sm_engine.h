@@ -1,7 +1,8 @@
 // SmEngine: the engine adapter (tpcc/engine.h) over our storage manager's public API, sm/sm.h.
 //
-// Owns: the open Database, the handles of the twelve tables (one B-tree each; the two indexes
-// are CreateIndex tables), and the mapping of the adapter's calls onto Table and Cursor calls.
+// Owns: the open Database, the handles of the tables of the schema opened (one B-tree each; the
+// two TPC-C indexes are CreateIndex tables), and the mapping of the adapter's calls onto Table
+// and Cursor calls.
 //
 // Mapping:
 //   TxnIsolation    -> sm::Isolation (serializable / read committed), per transaction.
@@ -46,7 +47,7 @@ class SmEngine final : public Engine {
   ~SmEngine() override;
 
   std::string Describe() const override;
-  Status OpenSchema(bool create, bool* created) override;
+  Status OpenSchema(Schema schema, bool create, bool* created) override;
   std::unique_ptr<EngineTxn> NewTxn() override;
   Status Checkpoint() override;
   Status Verify() override;

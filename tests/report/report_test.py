@@ -90,6 +90,7 @@ expected = [
     "1.338x",              # buffers: q3_nlj_wall_speedup
     "from never by the cycle estimate and from 3,000 rows by the wall clock",
     "total speedup 1.012x",  # buffers: ch_auto_total_speedup
+    "| C, zipfian | 200,005 | 100,000 | sqlite | 2.00x |",  # ycsb: a cell's row
     "auto places buffers in Q5, Q9",  # buffers: ch_auto_buffered_queries
     "| Q5 | 0.988x |",       # buffers: ch_q5_auto_wall_speedup
 ]

@@ -8,7 +8,8 @@
 # verify change no file of the database (they open it read-only), and refuse one a crash left
 # until --recover recovers it; drop removes a database and nothing else; sm_admin's exit
 # statuses agree with tpcc's; --engine refuses what only our engine does, and runs SQLite's
-# load, run and check when the build has its adapter.
+# load, run and check when the build has its adapter; ycsb loads once, refuses another record
+# count, and runs a workload with its summary and JSON.
 #   cli_test.sh TPCC_BINARY SCRATCH_DIR SM_ADMIN_BINARY
 set -u
 tpcc="$1"
@@ -61,7 +62,7 @@ expect 2 "unknown verb 'frobnicate'" -- frobnicate
 expect 2 "1..65535"          -- load -w 70000 --db "$db"
 # Other engines (docs/design/engines.md): unknown ones, our engine's verbs and options refused.
 expect 2 "no engine named 'nosuch'" -- load --engine nosuch --db "$db"
-expect 2 "only load, run and check" -- export "$dir/csv" --engine sqlite --db "$db"
+expect 2 "only load, run, check and ycsb" -- export "$dir/csv" --engine sqlite --db "$db"
 expect 2 "steps is our engine's" -- run --engine sqlite --steps on --db "$db"
 # One that this build has: load, run and check end to end, in <db>/<engine>.
 if "$tpcc" load --help | grep -q "sqlite"; then
@@ -73,6 +74,18 @@ if "$tpcc" load --help | grep -q "sqlite"; then
   [ -f "$dir/engines/sqlite/tpcc.sqlite" ] ||
     { echo "FAIL: no $dir/engines/sqlite/tpcc.sqlite"; failures=$((failures + 1)); }
 fi
+# The YCSB-like workload (tpcc/ycsb.h) on our engine.
+ycsb="$dir/ycsb"
+expect 2 "workload"          -- ycsb run --workload z --db "$ycsb"
+expect 1 "no database"       -- ycsb run --db "$ycsb"
+expect 0 "loaded 2000 records" -- ycsb load --records 2000 --db "$ycsb" --interval 0
+expect 0 "reusing the YCSB load" -- ycsb load --db "$ycsb"
+expect 2 "holds a YCSB load of 2000" -- ycsb load --records 3000 --db "$ycsb"
+expect 0 "records scanned"   -- ycsb run --workload e --duration 0.3 --warmup 0 --db "$ycsb" \
+                                --interval 0
+expect 0 '"throughput_ops_per_s"' -- ycsb run --workload a --distribution uniform --duration 0.3 \
+                                --warmup 0 --db "$ycsb" --interval 0 --output json
+expect 1 "no completed TPC-C load" -- run --db "$ycsb" --duration 0.1
 expect 2 "1..655350"         -- run --users 0 --db "$db"
 expect 2 "0.001.."           -- run --duration 0 --db "$db"
 expect 2 "0..1024"           -- run --workers many --db "$db"

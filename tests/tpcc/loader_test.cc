@@ -217,7 +217,7 @@ TEST_CASE("a database with a half-finished load is refused", "[unit][tpcc]") {
   std::unique_ptr<SmEngine> engine;
   REQUIRE(SmEngine::Open(TestEngineOptions(fs.get(), 1), &engine).ok());
   bool created = false;
-  REQUIRE(engine->OpenSchema(true, &created).ok());
+  REQUIRE(engine->OpenSchema(Schema::kTpcc, true, &created).ok());
   CHECK(created);
   Put(engine.get(), TableId::kItem, ItemKey(1), "x");
   LoadOptions lo;

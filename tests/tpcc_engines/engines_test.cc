@@ -1,13 +1,16 @@
 // The other engines' adapters (tpcc/engines/) against the TPC-C tests our adapter passes: each
 // transaction's effects and the consistency conditions on a tiny database, the adapter's
 // answers (duplicates, missing rows, aborts, scans in both directions), and a short
-// run of the mix on two workers followed by the conditions, after a close and reopen too.
+// run of the mix on two workers followed by the conditions, after a close and reopen too. Then
+// the YCSB-like workload (tpcc/ycsb.h) on every engine, ours included: a small load, direct
+// reads and writes, and each workload for a fraction of a second with its checks.
 //
 // An engine whose library this build did not find is skipped: its cases print a line that
 // ctest reads as a skip (tests/catch_tiers.cmake, SKIP_REGULAR_EXPRESSION) and pass.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +28,7 @@
 #include "tpcc/engines/worker_threads.h"
 #include "tpcc/keys.h"
 #include "tpcc/transactions.h"
+#include "tpcc/ycsb.h"
 
 // The engines' libraries are not instrumented. TSan cannot see the synchronization inside them
 // (SQLite's WAL index, RocksDB's write groups and memtables, LMDB's pages are published with
@@ -83,8 +87,9 @@ struct Scratch {
   std::string path;
 };
 
-std::unique_ptr<Engine> Open(const std::string& name, const std::string& path, bool create,
-                             unsigned workers = 1) {
+// The engine, with no table open yet.
+std::unique_ptr<Engine> OpenEngine(const std::string& name, const std::string& path, bool create,
+                                   unsigned workers) {
   ForeignEngineOptions o;
   o.path = path;
   o.create = create;
@@ -96,8 +101,14 @@ std::unique_ptr<Engine> Open(const std::string& name, const std::string& path, b
   Status s = OpenForeignEngine(name, o, &engine);
   INFO(s.ToString());
   REQUIRE(s.ok());
+  return engine;
+}
+
+std::unique_ptr<Engine> Open(const std::string& name, const std::string& path, bool create,
+                             unsigned workers = 1) {
+  std::unique_ptr<Engine> engine = OpenEngine(name, path, create, workers);
   bool created = false;
-  s = engine->OpenSchema(create, &created);
+  Status s = engine->OpenSchema(Schema::kTpcc, create, &created);
   INFO(s.ToString());
   REQUIRE(s.ok());
   return engine;
@@ -310,6 +321,219 @@ ENGINE_TESTS("lmdb")
 ENGINE_TESTS("rocksdb")
 ENGINE_TESTS("bdb")
 ENGINE_TESTS("wiredtiger")
+
+// ---- YCSB ----------------------------------------------------------------------------------
+
+constexpr uint64_t kYcsbRecords = 2000;
+
+// Our engine (on the in-memory file system) or another (in a scratch directory), two workers.
+struct YcsbDb {
+  explicit YcsbDb(const std::string& name) : name(name), dir(name), fs(7) {}
+  std::unique_ptr<Engine> Open() {
+    if (name != "sm") return OpenEngine(name, dir.path, /*create=*/true, 2);
+    std::unique_ptr<SmEngine> ours;
+    Status s = SmEngine::Open(TestEngineOptions(&fs, 2), &ours);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    return ours;
+  }
+  std::string name;
+  Scratch dir;
+  io::FaultInjectionFileSystem fs;
+};
+
+void Require(const Status& s) {
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+}
+
+// Every record in key order: ascending, each with a value of its record. Returns the count.
+uint64_t ScanAll(Engine* e) {
+  std::unique_ptr<EngineTxn> txn = e->NewTxn();
+  Require(txn->Begin(TxnIsolation::kReadCommitted));
+  uint64_t count = 0, previous = 0;
+  bool ordered = true, values = true;
+  auto visit = [&](std::string_view k, std::string_view v) {
+    const uint64_t n = YcsbRecordOf(k);
+    ordered = ordered && k.size() == kYcsbKeyBytes && (count == 0 || n > previous);
+    values = values && YcsbValueMatches(n, v);
+    previous = n;
+    ++count;
+    return true;
+  };
+  Require(txn->Scan(TableId::kUsertable, {}, {}, false, visit));
+  Require(txn->Commit());
+  CHECK(ordered);
+  CHECK(values);
+  return count;
+}
+
+// Runs one operation in its own transaction; its status.
+template <typename Op>
+Status InOwnTxn(Engine* e, Op&& op) {
+  std::unique_ptr<EngineTxn> txn = e->NewTxn();
+  Require(txn->Begin(TxnIsolation::kSerializable));
+  Status s = op(txn.get());
+  if (s.ok()) return txn->Commit();
+  txn->Abort().PermitUnchecked();
+  return s;
+}
+
+std::string ReadRecord(Engine* e, uint64_t record) {
+  std::string value;
+  Require(InOwnTxn(
+      e, [&](EngineTxn* t) { return t->Get(TableId::kUsertable, YcsbKey(record), &value); }));
+  return value;
+}
+
+// Reads, an update, an insert and a scan at the end of the table, through the adapter.
+void YcsbAnswers(Engine* e) {
+  CHECK(ScanAll(e) == kYcsbRecords);
+  for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{977}, kYcsbRecords - 1}) {
+    std::string expected;
+    YcsbValue(n, 0, &expected);
+    CHECK(ReadRecord(e, n) == expected);
+  }
+  std::string updated;
+  YcsbValue(17, 7, &updated);
+  Require(InOwnTxn(
+      e, [&](EngineTxn* t) { return t->Update(TableId::kUsertable, YcsbKey(17), updated); }));
+  CHECK(ReadRecord(e, 17) == updated);
+  CHECK(YcsbValueMatches(17, updated));
+  CHECK_FALSE(YcsbValueMatches(18, updated));
+  std::string inserted;
+  YcsbValue(kYcsbRecords, 0, &inserted);
+  Require(InOwnTxn(e, [&](EngineTxn* t) {
+    return t->Insert(TableId::kUsertable, YcsbKey(kYcsbRecords), inserted);
+  }));
+  CHECK(ReadRecord(e, kYcsbRecords) == inserted);
+  Status again = InOwnTxn(e, [&](EngineTxn* t) {
+    return t->Insert(TableId::kUsertable, YcsbKey(kYcsbRecords), inserted);
+  });
+  CHECK(again.IsDuplicate());
+  std::vector<uint64_t> scanned;
+  Require(InOwnTxn(e, [&](EngineTxn* t) {
+    return t->Scan(TableId::kUsertable, YcsbKey(kYcsbRecords - 10), {}, false,
+                   [&](std::string_view k, std::string_view) {
+                     scanned.push_back(YcsbRecordOf(k));
+                     return scanned.size() < 100;
+                   });
+  }));
+  REQUIRE(scanned.size() == 11);  // the table ends: 10 loaded records and the inserted one
+  for (size_t i = 0; i < scanned.size(); ++i) CHECK(scanned[i] == kYcsbRecords - 10 + i);
+}
+
+// Every workload with both distributions for a fraction of a second: the run's own checks (every
+// read finds its value, scans ascend with the right count, inserts land) must all hold.
+void YcsbWorkloads(Engine* e, const YcsbInfo& info) {
+  for (YcsbWorkload w : kYcsbWorkloads) {
+    for (YcsbDistribution d : kYcsbDistributions) {
+      const uint64_t before = ScanAll(e);
+      YcsbRunOptions ro;
+      ro.workload = w;
+      ro.distribution = d;
+      ro.users = 2;
+      ro.duration_s = 0.1;
+      ro.interval_s = 0;
+      YcsbRunResult r;
+      INFO(YcsbWorkloadName(w) << " " << YcsbDistributionName(d));
+      Require(YcsbRun(e, info, ro, {}, &r));
+      CHECK(r.ops > 0);
+      const std::array<uint32_t, kYcsbOpCount> mix = YcsbMix(w);
+      for (int op = 0; op < kYcsbOpCount; ++op) {
+        if (mix[op] == 0) CHECK(r.ops_by_type[op] == 0);
+      }
+      const uint64_t after = ScanAll(e);
+      if (w == YcsbWorkload::kE) {
+        CHECK(r.scanned_records >= r.ops_by_type[static_cast<int>(YcsbOp::kScan)]);
+        CHECK(after >= before + r.ops_by_type[static_cast<int>(YcsbOp::kInsert)]);
+      } else {
+        CHECK(after == before);
+      }
+    }
+  }
+}
+
+void Ycsb(const std::string& name) {
+  YcsbDb db(name);
+  std::unique_ptr<Engine> engine = db.Open();
+  YcsbInfo info;
+  CHECK(OpenYcsb(engine.get(), &info).IsNotFound());
+  YcsbLoadOptions lo;
+  lo.records = kYcsbRecords;
+  lo.batch = 128;
+  YcsbLoadResult load;
+  Require(YcsbLoad(engine.get(), lo, &load));
+  CHECK(load.records == kYcsbRecords);
+  CHECK(YcsbLoad(engine.get(), lo, &load).IsInvalidArgument());  // loaded already
+  YcsbAnswers(engine.get());
+  Require(engine->Close());
+  engine = db.Open();
+  Require(OpenYcsb(engine.get(), &info));
+  CHECK(info.records == kYcsbRecords);
+  DatabaseInfo tpcc;
+  CHECK(OpenLoaded(engine.get(), 0, &tpcc).IsNotFound());  // a YCSB database holds no TPC-C
+  YcsbWorkloads(engine.get(), info);
+  Require(engine->Close());
+}
+
+#define YCSB_TESTS(name)                                                                      \
+  TEST_CASE(name ": a YCSB load, its answers and every workload", "[random][tpcc][engines]") { \
+    SKIP_UNLESS_BUILT(name);                                                                  \
+    Ycsb(name);                                                                               \
+  }
+
+TEST_CASE("sm: a YCSB load, its answers and every workload", "[random][tpcc][engines]") {
+  Ycsb("sm");
+}
+YCSB_TESTS("sqlite")
+YCSB_TESTS("lmdb")
+YCSB_TESTS("rocksdb")
+YCSB_TESTS("bdb")
+YCSB_TESTS("wiredtiger")
+
+TEST_CASE("ycsb: keys in number order, values per record, the request distributions",
+          "[unit][tpcc][engines]") {
+  CHECK(YcsbKey(0x0102030405060708ull) == std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+  for (uint64_t n : {uint64_t{0}, uint64_t{255}, uint64_t{256}, uint64_t{1} << 40}) {
+    CHECK(YcsbRecordOf(YcsbKey(n)) == n);
+    CHECK(YcsbKey(n) < YcsbKey(n + 1));  // memcmp order is number order
+  }
+  std::string v;
+  YcsbValue(5, 9, &v);
+  CHECK(v.size() == kYcsbValueBytes);
+  CHECK(YcsbValueMatches(5, v));
+  v[50] ^= 1;
+  CHECK_FALSE(YcsbValueMatches(5, v));
+  for (YcsbWorkload w : kYcsbWorkloads) {
+    const std::array<uint32_t, kYcsbOpCount> mix = YcsbMix(w);
+    CHECK(mix[0] + mix[1] + mix[2] + mix[3] == 100);
+  }
+  // Zipfian: in range, skewed (the hottest record draws far more than its uniform share), and
+  // the hottest records are not all at the start of the key space.
+  constexpr uint64_t kRecords = 10000;
+  constexpr int kDraws = 200000;
+  Rng rng(3);
+  YcsbKeyChooser zipf(YcsbDistribution::kZipfian, kRecords);
+  std::vector<int> hits(kRecords);
+  for (int i = 0; i < kDraws; ++i) {
+    const uint64_t n = zipf.Next(rng);
+    REQUIRE(n < kRecords);
+    ++hits[n];
+  }
+  const auto hottest = std::max_element(hits.begin(), hits.end()) - hits.begin();
+  CHECK(hits[hottest] > 50 * kDraws / static_cast<int>(kRecords));
+  int hot_in_first_tenth = 0, hot = 0;
+  for (uint64_t n = 0; n < kRecords; ++n) {
+    if (hits[n] <= 10 * kDraws / static_cast<int>(kRecords)) continue;
+    ++hot;
+    if (n < kRecords / 10) ++hot_in_first_tenth;
+  }
+  CHECK(hot > 0);
+  CHECK(hot_in_first_tenth < hot);
+  YcsbKeyChooser uniform(YcsbDistribution::kUniform, kRecords);
+  for (int i = 0; i < 1000; ++i) CHECK(uniform.Next(rng) < kRecords);
+}
 
 TEST_CASE("worker threads run one worker's functions one at a time, all before Stop returns",
           "[unit][tpcc][engines]") {

@@ -466,6 +466,28 @@ def render_engines(record, _records):
         "settings."
 
 
+def render_ycsb(record, _records):
+    """`tools/run compare --ycsb`: per cell the engines' median ops/s, and ours over the best."""
+    j = record["json"]
+    engines = j.get("engines", [])
+    rows = []
+    for cell in j.get("cells", []):
+        workload, _, distribution = cell.partition("_")
+        rows.append((f"{workload.upper()}, {distribution}",
+                     *(num(j.get(f"{e}_ycsb_{cell}_ops_per_s")) for e in engines),
+                     j.get(f"best_other_ycsb_{cell}", NA),
+                     ratio(j.get(f"sm_over_best_ycsb_{cell}"))))
+    if not rows or not engines:
+        return "The JSON has no engines."
+    return table(("workload", *(f"{e} ops/s" for e in engines), "best other",
+                  "ours over the best"), rows, left=1) + \
+        f"\n\nMedians of {runs_text(j.get('rounds', NA))} of {num(j.get('duration_s'), 1)} s " \
+        f"each; {num(j.get('records'))} records of 100 bytes loaded into every engine; " \
+        f"{j.get('workers', NA)} workers, one terminal each; commit {j.get('commit', NA)}; " \
+        f"every engine with the same cache ({j.get('buffer_pool', NA)}). " \
+        "docs/design/engines.md describes the workloads and each engine's settings."
+
+
 def render_generic(record, _records):
     """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
     j = record["json"]

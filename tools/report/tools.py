@@ -270,6 +270,14 @@ TOOLS = [
                           "--commit", "async"],
               [], ["--rounds", "5"]),
          render.render_engines),
+    Tool("ycsb", "YCSB on the embedded engines",
+         "`tools/run compare --ycsb`: YCSB workloads A, B, C and E, each with uniform and "
+         "Zipfian requests, on our engine and the others this build has adapters for, one "
+         "operation per transaction, run round robin with identical parameters.",
+         verb("compare", ["--ycsb", "--records", "10000", "--duration", "0.5", "--warmup", "0",
+                          "--rounds", "1"],
+              ["--ycsb"], ["--ycsb", "--rounds", "5"]),
+         render.render_ycsb),
     Tool("crash-test", "Crash torture",
          "`tools/run crash-test`: a small TPC-C database run with durable commits in a child "
          "process and killed with SIGKILL, cycle after cycle; after every recovery no "

@@ -264,10 +264,10 @@ class BdbEngine final : public Engine {
            std::to_string(threads_.workers()) + " worker threads)";
   }
 
-  Status OpenSchema(bool create, bool* created) override {
+  Status OpenSchema(Schema schema, bool create, bool* created) override {
     *created = false;
     for (int i = 0; i < kTableCount; ++i) {
-      if (sh_->db[i] != nullptr) continue;
+      if (sh_->db[i] != nullptr || !InSchema(static_cast<TableId>(i), schema)) continue;
       const std::string file = std::string(TableName(static_cast<TableId>(i))) + ".db";
       std::error_code error;
       const bool exists = std::filesystem::exists(sh_->options.path + "/" + file, error);

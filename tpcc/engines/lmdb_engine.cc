@@ -255,13 +255,14 @@ class LmdbEngine final : public Engine {
            std::to_string(threads_.workers()) + " worker threads)";
   }
 
-  Status OpenSchema(bool create, bool* created) override {
+  Status OpenSchema(Schema schema, bool create, bool* created) override {
     *created = false;
     MDB_txn* txn = nullptr;
     const bool write = create && !sh_->options.read_only;
     int rc = mdb_txn_begin(sh_->env, nullptr, write ? 0 : MDB_RDONLY, &txn);
     if (rc != 0) return Error(rc, "begin");
     for (int i = 0; i < kTableCount; ++i) {
+      if (!InSchema(static_cast<TableId>(i), schema)) continue;
       rc = mdb_dbi_open(txn, TableName(static_cast<TableId>(i)), 0, &sh_->dbi[i]);
       if (rc == MDB_NOTFOUND && write) {
         rc = mdb_dbi_open(txn, TableName(static_cast<TableId>(i)), MDB_CREATE, &sh_->dbi[i]);

@@ -249,10 +249,10 @@ class RocksDbEngine final : public Engine {
            ")";
   }
 
-  Status OpenSchema(bool create, bool* created) override {
+  Status OpenSchema(Schema schema, bool create, bool* created) override {
     *created = false;
     for (int i = 0; i < kTableCount; ++i) {
-      if (sh_->cf[i] != nullptr) continue;
+      if (sh_->cf[i] != nullptr || !InSchema(static_cast<TableId>(i), schema)) continue;
       if (!create || sh_->options.read_only) {
         return Status::NotFound(std::string("no table ") + TableName(static_cast<TableId>(i)));
       }

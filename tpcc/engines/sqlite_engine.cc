@@ -375,10 +375,11 @@ class SqliteEngine final : public Engine {
            " MiB per connection, " + std::to_string(threads_.workers()) + " worker threads)";
   }
 
-  Status OpenSchema(bool create, bool* created) override {
+  Status OpenSchema(Schema schema, bool create, bool* created) override {
     *created = false;
     for (int i = 0; i < kTableCount; ++i) {
       const auto id = static_cast<TableId>(i);
+      if (!InSchema(id, schema)) continue;
       sqlite3_stmt* stmt = nullptr;
       const char* sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1";
       int rc = sqlite3_prepare_v2(admin_, sql, -1, &stmt, nullptr);

@@ -313,9 +313,10 @@ class WiredTigerEngine final : public Engine {
            std::to_string(threads_.workers()) + " worker threads)";
   }
 
-  Status OpenSchema(bool create, bool* created) override {
+  Status OpenSchema(Schema schema, bool create, bool* created) override {
     *created = false;
     for (int i = 0; i < kTableCount; ++i) {
+      if (!InSchema(static_cast<TableId>(i), schema)) continue;
       const std::string uri = Uri(static_cast<TableId>(i));
       WT_CURSOR* c = nullptr;
       int rc = admin_->open_cursor(admin_, uri.c_str(), nullptr, nullptr, &c);
