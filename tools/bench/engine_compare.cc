@@ -21,18 +21,17 @@
 // per second per engine and cell, the best other engine's and ours over it; the last line is
 // one JSON object with `<engine>_ycsb_<workload>_<distribution>_ops_per_s` and
 // `sm_over_best_ycsb_<workload>_<distribution>` keys.
-#include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+#include "tools/bench/tpcc_process.h"
 #include "tpcc/engines/engines.h"
 
 namespace {
@@ -55,42 +54,14 @@ struct Options {
   std::string distributions = "uniform,zipfian";
 };
 
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
-    if (!part.empty()) out.push_back(part);
-  }
-  return out;
-}
+using sm::bench::DirectoryBytes;
+using sm::bench::Median;
+using sm::bench::SplitList;
+std::string Quote(const std::string& s) { return sm::bench::ShellWord(s); }
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs a tpcc command (its stderr passes through for people); the last line of its stdout as
-// JSON, or null if it failed.
+// Runs a tpcc command (its stderr passes through for people); its JSON, or null if it failed.
 json RunTpcc(const Options& o, const std::string& args) {
-  const std::string cmd = Quote(o.tpcc) + " " + args + " --output json";
-  std::fprintf(stderr, "[compare] tpcc %s\n", args.c_str());
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return nullptr;
-  std::string out, last;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int rc = pclose(p);
-  std::stringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) last = line;
-  }
-  if (rc != 0 || last.empty()) {
-    std::fprintf(stderr, "[compare] failed (status %d): %s\n", rc, last.c_str());
-    return nullptr;
-  }
-  json j = json::parse(last, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json(nullptr) : j;
+  return sm::bench::RunTpccJson("compare", o.tpcc, args);
 }
 
 std::string DbArgs(const Options& o, const std::string& engine) {
@@ -99,23 +70,6 @@ std::string DbArgs(const Options& o, const std::string& engine) {
 
 std::string Directory(const Options& o, const std::string& engine) {
   return o.db + "/" + engine;
-}
-
-uint64_t DirectoryBytes(const std::string& dir) {
-  std::error_code error;
-  uint64_t bytes = 0;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, error);
-       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
-    if (it->is_regular_file(error)) bytes += it->file_size(error);
-  }
-  return bytes;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Figures {
@@ -223,13 +177,13 @@ void YcsbReport(const Options& o, const std::vector<std::string>& engines,
 }
 
 int CompareYcsb(const Options& o, const std::vector<std::string>& engines) {
-  if (Split(o.workers).size() != 1 || Split(o.commit).size() != 1) {
+  if (SplitList(o.workers).size() != 1 || SplitList(o.commit).size() != 1) {
     std::fprintf(stderr, "compare --ycsb: --workers and --commit take one value each\n");
     return 2;
   }
   std::vector<std::string> cells;
-  for (const std::string& w : Split(o.workloads)) {
-    for (const std::string& d : Split(o.distributions)) cells.push_back(w + "_" + d);
+  for (const std::string& w : SplitList(o.workloads)) {
+    for (const std::string& d : SplitList(o.distributions)) cells.push_back(w + "_" + d);
   }
   std::filesystem::create_directories(YcsbBase(o));
   const std::vector<std::string> loaded = YcsbLoad(o, engines);
@@ -278,12 +232,12 @@ int Main(int argc, char** argv) {
     if (commit_option->count() == 0) o.commit = "async";
   }
 
-  std::vector<std::string> engines = Split(o.engines);
+  std::vector<std::string> engines = SplitList(o.engines);
   if (engines.empty()) {
     engines.push_back("sm");
     for (const std::string& e : sm::tpcc::ForeignEngineNames()) engines.push_back(e);
   }
-  const std::vector<std::string> workers = Split(o.workers), commits = Split(o.commit);
+  const std::vector<std::string> workers = SplitList(o.workers), commits = SplitList(o.commit);
   if (workers.empty() || commits.empty()) {
     std::fprintf(stderr, "compare: --workers and --commit need at least one value each\n");
     return 2;
