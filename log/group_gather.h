@@ -11,10 +11,12 @@
 // The rule, with L the recent sync latency (a moving average of the flusher's own syncs):
 //   - no hold once as many wait as are expected (the waiters the last sync released and those
 //     still waiting just after it: every committer that took part in the last round), nor
-//     before any sync has been timed;
-//   - a hold ends once no new request has come for a quiet gap of L/8, kept within
-//     [kMinGap, kMaxGap] (the committers still to come are not running), or L/2 after it
-//     began (a hold never costs a committer more than half a sync).
+//     before any sync has been timed, nor while L is below kMinHeldSyncNs: a sync that short
+//     costs the committers left for the next one less than a hold would cost the round (a
+//     fast disk measured slower with the hold in bench_tpcc's durable runs);
+//   - a hold ends once no new request has come for a quiet gap of L/8, at most kMaxGapNs (the
+//     committers still to come are not running), or L/2 after it began (a hold never costs a
+//     committer more than half a sync).
 // So the extra wait of a commit is bounded by L/2, and is one quiet gap when fewer committers
 // come back than left (a terminal that ran a read-only transaction, or stopped).
 //
@@ -29,16 +31,16 @@ namespace sm::log {
 
 class GroupGather {
  public:
-  static constexpr int64_t kMinGapNs = 10'000;
   static constexpr int64_t kMaxGapNs = 1'000'000;
+  static constexpr int64_t kMinHeldSyncNs = 500'000;
 
   // With durable requests pending and `waiting` waiters linked: the time (ns, the clock of
   // now_ns) until which to hold the sync, or 0 to sync now. last_request_ns: when the latest
   // durable request was made.
   int64_t HoldUntil(int64_t now_ns, int64_t last_request_ns, size_t waiting) {
-    if (sync_ns_ == 0 || waiting >= expected_) return 0;
+    if (sync_ns_ < kMinHeldSyncNs || waiting >= expected_) return 0;
     if (hold_start_ns_ == 0) hold_start_ns_ = now_ns;
-    const int64_t gap = std::clamp(sync_ns_ / 8, kMinGapNs, kMaxGapNs);
+    const int64_t gap = std::min(sync_ns_ / 8, kMaxGapNs);
     const int64_t quiet_end = std::max(last_request_ns, hold_start_ns_) + gap;
     const int64_t until = std::min(quiet_end, hold_start_ns_ + sync_ns_ / 2);
     return now_ns >= until ? 0 : until;

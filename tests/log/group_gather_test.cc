@@ -58,8 +58,11 @@ TEST_CASE("group gather: a quiet gap or half a sync ends a hold", "[unit][log]")
 TEST_CASE("group gather: the gap stays within its bounds as the disk's latency moves",
           "[unit][log]") {
   GroupGather fast;
-  fast.Synced(20 * kUs, 4);  // L/8 would be 2.5 us: at least 10 us, but never past L/2
-  REQUIRE(fast.HoldUntil(kMs, kMs, 1) == kMs + 10 * kUs);
+  fast.Synced(400 * kUs, 4);  // a fast disk: no hold
+  REQUIRE(fast.HoldUntil(kMs, kMs, 1) == 0);
+  GroupGather short_gap;
+  short_gap.Synced(GroupGather::kMinHeldSyncNs, 4);  // L/8 of the shortest held sync
+  REQUIRE(short_gap.HoldUntil(kMs, kMs, 1) == kMs + GroupGather::kMinHeldSyncNs / 8);
   GroupGather slow;
   slow.Synced(40 * kMs, 4);  // L/8 would be 5 ms: at most 1 ms
   REQUIRE(slow.HoldUntil(kMs, kMs, 1) == 2 * kMs);
