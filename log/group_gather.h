@@ -12,8 +12,8 @@
 //   - no hold once as many wait as are expected (the waiters the last sync released and those
 //     still waiting just after it: every committer that took part in the last round), nor
 //     before any sync has been timed, nor while L is below kMinHeldSyncNs: a sync that short
-//     costs the committers left for the next one less than a hold would cost the round (a
-//     fast disk measured slower with the hold in bench_tpcc's durable runs);
+//     costs the committers left for the next one less than a hold would cost the round
+//     (`tools/run bench tpcc`, key tx_per_s_1w_durable, measures it);
 //   - a hold ends once no new request has come for a quiet gap of L/8, at most kMaxGapNs (the
 //     committers still to come are not running), or L/2 after it began (a hold never costs a
 //     committer more than half a sync).

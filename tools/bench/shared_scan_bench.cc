@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/tpcc_process.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -44,33 +46,11 @@ std::vector<uint32_t> SplitCounts(const std::string& text) {
   return out;
 }
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string Quote(const std::string& s) { return sm::bench::ShellWord(s); }
 
-// Runs a tpcc command (its stderr passes through); the last line of its stdout as JSON, or null
-// if it failed.
+// Runs a tpcc command (its stderr passes through); its JSON, or null if it failed.
 json RunTpcc(const Options& o, const std::string& args) {
-  const std::string cmd = Quote(o.tpcc) + " " + args + " --output json";
-  std::fprintf(stderr, "[shared-scan] tpcc %s\n", args.c_str());
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return nullptr;
-  std::string out, last;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int rc = pclose(p);
-  std::stringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) last = line;
-  }
-  if (rc != 0 || last.empty()) {
-    std::fprintf(stderr, "[shared-scan] failed (status %d): %s\n", rc, last.c_str());
-    return nullptr;
-  }
-  json j = json::parse(last, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json(nullptr) : j;
+  return sm::bench::RunTpccJson("shared-scan", o.tpcc, args);
 }
 
 // Loads the CH database unless the manifest says it is there with these warehouses.
