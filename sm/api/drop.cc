@@ -269,19 +269,24 @@ Status DatabaseImpl::FreePagesLogged(const std::vector<PageId>& pages) {
 Status DatabaseImpl::FreeOrphanPages(OpenReport* report) {
   std::vector<bool> owned(volume_->page_count(), false);
   Status walked;
+  // The first page a tree names wrongly. Kept apart from `walked`, which the walk that is
+  // visiting the page overwrites with its own result when it returns.
+  Status misnamed;
   auto mark_tree_page = [&](PageId id) {
-    if (!walked.ok()) return;
+    if (!misnamed.ok()) return;
     if (id.value() >= owned.size() || !volume_->IsAllocated(id)) {
-      walked = Status::Corruption("a tree names page " + std::to_string(id.value()) +
-                                  ", which is not allocated");
+      misnamed = Status::Corruption("a tree names page " + std::to_string(id.value()) +
+                                    ", which is not allocated");
     } else if (owned[id.value()]) {
-      walked = Status::Corruption("page " + std::to_string(id.value()) + " is in a tree twice");
+      misnamed = Status::Corruption("page " + std::to_string(id.value()) + " is in a tree twice");
     } else {
       owned[id.value()] = true;
     }
   };
   auto walk = [&](const index::BTree& tree) {
-    if (walked.ok()) walked = tree.ForEachPage(mark_tree_page);
+    if (!walked.ok()) return;
+    walked = tree.ForEachPage(mark_tree_page);
+    if (!misnamed.ok() && walked.ok()) walked = std::move(misnamed);
   };
   walk(*catalog_);
   {

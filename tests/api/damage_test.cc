@@ -2,6 +2,8 @@
 // allocation map (the volume keeps two and silently takes the other), the pages of a dropped
 // table (in no tree, so the tree walk never reads them), and the report Verify prints.
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -206,6 +208,43 @@ TEST_CASE("a damaged inner node makes Open keep the pages in no tree", "[unit][a
   CHECK(report.orphan_sweep_skipped.find("page " + std::to_string(inner.value())) !=
         std::string::npos);
   CHECK(report.ToString().find("pages in no tree kept") != std::string::npos);
+  std::string text;
+  CHECK(VerifyDb(db.get(), &text).IsCorruption());
+}
+
+// A tree that names a page the volume does not have (a damaged child pointer behind a valid
+// checksum): Open keeps the pages in no tree and says which page, and Verify reports it.
+TEST_CASE("a child pointer to a page not allocated makes Open keep the pages in no tree",
+          "[unit][api]") {
+  io::FaultInjectionFileSystem fs(35);
+  PageId root;
+  {
+    std::unique_ptr<Database> db;
+    REQUIRE(Database::Open(DamageOptions(&fs), &db).ok());
+    Table* t = nullptr;
+    REQUIRE(db->CreateTable("t", &t).ok());
+    InsertRows(db.get(), t, 0, 400);
+    index::BtreeStats stats;
+    REQUIRE(static_cast<api::TableImpl*>(t)->tree()->Verify(&stats).ok());
+    REQUIRE(stats.height == 2);  // the root's children are leaves, which the walk does not read
+    root = static_cast<api::TableImpl*>(t)->tree()->root_page_id();
+    REQUIRE(db->Close().ok());
+  }
+  std::string file;
+  REQUIRE(test::ReadWholeFile(&fs, "/db/data.sm", &file).ok());
+  char* page = file.data() + root.value() * kPageBytes;
+  const uint64_t missing = file.size() / kPageBytes + 1000;
+  std::memcpy(page + kPageHeaderBytes + offsetof(index::BtreeNodeHeader, leftmost_child), &missing,
+              sizeof missing);
+  SealPage(page);
+  REQUIRE(test::WriteWholeFile(&fs, "/db/data.sm", file).ok());
+  std::unique_ptr<Database> db;
+  OpenReport report;
+  REQUIRE(Database::Open(DamageOptions(&fs), &db, &report).ok());
+  INFO(report.ToString());
+  CHECK(report.orphan_pages_freed == 0);
+  CHECK(report.orphan_sweep_skipped.find("a tree names page " + std::to_string(missing) +
+                                         ", which is not allocated") != std::string::npos);
   std::string text;
   CHECK(VerifyDb(db.get(), &text).IsCorruption());
 }
