@@ -408,6 +408,40 @@ def _query_threads(records):
             f"(**{render.ratio(j['ch_total_speedup_2t'])}**)")
 
 
+def _engines(records):
+    """Per setup, ours over the fastest other engine of the comparison."""
+    j = _json(records, "engines")
+    others = [e for e in j.get("engines", []) if e != "sm"]
+    cells = []
+    for setup in j.get("setups", []):
+        ours = j.get(f"sm_tx_per_s_{setup}")
+        theirs = [(j.get(f"{e}_tx_per_s_{setup}"), e) for e in others]
+        theirs = [(v, e) for v, e in theirs if render.is_number(v)]
+        if not render.is_number(ours) or not theirs:
+            continue
+        best, engine = max(theirs)
+        workers, _, commit = setup.partition("w_")
+        cells.append(f"{workers}w {commit} **{render.ratio(ours / best)}** ({engine})")
+    if not cells:
+        return None
+    return "ours over the fastest other engine: " + ", ".join(cells)
+
+
+def _ycsb(records):
+    """Per workload, ours over the fastest other engine, uniform / Zipfian."""
+    j = _json(records, "ycsb")
+    cells = []
+    for workload in ("a", "b", "c", "e"):
+        ratios = [j.get(f"sm_over_best_ycsb_{workload}_{d}") for d in ("uniform", "zipfian")]
+        if all(render.is_number(r) for r in ratios):
+            cells.append(f"{workload.upper()} **{render.ratio(ratios[0])}** / "
+                         f"{render.ratio(ratios[1])}")
+    if not cells:
+        return None
+    return (f"{render.num(j.get('records'))} records, ours over the fastest other "
+            f"(uniform / Zipfian): " + ", ".join(cells))
+
+
 def _htap_command(warehouses):
     def command(records):
         for c in (records.get("htap") or {}).get("commands") or []:
@@ -454,6 +488,9 @@ HEADLINE = [
     Headline("B-tree: 1 worker, a transaction per operation", "btree", _btree),
     Headline("fiber direct switch (the CTX primitive)", "switch", _switch),
     Headline("durable commits with group commit", "log", _commits),
+    Headline("TPC-C on the other embedded engines, 1 warehouse", "engines", _engines),
+    Headline("YCSB on the other embedded engines, one operation per transaction", "ycsb",
+             _ycsb),
     Headline("crash torture (SIGKILL and recover)", "crash-test", _crash),
     Headline("CH-benCHmark: the 22 queries on 1 thread, against SQLite", "query", _query),
     Headline("CH-benCHmark: the 22 queries on 2 threads", "query", _query_threads),
