@@ -93,6 +93,10 @@ expected = [
     "| C, zipfian | 200,005 | 100,000 | sqlite | 2.00x |",  # ycsb: a cell's row
     "auto places buffers in Q5, Q9",  # buffers: ch_auto_buffered_queries
     "| Q5 | 0.988x |",       # buffers: ch_q5_auto_wall_speedup
+    "| 72 | partition | 40.0 | 21.0 | 1.90x | 2.23x |",  # query-mt: a point's row
+    "gained 1.97x from the second worker",  # query-mt: agg_tuple_cpu_speedup_2t
+    "| 64M | 3,456.0 (model 3,628.8) |",  # radix-join: the plain hash join at 64M
+    "**14.5 %**",          # radix-join: model_error_pct
 ]
 for text in expected:
     check(text in doc, f"the document lacks '{text}'")
@@ -107,6 +111,8 @@ check("**128,713** (Stock-Level 573,336" in text, "the headline lacks the instru
 check("12.3 s against SQLite's 70.1 s" in text, "the headline lacks the CH figures")
 check("1w async **2.50x** (sqlite)" in text, "the headline lacks the engines' comparison")
 check("A **2.00x** / 2.00x" in text, "the headline lacks the YCSB comparison")
+check("64M a side: **3.32x** (phash, B 14, P 2)" in text,
+      "the headline lacks the radix join's speedup")
 check("(results.md#tpc-c)" in text, "the headline lacks its link to the TPC-C section")
 check("(results.md#against-the-steps-paper)" in text, "no link to the paper comparison")
 check(meta["commit"][:12] in text, "the headline lacks the commit")

@@ -488,6 +488,104 @@ def render_ycsb(record, _records):
         "docs/design/engines.md describes the workloads and each engine's settings."
 
 
+# ---- the multithreaded operators and the radix-cluster joins -----------------------------------
+
+MT_EXPERIMENTS = (("agg_tuple", "aggregation by tuple size (bytes)"),
+                  ("agg_sel", "aggregation by selectivity (%)"),
+                  ("agg_distinct", "aggregation by distinct keys"),
+                  ("join_size", "joins by inner tuple size (bytes)"),
+                  ("join_sel", "joins by inner selectivity (%)"),
+                  ("join_matches", "joins by matches per outer tuple"))
+
+
+def mt_points(j, experiment):
+    """(point, algorithm, key) of each measured point of one experiment, in the JSON's order."""
+    suffix = "_model_speedup_2t"
+    out = []
+    for key in j:
+        if not key.endswith(suffix) or not key.startswith(experiment + "_"):
+            continue
+        point, _, algorithm = key[len(experiment) + 1:-len(suffix)].partition("_")
+        if point.isdigit() and algorithm:
+            out.append((int(point), algorithm, key[:-len(suffix)]))
+    return sorted(out, key=lambda p: p[0])
+
+
+def render_query_mt(record, _records):
+    """bench query-mt: per experiment and point the times at 1 and 2 workers, both speedups."""
+    j = record["json"]
+    out = ""
+    for experiment, title in MT_EXPERIMENTS:
+        rows = [(num(point), algorithm, num(j.get(f"{key}_ms_1t"), 1),
+                 num(j.get(f"{key}_ms_2t"), 1), ratio(j.get(f"{key}_speedup_2t")),
+                 ratio(j.get(f"{key}_model_speedup_2t")))
+                for point, algorithm, key in mt_points(j, experiment)]
+        if not rows:
+            continue
+        out += (f"**{title[0].upper() + title[1:]}** (a pure computation gained "
+                f"{ratio(j.get(f'{experiment}_cpu_speedup_2t'))} from the second worker as the "
+                "experiment started; below 2 when another process held a core):\n\n")
+        out += table(("point", "algorithm", "ms, 1 worker", "ms, 2 workers", "speedup",
+                      "model's speedup"), rows, left=2) + "\n\n"
+    if not out:
+        return "The JSON has no experiment points."
+    out += table(("figure", "value"), [
+        ("best aggregation speedup, 2 workers", ratio(j.get("agg_speedup_2t_best"))),
+        ("best join speedup, 2 workers", ratio(j.get("join_speedup_2t_best"))),
+        ("model's speedup error, median", f"{num(j.get('model_error_pct'), 1)} %"),
+        ("model's speedup error, median with both cores free",
+         f"{num(j.get('model_error_pct_free_cores'), 1)} % over "
+         f"{num(j.get('points_free_cores'))} points"),
+        ("model's speedup error, largest", f"{num(j.get('model_error_pct_max'), 1)} %"),
+        ("pipeline (partition joins, map aggregation), tuples/s on 2 workers",
+         f"{num(j.get('pipeline_tuples_per_s_2t'))} ({ratio(j.get('pipeline_speedup_2t'))})"),
+        ("pipeline (sort-merge joins, merge aggregation), tuples/s on 2 workers",
+         f"{num(j.get('pipeline_merge_tuples_per_s_2t'))} "
+         f"({ratio(j.get('pipeline_merge_speedup_2t'))})"),
+        ("memory cost of a streamed line, 1 worker / 2 at once",
+         f"{num(j.get('cal_mem_ns'), 1)} / {num(j.get('cal_mem_ns_2t'), 1)} ns"),
+    ])
+    return out
+
+
+def radix_sizes(j):
+    """The sizes the radix-join run measured ('1m', '4m', ...), smallest first."""
+    sizes = [k[len("radix_speedup_"):] for k in j if k.startswith("radix_speedup_")]
+    return sorted(sizes, key=lambda s: float(s[:-1]) * (1e6 if s.endswith("m") else 1e3)
+                  if s[:-1].replace(".", "").isdigit() else 0)
+
+
+def render_radix_join(record, _records):
+    """bench radix-join: per size the plain hash join and the best radix-clustered joins."""
+    j = record["json"]
+    rows = []
+    for size in radix_sizes(j):
+        def join(algo):
+            bits = j.get(f"{algo}_bits_{size}")
+            passes = j.get(f"{algo}_passes_{size}")
+            return (f"{num(j.get(f'{algo}_ms_{size}'), 1)} (B {num(bits)}, P {num(passes)}; "
+                    f"model {num(j.get(f'{algo}_pred_ms_{size}'), 1)})")
+        rows.append((size.upper(), f"{num(j.get(f'hash_ms_{size}'), 1)} (model "
+                     f"{num(j.get(f'hash_pred_ms_{size}'), 1)})", join("phash"), join("radix"),
+                     f"**{ratio(j.get(f'radix_speedup_{size}'))}** "
+                     f"({j.get(f'best_algo_{size}', NA)})",
+                     " / ".join(ratio(j.get(f"{a}_2t_speedup_{size}"))
+                                for a in ("hash", "phash", "radix"))))
+    if not rows:
+        return "The JSON has no sizes."
+    out = table(("tuples a side", "plain hash join, ms", "partitioned hash join, ms",
+                 "radix join, ms", "plain over best", "2 workers: hash / phash / radix"), rows)
+    out += (f"\n\nB: radix bits, P: passes. Model error (the calibrated models, largest over "
+            f"the plain, best phash and best radix join of every size): "
+            f"**{num(j.get('model_error_pct'), 1)} %**; the paper's models as published: "
+            f"{num(j.get('paper_model_error_pct'), 1)} %. Huge pages {j.get('huge_pages', NA)} "
+            f"({num(j.get('anon_huge_mib'))} MiB in them at the end); at most "
+            f"{num(j.get('max_bits_per_pass'))} bits per pass (the TLB's "
+            f"{num(j.get('tlb_l1_entries'))} / {num(j.get('tlb_l2_entries'))} entries, from "
+            f"{j.get('tlb_source', NA)}).")
+    return out
+
+
 def render_generic(record, _records):
     """Every scalar of a flat JSON object, by key: for a new tool before it has its own table."""
     j = record["json"]

@@ -257,6 +257,20 @@ TOOLS = [
                                "--cardinalities", "10,1000", "--buffer-sizes", "10,1000"],
               [], ["--repeat", "7", "--callgrind-districts", "10", "--wall-warehouses", "0"]),
          render.render_buffers),
+    Tool("query-mt", "Multithreaded operators (Krikellas et al.)",
+         "`tools/run bench query-mt`: the paper's Figures 5-10 on synthetic NSM tables, each "
+         "operator at 1 and 2 workers beside the speedup its analytical model (equations 1-25, "
+         "calibrated on this machine at the start of the run) predicts.",
+         bench("query-mt", ["--quick"], [], ["--repeat", "5"]),
+         render.render_query_mt),
+    Tool("radix-join", "Radix-cluster joins (Manegold et al.)",
+         "`tools/run bench radix-join`: 8-byte [key, oid] tuples, unique uniform keys, hit rate "
+         "1; the plain hash join against the partitioned hash join and the radix join at the "
+         "radix bits and passes their calibrated cost models rank best, each timed and "
+         "predicted, and on 2 workers.",
+         bench("radix-join", ["--sizes", "1m", "--repeat", "1", "--threads", "1"], [],
+               ["--repeat", "5"]),
+         render.render_radix_join),
     Tool("htap", "HTAP: TPC-C beside the CH-benCHmark queries",
          "`tpcc htap`: three phases of equal length on a fresh CH database (`tpcc load --ch`): "
          "the TPC-C mix alone (10 users per warehouse, durable commits), the mix with one "
@@ -442,6 +456,18 @@ def _ycsb(records):
             f"(uniform / Zipfian): " + ", ".join(cells))
 
 
+def _radix(records):
+    j = _json(records, "radix-join")
+    sizes = render.radix_sizes(j)
+    if not sizes:
+        return None
+    size = sizes[-1]
+    return (f"{size.upper()} a side: **{render.ratio(j.get(f'radix_speedup_{size}'))}** "
+            f"({j.get(f'best_algo_{size}', 'n/a')}, B {render.num(j.get(f'best_bits_{size}'))}, "
+            f"P {render.num(j.get(f'best_passes_{size}'))}); model error "
+            f"{render.num(j.get('model_error_pct'), 1)} %")
+
+
 def _htap_command(warehouses):
     def command(records):
         for c in (records.get("htap") or {}).get("commands") or []:
@@ -494,6 +520,7 @@ HEADLINE = [
     Headline("crash torture (SIGKILL and recover)", "crash-test", _crash),
     Headline("CH-benCHmark: the 22 queries on 1 thread, against SQLite", "query", _query),
     Headline("CH-benCHmark: the 22 queries on 2 threads", "query", _query_threads),
+    Headline("radix-cluster join over the plain hash join", "radix-join", _radix),
     Headline("HTAP, 1 warehouse: TPC-C and one CH query stream", "htap", _htap(1),
              _htap_command(1)),
     Headline("HTAP, 10 warehouses: TPC-C and one CH query stream", "htap", _htap(10),
