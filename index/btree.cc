@@ -423,11 +423,14 @@ Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& 
         continue;
       }
       if (remember) RememberLeaf(leaf, fences_known, hint);
-      // Found: the key itself; absent: the next key guards the gap the lookup saw empty.
+      // Found: the key itself; absent: the next key guards the gap the lookup saw empty. A
+      // read-committed read of a leaf with no uncommitted change takes neither.
       const KeyLockPurpose purpose = !found       ? KeyLockPurpose::kReadNext
                                      : for_update ? KeyLockPurpose::kWrite
                                                   : KeyLockPurpose::kRead;
-      SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait, found ? prefetched : 0));
+      const bool unlocked = !for_update && ctx.locks != nullptr &&
+                            ctx.locks->ReadsCommittedWithoutLocks(PageLsn(leaf.data()));
+      if (!unlocked) SM_TRY(TryLockAt(ctx, leaf, index, purpose, &wait, found ? prefetched : 0));
       if (!wait.pending) {
         if (!found) return Status::NotFound();
         SM_CTX(kCtxLeafCopyOut);

@@ -374,6 +374,9 @@ class BTree {
   // for_update, write-locked (kWrite) as the update that follows will need: two transactions
   // that read a row to update it then wait for each other at the read instead of both
   // holding S and deadlocking on the upgrade. An absent key is read-locked as always (kReadNext).
+  // A plain read takes neither lock when the hook says the leaf's rows are committed
+  // (KeyLockHook::ReadsCommittedWithoutLocks: read committed, and a leaf with no uncommitted
+  // change).
   [[nodiscard]] Status Lookup(std::string_view key, std::string* value, const OpContext& ctx = {},
                               bool for_update = false) const;
   // The first stage of a batched lookup: descends (latching inner nodes shared, locking

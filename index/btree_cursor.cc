@@ -2,7 +2,8 @@
 //
 // Owns: positioning (Forward, Backward), batched forward reading (NextBatch), the revalidation
 // of a remembered position, and the key locks a scan takes (btree_hooks.h: kRead for every key
-// returned, kReadNext for the first key after the range).
+// returned, unless the hook says its leaf's rows are committed, and kReadNext for the first key
+// after the range).
 //
 // Moving forward steps right along leaves with latch coupling, and keeps the leaves it passes
 // latched until it has asked for the lock on the key found beyond them (the gap they held).
@@ -146,7 +147,8 @@ Status Cursor::NextBatch(size_t max_rows, const RowFn& row, size_t* visited) {
 Status Cursor::VisitLeaf(const PageHandle& leaf, int index, size_t max_rows, const RowFn& row,
                          size_t* visited, bool* more) {
   Node n(leaf.data());
-  bool unlocked = ctx_.locks == nullptr || ctx_.locks->ReadsCommittedWithoutLocks();
+  bool unlocked =
+      ctx_.locks == nullptr || ctx_.locks->ReadsCommittedWithoutLocks(PageLsn(leaf.data()));
   int last = -1;
   bool last_resolved = false;  // the last row visited was a large value, read into value_
   *more = true;
@@ -223,7 +225,7 @@ Status Cursor::Take(const PageHandle& leaf, uint16_t index, bool value_taken) {
 }
 
 Status Cursor::LockAndTake(const PageHandle& leaf, uint16_t index, LockWait* wait) {
-  if (ctx_.locks != nullptr) {
+  if (ctx_.locks != nullptr && !ctx_.locks->ReadsCommittedWithoutLocks(PageLsn(leaf.data()))) {
     KeyLockRequest request{Node(leaf.data()).KeyAt(index), false, KeyLockPurpose::kRead};
     SM_TRY(tree_->TryLock(ctx_, request, wait));
     if (wait->pending) return Status::OK();
@@ -270,8 +272,10 @@ Status Cursor::Forward(std::string_view target, bool inclusive, bool hinted) {
       bool at_end = index >= n.count();
       auto at = static_cast<uint16_t>(index);
       if (at_end || AboveUpper(n.KeyAt(at))) {
-        // Out of range: lock the first key after it (or end of index), then stop.
-        if (ctx_.locks != nullptr) {
+        // Out of range: lock the first key after it (or end of index), then stop; a read-committed
+        // scan of a leaf with no uncommitted change need not.
+        if (ctx_.locks != nullptr &&
+            !ctx_.locks->ReadsCommittedWithoutLocks(PageLsn(leaf.data()))) {
           std::string_view next = at_end ? std::string_view() : n.KeyAt(at);
           SM_TRY(
               tree_->TryLock(ctx_, KeyLockRequest{next, at_end, KeyLockPurpose::kReadNext}, &wait));

@@ -200,11 +200,17 @@ class KeyLockHook {
   // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail. The
   // result goes back in KeyLockRequest::prefetched of a later request on the same key.
   virtual uint64_t PrefetchKey(std::string_view key) { return 0; }
-  // With a leaf latched; must not wait. True if every row of that leaf may be read without its
-  // kRead lock until the latch is released, because each one is committed (a read-committed
-  // reader, and no writer of the table: sm/lock/lock_manager.h, NoOtherWriter). False makes
-  // the tree lock each row it reads as usual.
-  virtual bool ReadsCommittedWithoutLocks() { return false; }
+  // With a leaf latched whose page LSN is `page_lsn`; must not wait. True if every row of that
+  // leaf may be read without its kRead or kReadNext lock until the latch is released, because
+  // each one is committed and no absent key is deleted by a transaction still running: a
+  // read-committed reader, and either the page is older than every uncommitted change (its
+  // LSN below the transaction's bound, txn::Txn::ReadCommittedBound: a change logged on a page
+  // raises its LSN above the change's record) or no other transaction can write the table
+  // (sm/lock/lock_manager.h, NoOtherWriter). False makes the tree lock as usual.
+  virtual bool ReadsCommittedWithoutLocks(Lsn page_lsn) {
+    (void)page_lsn;
+    return false;
+  }
 };
 
 // ---- Large values ------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ using lock::LockMode;
 using lock::LockWait;
 
 TxnKeyLocks::TxnKeyLocks(lock::LockManager* manager, lock::LockOwner* owner,
-                         txn::Isolation isolation, lock::TableId table)
-    : manager_(manager), owner_(owner), isolation_(isolation), table_(table) {
+                         txn::Isolation isolation, lock::TableId table, txn::Txn* txn)
+    : manager_(manager), owner_(owner), txn_(txn), isolation_(isolation), table_(table) {
   SM_ASSERT(manager != nullptr);
   SM_ASSERT(owner != nullptr);
   SM_ASSERT(owner->manager() == manager);
@@ -128,12 +128,13 @@ uint64_t TxnKeyLocks::PrefetchKey(std::string_view key) {
   return hash;
 }
 
-bool TxnKeyLocks::ReadsCommittedWithoutLocks() {
+bool TxnKeyLocks::ReadsCommittedWithoutLocks(Lsn page_lsn) {
   if (isolation_ != txn::Isolation::kReadCommitted) return false;
   if (!Covers(table_mode_, LockMode::kIS) &&
       !LockTableMode(LockMode::kIS, LockWait::kNoWait).ok()) {
     return false;  // the intention would wait: lock row by row, which waits as it must
   }
+  if (txn_ != nullptr && page_lsn < txn_->ReadCommittedBound()) return true;
   return manager_->NoOtherWriter(owner_, table_);
 }
 

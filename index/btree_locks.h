@@ -81,8 +81,10 @@ namespace sm::index {
 
 class TxnKeyLocks final : public KeyLockHook {
  public:
+  // `txn` (may be null: then no page is known to be older than every uncommitted change)
+  // answers ReadsCommittedWithoutLocks' page test.
   TxnKeyLocks(lock::LockManager* manager, lock::LockOwner* owner, txn::Isolation isolation,
-              lock::TableId table);
+              lock::TableId table, txn::Txn* txn = nullptr);
   TxnKeyLocks(const TxnKeyLocks&) = delete;
   TxnKeyLocks& operator=(const TxnKeyLocks&) = delete;
 
@@ -94,9 +96,10 @@ class TxnKeyLocks final : public KeyLockHook {
   // The lock table's bucket of the key's lock (the lock that a found key takes). Returns the
   // key's hash, which a request on the key then need not compute again.
   uint64_t PrefetchKey(std::string_view key) override;
-  // Read committed, the table's IS held (taken here if it is granted at once), and no other
-  // transaction able to write the table.
-  bool ReadsCommittedWithoutLocks() override;
+  // Read committed, the table's IS held (taken here if it is granted at once), and either the
+  // page older than the transaction's bound (needs the transaction) or no other transaction
+  // able to write the table.
+  bool ReadsCommittedWithoutLocks(Lsn page_lsn) override;
 
   // Takes the table's intention lock for readers (IS) or writers (IX), and the database's,
   // unless this hook already holds it. Key requests do it themselves when needed; calling it
@@ -129,6 +132,7 @@ class TxnKeyLocks final : public KeyLockHook {
 
   lock::LockManager* const manager_;
   lock::LockOwner* const owner_;
+  txn::Txn* const txn_;
   txn::Isolation isolation_;
   const lock::TableId table_;
   // The owner's mode on the table once taken here: its table lock, or the mode a database

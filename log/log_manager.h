@@ -266,6 +266,9 @@ class LogManager {
   // Bytes of a torn tail Open found after the end (a read-write open cuts them, so 0 there).
   uint64_t tail_bytes() const { return tail_bytes_; }
   Lsn end_lsn() const { return Lsn(insert_.load(std::memory_order_relaxed)); }
+  // The same, read with acquire: what any inserter stored before reserving space below the
+  // returned end is visible to the caller (Insert's reservation is a release).
+  Lsn end_lsn_acquire() const { return Lsn(insert_.load(std::memory_order_acquire)); }
   Lsn written_lsn() const { return Lsn(written_.load(std::memory_order_acquire)); }
   Lsn durable_lsn() const { return Lsn(durable_.load(std::memory_order_acquire)); }
   const LogOptions& options() const { return options_; }

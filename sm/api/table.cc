@@ -88,13 +88,13 @@ index::TxnKeyLocks* TransactionImpl::NewKeyLocks(uint32_t table_id) {
   if (table_id < kInlineTableIds) {
     inline_in_use_ |= uint32_t{1} << table_id;
     return &key_locks_[table_id].emplace(db_->locks(), txn_->lock_owner(), txn_->isolation(),
-                                         table_id);
+                                         table_id, txn_.get());
   }
   for (auto& held : overflow_locks_) {
     if (held->table() == table_id) return held.get();
   }
   overflow_locks_.push_back(std::make_unique<index::TxnKeyLocks>(
-      db_->locks(), txn_->lock_owner(), txn_->isolation(), table_id));
+      db_->locks(), txn_->lock_owner(), txn_->isolation(), table_id, txn_.get()));
   return overflow_locks_.back().get();
 }
 

@@ -47,7 +47,14 @@ void Txn::Restart(TxnId id, Isolation isolation) {
   records_logged_ = 0;
   compensating_ = false;
   compensation_undo_next_ = Lsn();
+  read_committed_bound_ = Lsn();
   lock_owner_.Reset(id);
+}
+
+Lsn Txn::ReadCommittedBound() {
+  if (!read_committed_bound_.valid()) read_committed_bound_ = manager_->UncommittedBound();
+  SM_DASSERT(read_committed_bound_.valid());
+  return read_committed_bound_;
 }
 
 Txn::~Txn() {

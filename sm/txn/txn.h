@@ -68,6 +68,13 @@ class Txn {
   bool compensating() const { return compensating_; }
   Lsn compensation_undo_next() const { return compensation_undo_next_; }
 
+  // An LSN below which no page holds a change of a transaction that has not finished
+  // (TxnManager::UncommittedBound), taken at this transaction's first call and kept: it stays
+  // a bound for as long as the transaction runs, since a transaction that logs later logs
+  // above it. A page whose LSN is below it holds committed rows only, which a read-committed
+  // read may return without locking them.
+  Lsn ReadCommittedBound();
+
   // Where record loggers encode this transaction's payloads: it keeps its capacity across
   // Restart, so that logging a change allocates nothing once the Txn is warm.
   std::string* payload_buffer() { return &payload_buffer_; }
@@ -99,6 +106,7 @@ class Txn {
   uint64_t records_logged_ = 0;
   bool compensating_ = false;
   Lsn compensation_undo_next_;
+  Lsn read_committed_bound_;  // invalid until ReadCommittedBound first asks
   std::string payload_buffer_;
   lock::LockOwner lock_owner_;
   // TxnManager's table of active transactions: the shard Begin put it in, and its place there.

@@ -381,6 +381,21 @@ std::vector<TxnId> TxnManager::ActiveTxnIds() const {
   return ids;
 }
 
+// The end is read first, with acquire: a transaction whose first record was reserved below it
+// made its chain count odd before that reservation (ChainChange), so the walk either sees its
+// first LSN or waits the change out (ChainSnapshot). One that reserves later logs above the end.
+Lsn TxnManager::UncommittedBound() const {
+  Lsn bound = log_->end_lsn_acquire();
+  for (const ActiveShard& shard : active_) {
+    std::lock_guard<threads::Mutex> guard(shard.mu);
+    for (const Txn& txn : shard.list) {
+      log::RecoveredTxn chain;
+      if (ChainSnapshot(txn, &chain) && chain.first_lsn < bound) bound = chain.first_lsn;
+    }
+  }
+  return bound;
+}
+
 TxnStats TxnManager::stats() const {
   TxnStats stats;
   stats.records_undone = counters_.records_undone.load(std::memory_order_relaxed);

@@ -183,6 +183,12 @@ class TxnManager final : public log::RecoveryTarget {
   // finished (a dropped tree's pages) compares a later call's answer with this one: a
   // transaction that begins after this call is not in it.
   std::vector<TxnId> ActiveTxnIds() const;
+  // An LSN at or below the first record of every transaction that has not finished, now or
+  // later: the log's end, lowered to the first LSN of each active transaction that has
+  // logged. A transaction that logs after the call logs above the end it read, so the bound
+  // holds until every caller is done with it; a page whose LSN is below it holds no
+  // uncommitted change (Txn::ReadCommittedBound). Visits every shard of the active table.
+  Lsn UncommittedBound() const;
   log::LogManager* log() const { return log_; }
   lock::LockManager* locks() const { return locks_; }
   buffer::BufferPool* pool() const { return pool_; }

@@ -704,16 +704,29 @@ TEST_CASE("GetForUpdate locks the row exclusively at the read", "[unit][api]") {
     REQUIRE(a->Commit().ok());
     REQUIRE(b->Commit().ok());
 
-    // A read for update excludes other readers until it ends, and its update takes no lock.
+    // A read for update excludes other reads for update and serializable reads until it ends,
+    // and its update takes no lock. A read-committed read returns the committed value until
+    // the row's leaf holds the update, and waits after.
     REQUIRE(db->Begin(&a, isolation).ok());
     REQUIRE(t->GetForUpdate(a.get(), "k", &value).ok());
     CHECK(value == "v1");
     const size_t held = LockOwnerOf(a.get())->lock_count();
     REQUIRE(db->Begin(&b, isolation).ok());
-    CHECK(t->Get(b.get(), "k", &value).IsLockTimeout());
+    CHECK(t->GetForUpdate(b.get(), "k", &value).IsLockTimeout());
     REQUIRE(b->Abort().ok());
+    REQUIRE(db->Begin(&b, isolation).ok());
+    if (isolation == Isolation::kSerializable) {
+      CHECK(t->Get(b.get(), "k", &value).IsLockTimeout());
+    } else {
+      REQUIRE(t->Get(b.get(), "k", &value).ok());
+      CHECK(value == "v1");
+    }
     REQUIRE(t->Update(a.get(), "k", "v2").ok());
     CHECK(LockOwnerOf(a.get())->lock_count() == held);
+    if (isolation == Isolation::kReadCommitted) {
+      CHECK(t->Get(b.get(), "k", &value).IsLockTimeout());
+    }
+    REQUIRE(b->Abort().ok());
     REQUIRE(a->Commit().ok());
 
     REQUIRE(db->Begin(&b, isolation).ok());
