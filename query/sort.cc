@@ -1,7 +1,10 @@
 // Sort and TopN: blocking operators that order their input on named columns.
 //
 // Owns: SortNode and the two operators. Sort copies its whole input into a RowStore and sorts
-// pointers to the rows; TopN keeps only the best n rows, in n slots of its own, as a heap.
+// pointers to the rows; TopN keeps only the best n rows, in n slots of its own, as a heap. When
+// its input is a pipeline that runs in parts (parallel.h), each part fills a store of its own
+// and sorts it on its own thread, and the sorted parts are merged, earlier parts first among
+// equal keys: the parts follow the input's order, so the result is the one-thread result.
 //
 // Order: the keys in turn, ascending unless descending; NULL sorts before any value (after, when
 // descending); rows equal on every key come out in their input order (the sort is stable).
@@ -9,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <memory>
 
 #include "query/nodes.h"
@@ -54,14 +58,28 @@ class SortOperator final : public Operator {
  protected:
   Status OpenImpl(ExecContext* ctx) override {
     store_.Reset(schema().size());
+    others_.clear();
     order_.clear();
     next_ = 0;
-    SM_TRY(CollectPipeline(ctx, *input_node_, child(0), &store_, &parts_));
-    order_.reserve(store_.size());
-    for (size_t r = 0; r < store_.size(); ++r) order_.push_back(store_.row(r));
-    std::stable_sort(order_.begin(), order_.end(), [this](const Value* a, const Value* b) {
-      return CompareTuples(a, b, keys_) < 0;
-    });
+    PipelineSplit split;
+    SM_TRY(SplitPipeline(ctx, child(0), &split));
+    parts_ = split.parts();
+    if (parts_ == 1) {
+      SM_TRY(child(0)->Open(ctx));
+      SM_TRY(Drain(child(0), &store_));
+      SortRun(store_, &order_);
+      return Status::OK();
+    }
+    others_.resize(parts_ - 1);
+    for (RowStore& other : others_) other.Reset(schema().size());
+    std::vector<std::vector<const Value*>> runs(parts_);
+    SM_TRY(RunParts(ctx, *input_node_, child(0), split, [&](size_t part, Operator* input) {
+      RowStore* rows = part == 0 ? &store_ : &others_[part - 1];
+      SM_TRY(Drain(input, rows));
+      SortRun(*rows, &runs[part]);  // on the part's own thread
+      return Status::OK();
+    }));
+    MergeRuns(&runs);
     return Status::OK();
   }
   Status NextImpl(const Value** row) override {
@@ -70,15 +88,50 @@ class SortOperator final : public Operator {
   }
   void CloseImpl() override {
     store_.Clear();
+    others_.clear();
     order_.clear();
   }
 
  private:
+  bool Less(const Value* a, const Value* b) const { return CompareTuples(a, b, keys_) < 0; }
+  static Status Drain(Operator* input, RowStore* rows) {
+    for (;;) {
+      const Value* row = nullptr;
+      SM_TRY(input->Next(&row));
+      if (row == nullptr) return Status::OK();
+      rows->Append(row);
+    }
+  }
+  // Pointers to the rows of `rows`, stably sorted. Reads only keys_ and `rows`, so the parts'
+  // threads run it at once.
+  void SortRun(const RowStore& rows, std::vector<const Value*>* run) const {
+    run->clear();
+    run->reserve(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) run->push_back(rows.row(r));
+    std::stable_sort(run->begin(), run->end(),
+                     [this](const Value* a, const Value* b) { return Less(a, b); });
+  }
+  // order_: the sorted runs merged in part order; std::merge takes the first range's row of
+  // two equal ones first, so rows equal on the keys keep the input's order.
+  void MergeRuns(std::vector<std::vector<const Value*>>* runs) {
+    order_ = std::move(runs->front());
+    std::vector<const Value*> merged;
+    for (size_t p = 1; p < runs->size(); ++p) {
+      const std::vector<const Value*>& run = (*runs)[p];
+      merged.clear();
+      merged.reserve(order_.size() + run.size());
+      std::merge(order_.begin(), order_.end(), run.begin(), run.end(), std::back_inserter(merged),
+                 [this](const Value* a, const Value* b) { return Less(a, b); });
+      order_.swap(merged);
+    }
+  }
+
   std::vector<ResolvedSortKey> keys_;
   std::string detail_;
   NodePtr input_node_;  // the child's plan node, for the parts of a parallel input
   size_t parts_ = 0;    // of the last execution (EXPLAIN)
-  RowStore store_;
+  RowStore store_;                // part 0's rows (all of them on one thread)
+  std::vector<RowStore> others_;  // the other parts' rows
   std::vector<const Value*> order_;
   size_t next_ = 0;
 };

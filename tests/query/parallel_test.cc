@@ -176,7 +176,7 @@ TEST_CASE("a parallel hash aggregation returns the serial result", "[unit][query
 TEST_CASE("a sort and a materialized subquery collect their input on several threads",
           "[unit][query]") {
   PlanFixture f(kRows);
-  SECTION("a sort: the input in the scan's order, so equal keys keep their order") {
+  SECTION("a sort: each part sorted on its thread, merged so that equal keys keep their order") {
     Plan build = Plan::Scan(f.catalog, "u", {"id", "b"}).Filter(Col("b") > Int(0));
     Plan p = ScanAll(f)
                  .Filter(Col("maybe") > Int(2))
@@ -184,6 +184,13 @@ TEST_CASE("a sort and a materialized subquery collect their input on several thr
                  .Project({Col("id"), Col("a"), Col("name")})
                  .Sort({{"a"}, {"name"}});
     CheckSameOnThreads(f.catalog, p, true, /*ordered=*/true);
+  }
+  SECTION("a sort on a key most rows share, ascending and descending") {
+    CheckSameOnThreads(f.catalog, ScanAll(f).Project({Col("id"), Col("a")}).Sort({{"a"}}), true,
+                       /*ordered=*/true);
+    CheckSameOnThreads(f.catalog,
+                       ScanAll(f).Project({Col("id"), Col("maybe")}).Sort({Desc("maybe")}), true,
+                       /*ordered=*/true);
   }
   SECTION("a materialized view read twice") {
     Plan view = ScanAll(f).Filter(Col("a") < Int(10)).Project({Col("id"), Col("a")}).Materialize();
