@@ -410,7 +410,8 @@ Plan Q18(const Catalog& c, const ChParams&) {
 Plan Q19(const Catalog& c, const ChParams&) {
   // The three arms share the join, the quantity and the price ranges; their warehouse lists and
   // patterns unite to filters that each input applies before the join (the arms themselves stay
-  // the join's residual).
+  // the join's residual). The warehouses, 1 to 5, are the order lines' leading key column: a
+  // key range, so the scan reads only their lines, and parallel parts split those evenly.
   auto arm = [](const char* pattern, std::vector<Expr> warehouses) {
     return And(Like(Col("i_data"), pattern), In(Col("ol_w_id"), std::move(warehouses)));
   };
@@ -419,23 +420,26 @@ Plan Q19(const Catalog& c, const ChParams&) {
           .Filter(And(
               Or({Like(Col("i_data"), "%a"), Like(Col("i_data"), "%b"), Like(Col("i_data"), "%c")}),
               Between(Col("i_price"), 1, 400000)));
-  return Scan(c, "order_line", {"ol_w_id", "ol_i_id", "ol_quantity", "ol_amount"})
-      .Filter(And(Between(Col("ol_quantity"), 1, 10), In(Col("ol_w_id"), {1, 2, 3, 4, 5})))
+  return Plan::Scan(c, "order_line", {"ol_w_id", "ol_i_id", "ol_quantity", "ol_amount"},
+                    KeyRange{{Int(1)}, {Int(5)}})
+      .Filter(Between(Col("ol_quantity"), 1, 10))
       .HashJoin(items, {{Col("ol_i_id"), Col("i_id")}}, JoinType::kInner,
                 Or({arm("%a", {1, 2, 3}), arm("%b", {1, 2, 4}), arm("%c", {1, 5, 3})}))
       .Aggregate({}, {Sum(Col("ol_amount")).As("revenue")});
 }
 
 Plan Q20(const Catalog& c, const ChParams&) {
+  // Every stock row (w, i) joins all the lines of item i, so the published grouping by stock
+  // row sums, for each, its item's quantity over all lines: summed per item first, in parallel
+  // over the order lines, and joined to the stock rows after.
   Plan items = Scan(c, "item", {"i_id", "i_data"}).Filter(Like(Col("i_data"), "co%"));
-  Plan lines = Scan(c, "order_line", {"ol_i_id", "ol_quantity", "ol_delivery_d"})
-                   .Filter(Col("ol_delivery_d") > Date("2010-05-23 12:00:00"))
-                   .HashJoin(items, {{Col("ol_i_id"), Col("i_id")}}, JoinType::kSemi);
+  Plan ordered = Scan(c, "order_line", {"ol_i_id", "ol_quantity", "ol_delivery_d"})
+                     .Filter(Col("ol_delivery_d") > Date("2010-05-23 12:00:00"))
+                     .HashJoin(items, {{Col("ol_i_id"), Col("i_id")}}, JoinType::kSemi)
+                     .Aggregate({{Col("ol_i_id")}}, {Sum(Col("ol_quantity")).As("ordered")});
   Plan wanted = Scan(c, "stock", {"s_w_id", "s_i_id", "s_quantity"})
                     .HashJoin(items, {{Col("s_i_id"), Col("i_id")}}, JoinType::kSemi)
-                    .HashJoin(lines, {{Col("s_i_id"), Col("ol_i_id")}})
-                    .Aggregate({{Col("s_i_id")}, {Col("s_w_id")}, {Col("s_quantity")}},
-                               {Sum(Col("ol_quantity")).As("ordered")})
+                    .HashJoin(ordered, {{Col("s_i_id"), Col("ol_i_id")}})
                     .Filter(2 * Col("s_quantity") > Col("ordered"))
                     .Project({{Supplier("s_i_id", "s_w_id"), "supplier_no"}});
   return Scan(c, "supplier", {"su_suppkey", "su_name", "su_address", "su_nationkey"})
