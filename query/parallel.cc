@@ -212,27 +212,28 @@ void RestrictPipeline(Operator* input, const PipelineSplit& split, size_t part) 
   SM_ASSERT(false && "a pipeline that was split has a source scan");
 }
 
+Status DrainInto(Operator* input, RowStore* rows) {
+  for (;;) {
+    const Value* row = nullptr;
+    SM_TRY(input->Next(&row));
+    if (row == nullptr) return Status::OK();
+    rows->Append(row);
+  }
+}
+
 Status CollectPipeline(ExecContext* ctx, const PlanNode& input_node, Operator* input,
                        RowStore* rows, size_t* parts) {
-  auto drain = [](Operator* from, RowStore* into) {
-    for (;;) {
-      const Value* row = nullptr;
-      SM_TRY(from->Next(&row));
-      if (row == nullptr) return Status::OK();
-      into->Append(row);
-    }
-  };
   PipelineSplit split;
   SM_TRY(SplitPipeline(ctx, input, &split));
   *parts = split.parts();
   if (split.parts() == 1) {
     SM_TRY(input->Open(ctx));
-    return drain(input, rows);
+    return DrainInto(input, rows);
   }
   std::vector<RowStore> others(split.parts() - 1);
   for (RowStore& other : others) other.Reset(rows->width());
   SM_TRY(RunParts(ctx, input_node, input, split, [&](size_t part, Operator* from) {
-    return drain(from, part == 0 ? rows : &others[part - 1]);
+    return DrainInto(from, part == 0 ? rows : &others[part - 1]);
   }));
   for (RowStore& other : others) {
     for (size_t r = 0; r < other.size(); ++r) rows->Append(other.row(r));

@@ -103,6 +103,9 @@ using PartFn = std::function<Status(size_t part, Operator* input)>;
 [[nodiscard]] Status RunParts(ExecContext* ctx, const PlanNode& input_node, Operator* input,
                               const PipelineSplit& split, const PartFn& consume);
 
+// Appends every tuple `input` (open) returns from here on to *rows.
+[[nodiscard]] Status DrainInto(Operator* input, RowStore* rows);
+
 // Appends every tuple of the pipeline rooted at `input` (not yet open; the caller closes it)
 // to *rows, in the order one thread would: on ctx->threads threads when the pipeline can be
 // cut, each part's tuples (collected on its thread) in the order of the parts' keys, which is

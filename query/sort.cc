@@ -66,7 +66,7 @@ class SortOperator final : public Operator {
     parts_ = split.parts();
     if (parts_ == 1) {
       SM_TRY(child(0)->Open(ctx));
-      SM_TRY(Drain(child(0), &store_));
+      SM_TRY(DrainInto(child(0), &store_));
       SortRun(store_, &order_);
       return Status::OK();
     }
@@ -75,7 +75,7 @@ class SortOperator final : public Operator {
     std::vector<std::vector<const Value*>> runs(parts_);
     SM_TRY(RunParts(ctx, *input_node_, child(0), split, [&](size_t part, Operator* input) {
       RowStore* rows = part == 0 ? &store_ : &others_[part - 1];
-      SM_TRY(Drain(input, rows));
+      SM_TRY(DrainInto(input, rows));
       SortRun(*rows, &runs[part]);  // on the part's own thread
       return Status::OK();
     }));
@@ -94,14 +94,6 @@ class SortOperator final : public Operator {
 
  private:
   bool Less(const Value* a, const Value* b) const { return CompareTuples(a, b, keys_) < 0; }
-  static Status Drain(Operator* input, RowStore* rows) {
-    for (;;) {
-      const Value* row = nullptr;
-      SM_TRY(input->Next(&row));
-      if (row == nullptr) return Status::OK();
-      rows->Append(row);
-    }
-  }
   // Pointers to the rows of `rows`, stably sorted. Reads only keys_ and `rows`, so the parts'
   // threads run it at once.
   void SortRun(const RowStore& rows, std::vector<const Value*>* run) const {
