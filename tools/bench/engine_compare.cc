@@ -3,12 +3,15 @@
 // parameters.
 //
 // Each engine is loaded once (1 warehouse, `tpcc load --engine E`, reused when it is there
-// already) under --db (ours in <db>/sm, another engine's in <db>/<engine>); then --rounds
-// rounds run, each running every combination of --workers and --commit on every engine in
-// turn (round robin, so that a slow phase of the machine touches all engines alike), each run
-// a `tpcc run --engine E --output json` with as many terminals as workers (an engine without
-// fibers runs one terminal per worker thread, so more would only queue). At the end every
-// engine's database is checked (`tpcc check`). It prints, per engine and combination, the
+// already) under <db>/loaded (ours in <db>/loaded/sm, another engine's in
+// <db>/loaded/<engine>); then --rounds rounds run, each running every combination of --workers
+// and --commit on every engine in turn (round robin, so that a slow phase of the machine
+// touches all engines alike), each run a `tpcc run --engine E --output json` with as many
+// terminals as workers (an engine without fibers runs one terminal per worker thread, so more
+// would only queue). Every run starts from a fresh copy of the loaded database in <db>/<engine>:
+// a run adds orders, so on a reused database each run would find more data than the last, and
+// the engine run later in a round more than the one run earlier. At the end every engine's last
+// copy is checked (`tpcc check`). It prints, per engine and combination, the
 // median throughput, the median p95 latency, the log bytes per transaction where the engine
 // reports them, the database's size and our throughput over the engine's; the last line is one
 // JSON object with `<engine>_tx_per_s_<workers>w_<commit>` and
@@ -64,12 +67,33 @@ json RunTpcc(const Options& o, const std::string& args) {
   return sm::bench::RunTpccJson("compare", o.tpcc, args);
 }
 
-std::string DbArgs(const Options& o, const std::string& engine) {
-  return "--engine " + engine + " --db " + Quote(engine == "sm" ? o.db + "/sm" : o.db);
+// The arguments that open `engine`'s database under `base` (<base>/<engine>).
+std::string DbArgs(const std::string& base, const std::string& engine) {
+  return "--engine " + engine + " --db " + Quote(engine == "sm" ? base + "/sm" : base);
 }
+std::string DbArgs(const Options& o, const std::string& engine) { return DbArgs(o.db, engine); }
+std::string LoadedBase(const Options& o) { return o.db + "/loaded"; }
 
 std::string Directory(const Options& o, const std::string& engine) {
   return o.db + "/" + engine;
+}
+
+// Replaces <db>/<engine> with a copy of the loaded database; false (with a message) if it
+// cannot.
+bool FreshCopy(const Options& o, const std::string& engine) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::remove_all(Directory(o, engine), error);
+  if (!error) {
+    fs::copy(LoadedBase(o) + "/" + engine, Directory(o, engine), fs::copy_options::recursive,
+             error);
+  }
+  if (error) {
+    std::fprintf(stderr, "[compare] cannot copy %s's loaded database to %s: %s\n", engine.c_str(),
+                 Directory(o, engine).c_str(), error.message().c_str());
+    return false;
+  }
+  return true;
 }
 
 struct Figures {
@@ -243,11 +267,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (o.ycsb) return CompareYcsb(o, engines);
-  std::filesystem::create_directories(o.db);
+  std::filesystem::create_directories(LoadedBase(o));
 
   std::vector<std::string> loaded;
   for (const std::string& e : engines) {
-    json j = RunTpcc(o, "load -w 1 --interval 0 --checks off " + DbArgs(o, e));
+    json j = RunTpcc(o, "load -w 1 --interval 0 --checks off " + DbArgs(LoadedBase(o), e));
     if (j.is_null()) {
       std::fprintf(stderr, "[compare] %s left out: its load failed\n", e.c_str());
       continue;
@@ -261,6 +285,10 @@ int Main(int argc, char** argv) {
     for (const std::string& w : workers) {
       for (const std::string& c : commits) {
         for (const std::string& e : loaded) {
+          if (!FreshCopy(o, e)) {
+            ++failed;
+            continue;
+          }
           json j = RunTpcc(o, "run --interval 0 --checks off --workers " + w + " --users " + w +
                                   " --commit " + c + " --buffer-pool " + o.buffer_pool + " " +
                                   seconds + " " + DbArgs(o, e));
