@@ -11,6 +11,8 @@
 // strings when the window is above 1 (the inner row's bytes are the operator's own copy, which
 // the next probe replaces); semi and anti joins return outer tuples, copied when the window is
 // above 1 (TupleRing::Keep).
+#include "query/index_join.h"
+
 #include <memory>
 
 #include "query/expr_eval.h"
@@ -18,6 +20,17 @@
 #include "sm/common/assert.h"
 
 namespace sm::query {
+
+bool EncodeProbeKey(const std::vector<std::unique_ptr<BoundExpr>>& keys,
+                    const std::vector<const Column*>& key_columns, const Value* row,
+                    std::string* key) {
+  key->clear();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Value v = keys[i]->Eval(row);
+    if (v.null || !AppendKeyValue(*key_columns[i], v, key)) return false;
+  }
+  return true;
+}
 
 namespace {
 
@@ -30,18 +43,6 @@ RowSchema Concat(const RowSchema& a, const RowSchema& b) {
 bool EmitsInnerColumns(JoinType type) {
   return type == JoinType::kInner || type == JoinType::kLeftOuter;
 }
-
-struct IndexJoinSpec {
-  Table* table = nullptr;
-  const TableSchema* table_schema = nullptr;
-  std::vector<const Column*> key_columns;  // the inner key's columns probed, in order
-  std::vector<Expr> key_prefix;
-  std::vector<const Column*> columns;  // the inner columns produced
-  RowSchema inner_schema;
-  bool point = false;  // the prefix is the whole key: Get instead of a scan
-  JoinType type = JoinType::kInner;
-  Expr residual;
-};
 
 class IndexJoinOperator final : public Operator {
  public:
@@ -99,13 +100,9 @@ class IndexJoinOperator final : public Operator {
   Status StartProbe() {
     matched_ = false;
     exhausted_ = false;
-    key_.clear();
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      Value v = keys_[i]->Eval(outer_row_);
-      if (v.null || !AppendKeyValue(*spec_.key_columns[i], v, &key_)) {
-        exhausted_ = true;
-        return Status::OK();
-      }
+    if (!EncodeProbeKey(keys_, spec_.key_columns, outer_row_, &key_)) {
+      exhausted_ = true;
+      return Status::OK();
     }
     if (spec_.point) {
       Status s = spec_.table->Get(txn_, key_, &value_);
@@ -221,11 +218,11 @@ class IndexJoinOperator final : public Operator {
 
 class IndexJoinNode final : public PlanNode {
  public:
-  IndexJoinNode() : PlanNode("IndexJoin", Status::OK()) {}
+  explicit IndexJoinNode(const char* name) : PlanNode(name, Status::OK()) {}
 
   Status Build(NodePtr outer, const Catalog& catalog, std::string_view table,
                std::vector<Expr> key_prefix, std::vector<std::string> columns, JoinType type,
-               const Expr& residual, std::string alias) {
+               const Expr& residual, std::string alias, bool or_radix) {
     const RowSchema& outer_schema = outer->schema();
     set_estimated_rows(outer->estimated_rows());
     AddChild(std::move(outer));
@@ -235,6 +232,11 @@ class IndexJoinNode final : public PlanNode {
     spec_.key_prefix = std::move(key_prefix);
     alias_ = std::move(alias);
     SM_TRY(CheckKeys(outer_schema));
+    or_radix_ = or_radix;
+    if (or_radix_ && (!spec_.point || (type != JoinType::kSemi && type != JoinType::kAnti))) {
+      return Status::InvalidArgument("an index-or-radix join into " + spec_.table_schema->name() +
+                                     " is a semi or anti join on the whole key");
+    }
     for (const std::string& name : columns) {
       int index = spec_.table_schema->Find(name);
       if (index < 0) {
@@ -256,7 +258,7 @@ class IndexJoinNode final : public PlanNode {
   std::string Detail() const override {
     std::string out = std::string(JoinTypeName(spec_.type)) + " " + spec_.table_schema->name();
     if (!alias_.empty()) out += " " + alias_;
-    out += spec_.point ? " get (" : " prefix (";
+    out += or_radix_ ? " key (" : spec_.point ? " get (" : " prefix (";
     for (size_t i = 0; i < spec_.key_prefix.size(); ++i) {
       out += (i ? ", " : "") + spec_.key_columns[i]->name + " = " + spec_.key_prefix[i].ToString();
     }
@@ -294,7 +296,12 @@ class IndexJoinNode final : public PlanNode {
   Status MakeOperator(std::unique_ptr<Operator>* out) const override {
     std::unique_ptr<Operator> outer;
     SM_TRY(children()[0]->Instantiate(&outer));
-    auto op = std::make_unique<IndexJoinOperator>(schema(), spec_, Detail());
+    std::unique_ptr<Operator> op;
+    if (or_radix_) {
+      op = MakeIndexOrRadixJoinOperator(schema(), spec_, Detail());
+    } else {
+      op = std::make_unique<IndexJoinOperator>(schema(), spec_, Detail());
+    }
     op->AddChild(std::move(outer));
     *out = std::move(op);
     return Status::OK();
@@ -302,20 +309,34 @@ class IndexJoinNode final : public PlanNode {
 
   IndexJoinSpec spec_;
   std::string alias_;
+  bool or_radix_ = false;
 };
+
+NodePtr MakeNode(NodePtr outer, const Catalog& catalog, std::string_view table,
+                 std::vector<Expr> key_prefix, std::vector<std::string> columns, JoinType type,
+                 const Expr& residual, std::string alias, bool or_radix) {
+  auto node = std::make_shared<IndexJoinNode>(or_radix ? "IndexOrRadixJoin" : "IndexJoin");
+  if (Status s = node->Build(std::move(outer), catalog, table, std::move(key_prefix),
+                             std::move(columns), type, residual, std::move(alias), or_radix);
+      !s.ok()) {
+    return MakeErrorNode(s);
+  }
+  return node;
+}
 
 }  // namespace
 
 NodePtr MakeIndexJoinNode(NodePtr outer, const Catalog& catalog, std::string_view table,
                           std::vector<Expr> key_prefix, std::vector<std::string> columns,
                           JoinType type, const Expr& residual, std::string alias) {
-  auto node = std::make_shared<IndexJoinNode>();
-  if (Status s = node->Build(std::move(outer), catalog, table, std::move(key_prefix),
-                             std::move(columns), type, residual, std::move(alias));
-      !s.ok()) {
-    return MakeErrorNode(s);
-  }
-  return node;
+  return MakeNode(std::move(outer), catalog, table, std::move(key_prefix), std::move(columns), type,
+                  residual, std::move(alias), false);
+}
+
+NodePtr MakeIndexOrRadixJoinNode(NodePtr outer, const Catalog& catalog, std::string_view table,
+                                 std::vector<Expr> key, JoinType type) {
+  return MakeNode(std::move(outer), catalog, table, std::move(key), {}, type, Expr(),
+                  std::string(), true);
 }
 
 }  // namespace sm::query

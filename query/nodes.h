@@ -29,6 +29,9 @@ NodePtr MakeHashJoinNode(NodePtr probe, NodePtr build, std::vector<JoinKey> keys
 NodePtr MakeIndexJoinNode(NodePtr outer, const Catalog& catalog, std::string_view table,
                           std::vector<Expr> key_prefix, std::vector<std::string> columns,
                           JoinType type, const Expr& residual, std::string alias);
+// InvalidArgument unless `key` is a whole key and `type` semi or anti.
+NodePtr MakeIndexOrRadixJoinNode(NodePtr outer, const Catalog& catalog, std::string_view table,
+                                 std::vector<Expr> key, JoinType type);
 NodePtr MakeMergeJoinNode(NodePtr left, NodePtr right,
                           std::vector<std::pair<std::string, std::string>> keys, JoinType type);
 NodePtr MakeAggregateNode(NodePtr child, std::vector<NamedExpr> group_by,

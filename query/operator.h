@@ -63,6 +63,10 @@ inline constexpr uint32_t kUnboundedWindow = UINT32_MAX;
 inline constexpr uint32_t kProfileSlots = 64;
 inline constexpr uint32_t kNoProfileSlot = UINT32_MAX;
 
+// How an index-or-radix join (Plan::IndexOrRadixJoin) runs: by its cost comparison, or always
+// by index probes or by the hash join (to measure one against the other, and in tests).
+enum class JoinChoice : uint8_t { kCost, kIndex, kHash };
+
 // What the operators of one query execution share.
 struct ExecContext {
   Database* db = nullptr;
@@ -70,6 +74,7 @@ struct ExecContext {
   bool analyze = false;  // time every Open and Next (EXPLAIN ANALYZE)
   // A hash join's table above this many bytes is probed in batches; 0: the L2 cache's size.
   size_t hash_join_batch_bytes = 0;
+  JoinChoice index_or_radix = JoinChoice::kCost;
   // Rows read by operator trees that are not part of the query's tree (scalar subqueries, the
   // parts of a parallel aggregation that other threads ran).
   uint64_t subquery_rows_read = 0;

@@ -121,6 +121,7 @@ Status RunOtherPart(const ExecContext& parent, SharedBuilds* builds, const PlanN
   ctx.db = parent.db;
   ctx.txn = txn.get();
   ctx.hash_join_batch_bytes = parent.hash_join_batch_bytes;
+  ctx.index_or_radix = parent.index_or_radix;
   ctx.builds = builds;
   Status s = input->Open(&ctx);
   if (s.ok()) s = consume(index, input.get());

@@ -134,6 +134,12 @@ Plan Plan::IndexJoin(const Catalog& catalog, std::string_view table, std::vector
                                 type, residual, std::move(alias)));
 }
 
+Plan Plan::IndexOrRadixJoin(const Catalog& catalog, std::string_view table, std::vector<Expr> key,
+                            JoinType type) const {
+  SM_PLAN_PASS_ERRORS();
+  return Plan(MakeIndexOrRadixJoinNode(node_, catalog, table, std::move(key), type));
+}
+
 Plan Plan::MergeJoin(const Plan& right, std::vector<std::pair<std::string, std::string>> keys,
                      JoinType type) const {
   SM_PLAN_PASS_ERRORS();

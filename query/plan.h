@@ -180,6 +180,15 @@ class Plan {
   Plan IndexJoin(const Catalog& catalog, std::string_view table, std::vector<Expr> key_prefix,
                  std::vector<std::string> columns, JoinType type = JoinType::kInner,
                  const Expr& residual = Expr(), std::string alias = std::string()) const;
+  // A semi or anti join of this plan's rows with the rows of `table` whose whole key equals
+  // the values of `key` (one expression per key column, in order), run by whichever of two
+  // ways costs less once this plan's rows are all read and counted: an index probe per row
+  // (IndexJoin), or a scan of the table's keys and a hash join of the two key sets, radix-
+  // clustered where the cost model of radix_model.h says that pays. The choice weighs probes
+  // and scanned rows timed on a sample against the table's row estimate; EXPLAIN ANALYZE shows
+  // it and why. Produces this plan's rows in their order, read in full before the first.
+  Plan IndexOrRadixJoin(const Catalog& catalog, std::string_view table, std::vector<Expr> key,
+                        JoinType type) const;
   // A sort-merge join of this plan and `right`, both sorted ascending on their key columns
   // (named columns, one type per pair); inner or left-outer.
   Plan MergeJoin(const Plan& right, std::vector<std::pair<std::string, std::string>> keys,

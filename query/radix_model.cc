@@ -243,6 +243,28 @@ double RadixJoinTotalNs(const CostParams& p, int passes, int bits, double c) {
   return 2 * RadixClusterCostNs(p, passes, bits, c) + RadixJoinCostNs(p, bits, c);
 }
 
+int MaxBitsPerPass(const MachineInfo& machine, bool huge_pages) {
+  const uint64_t tlb_bound =
+      huge_pages ? uint64_t{1} << 30 : static_cast<uint64_t>(machine.tlb_l2_entries);
+  const uint64_t fanout = std::max<uint64_t>(
+      2, std::min<uint64_t>(tlb_bound, machine.LineCount(machine.l2_bytes)));
+  return static_cast<int>(std::bit_width(fanout)) - 1;
+}
+
+HashJoinChoice CheapestHashJoin(const CostParams& p, double c) {
+  HashJoinChoice best{JoinAlgorithm::kPlainHash, 0, 1, PlainHashJoinTotalNs(p, c)};
+  const int max_per_pass = MaxBitsPerPass(p.machine, p.huge_pages);
+  const int max_bits = std::min(kMaxRadixBits, static_cast<int>(std::log2(std::max(c, 2.0))));
+  for (int bits = 1; bits <= max_bits; ++bits) {
+    for (int passes = 1; passes <= std::min(kMaxPasses, bits); ++passes) {
+      if ((bits + passes - 1) / passes > max_per_pass) continue;
+      const double ns = PartitionedHashJoinTotalNs(p, passes, bits, c);
+      if (ns < best.predicted_ns) best = {JoinAlgorithm::kPartitionedHash, bits, passes, ns};
+    }
+  }
+  return best;
+}
+
 // --- Calibration -------------------------------------------------------------------------
 
 namespace {

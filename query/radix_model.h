@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "query/machine.h"
+#include "query/radix_join.h"
 
 namespace sm::query {
 
@@ -98,5 +99,22 @@ double PaperRadixClusterCostNs(const CostParams& p, int passes, int bits, double
 double PaperPartitionedHashJoinCostNs(const CostParams& p, int bits, double c);
 double PartitionedHashJoinTotalNs(const CostParams& p, int passes, int bits, double c);
 double RadixJoinTotalNs(const CostParams& p, int passes, int bits, double c);
+
+// The most radix bits one cluster pass may split on: 2^B clusters at most the TLB's entries
+// (for the pages in use; huge pages lift that bound) and the L2 cache's lines, so that every
+// cluster being written keeps its page translated and its line cached.
+int MaxBitsPerPass(const MachineInfo& machine, bool huge_pages);
+
+// A hash join the models price: the plain one (bits 0) or a partitioned one on `bits` bits in
+// `passes` passes, with its predicted nanoseconds.
+struct HashJoinChoice {
+  JoinAlgorithm algorithm = JoinAlgorithm::kPlainHash;
+  int bits = 0;
+  int passes = 1;
+  double predicted_ns = 0;
+};
+// The cheapest by the models for c tuples a side: the plain hash join or the partitioned hash
+// join at the (B, P) priced lowest, with at most MaxBitsPerPass bits in a pass.
+HashJoinChoice CheapestHashJoin(const CostParams& p, double c);
 
 }  // namespace sm::query

@@ -39,6 +39,7 @@ Status ResultCursor::Open(const Catalog& catalog, const Plan& plan, const QueryO
   cursor->ctx_.txn = txn;
   cursor->ctx_.analyze = options.analyze;
   cursor->ctx_.hash_join_batch_bytes = options.hash_join_batch_bytes;
+  cursor->ctx_.index_or_radix = options.index_or_radix;
   const bool own_read_committed =
       options.txn == nullptr && options.isolation == Isolation::kReadCommitted;
   cursor->ctx_.threads = own_read_committed ? options.threads : 1;

@@ -38,6 +38,8 @@ struct QueryOptions {
   // A hash join whose table is larger than this probes in prefetched batches (query.md, "The
   // hash join's table"); 0 means the machine's L2 cache size.
   size_t hash_join_batch_bytes = 0;
+  // How index-or-radix joins choose (Plan::IndexOrRadixJoin); by their costs by default.
+  JoinChoice index_or_radix = JoinChoice::kCost;
   // Run each operator's calls in its profile slot (operator.h, kProfileSlots), so that callgrind
   // attributes costs per operator; costs a call per Next.
   bool profile_operators = false;

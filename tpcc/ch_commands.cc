@@ -122,6 +122,12 @@ void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q) {
                   "progress and read its pages with it")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  cmd->add_option("--stock-join", q->stock_join,
+                  "how the plans' index-or-radix joins (the stock joins) run: cost (whichever "
+                  "way their measured costs favour), index (a probe per row) or hash (a scan of "
+                  "the table and a hash join, radix-clustered where the model says it pays)")
+      ->check(CLI::IsMember({"cost", "index", "hash"}))
+      ->capture_default_str();
 }
 
 namespace {
@@ -221,6 +227,9 @@ int QueryCommand(const CommonOptions& o, const QueryCliOptions& q) {
   options.buffers.tuples = q.buffer_size;
   options.threads = q.threads;
   options.share_scans = q.share_scans == "on";
+  options.index_or_radix = q.stock_join == "index"  ? query::JoinChoice::kIndex
+                           : q.stock_join == "hash" ? query::JoinChoice::kHash
+                                                    : query::JoinChoice::kCost;
   if (q.streams_given) return RunStreams(o, q, engine.get(), catalog, queries, options);
   json results = json::array();
   double total_ms = 0;

@@ -25,6 +25,7 @@ struct QueryCliOptions {
   uint32_t streams = 1;          // threads each running the queries, from its own start
   bool streams_given = false;    // --streams was given: report as streams, even for one
   std::string share_scans = "off";  // streams share scans of whole tables: on or off
+  std::string stock_join = "cost";  // index-or-radix joins: cost, index or hash
 };
 void AddQueryOptions(CLI::App* cmd, QueryCliOptions* q);
 int QueryCommand(const CommonOptions& o, const QueryCliOptions& q);

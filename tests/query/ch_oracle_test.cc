@@ -254,6 +254,17 @@ bool Compare(const query::Catalog& catalog, ChSqlite* sqlite, const ChSql& q,
     CHECK(s.ok());
     CHECK(with_buffers.rows.rows == ours.rows.rows);
   }
+  // With the stock joins forced to index probes and to the hash join: the same rows.
+  for (query::JoinChoice choice : {query::JoinChoice::kIndex, query::JoinChoice::kHash}) {
+    query::QueryOptions forced;
+    forced.index_or_radix = choice;
+    tpcc::ChRun run;
+    s = tpcc::RunChQuery(catalog, plan, forced, &run);
+    INFO(label << " (ours, joins by " << (choice == query::JoinChoice::kHash ? "hash" : "index")
+               << "): " << s.ToString());
+    CHECK(s.ok());
+    CHECK(run.rows.rows == ours.rows.rows);
+  }
   // On 3 threads (parallel aggregations over parts of their scans): the same rows, up to the
   // last digits of double sums, which add in another order.
   query::QueryOptions threaded;

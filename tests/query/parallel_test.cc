@@ -17,36 +17,10 @@ using namespace sm::query;  // NOLINT: the plan vocabulary
 
 constexpr uint32_t kRows = 4000;  // about fifty leaves: SplitRange finds cuts for 4 parts
 
-struct Outcome {
-  std::vector<TextRow> rows;
-  uint64_t rows_read = 0;
-  std::string root_detail;  // the root operator's EXPLAIN detail after the run
-  std::string explain;      // EXPLAIN ANALYZE after the run
-};
+using Outcome = CursorRun;
 
-Outcome RunWith(const Catalog& catalog, const Plan& plan, QueryOptions options) {
-  INFO(plan.Explain());
-  REQUIRE(plan.status().ok());
-  std::unique_ptr<ResultCursor> cursor;
-  Status s = ResultCursor::Open(catalog, plan, options, &cursor);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  Outcome out;
-  for (;;) {
-    const Value* row = nullptr;
-    REQUIRE(cursor->Next(&row).ok());
-    if (row == nullptr) break;
-    TextRow text;
-    for (size_t i = 0; i < cursor->schema().size(); ++i) {
-      text.push_back(row[i].null ? "" : FormatValue(row[i], cursor->schema()[i].type));
-    }
-    out.rows.push_back(std::move(text));
-  }
-  out.rows_read = cursor->rows_read();
-  out.root_detail = cursor->operators().detail();
-  out.explain = cursor->ExplainAnalyze();
-  REQUIRE(cursor->Close().ok());
-  return out;
+Outcome RunWith(const Catalog& catalog, const Plan& plan, const QueryOptions& options) {
+  return RunCursor(catalog, plan, options);
 }
 
 bool RanInParallel(const Outcome& o) {

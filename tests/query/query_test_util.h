@@ -145,6 +145,41 @@ inline std::vector<TextRow> Sorted(std::vector<TextRow> rows) {
   return rows;
 }
 
+// What a query run through a ResultCursor gave: its rows as text, the rows it read, the root
+// operator's EXPLAIN detail and EXPLAIN ANALYZE, both taken after the run.
+struct CursorRun {
+  std::vector<TextRow> rows;
+  uint64_t rows_read = 0;
+  std::string root_detail;
+  std::string explain;
+};
+
+inline CursorRun RunCursor(const query::Catalog& catalog, const query::Plan& plan,
+                           const query::QueryOptions& options) {
+  INFO(plan.Explain());
+  REQUIRE(plan.status().ok());
+  std::unique_ptr<query::ResultCursor> cursor;
+  Status s = query::ResultCursor::Open(catalog, plan, options, &cursor);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CursorRun out;
+  for (;;) {
+    const query::Value* row = nullptr;
+    REQUIRE(cursor->Next(&row).ok());
+    if (row == nullptr) break;
+    TextRow text;
+    for (size_t i = 0; i < cursor->schema().size(); ++i) {
+      text.push_back(row[i].null ? "" : query::FormatValue(row[i], cursor->schema()[i].type));
+    }
+    out.rows.push_back(std::move(text));
+  }
+  out.rows_read = cursor->rows_read();
+  out.root_detail = cursor->operators().detail();
+  out.explain = cursor->ExplainAnalyze();
+  REQUIRE(cursor->Close().ok());
+  return out;
+}
+
 // Random rows for tables t1 and t2 of the join and aggregation tests: `a` in [0, keys) with
 // duplicates, `maybe` NULL for about a third, names from a small set, cents of either sign.
 inline std::vector<std::pair<uint32_t, TestRow>> RandomRows(std::mt19937_64* rng, uint32_t n,

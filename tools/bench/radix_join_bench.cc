@@ -220,11 +220,7 @@ int main(int argc, char** argv) {
   const query::CostParams params = query::Calibrate(machine, huge);
   std::printf("calibration (%.1f s):\n%s", NowSeconds() - calibrate_start,
               params.Describe().c_str());
-  // Clusters per pass: at most the TLB's entries (for the pages in use) and the L2's lines.
-  const uint64_t tlb_bound =
-      huge ? uint64_t{1} << 30 : static_cast<uint64_t>(machine.tlb_l2_entries);
-  const uint64_t fanout = std::min<uint64_t>(tlb_bound, machine.LineCount(machine.l2_bytes));
-  const int max_bits_per_pass = static_cast<int>(std::bit_width(fanout)) - 1;
+  const int max_bits_per_pass = query::MaxBitsPerPass(machine, huge);
   std::printf("fan-out bound: %d bits per pass (%s)\n", max_bits_per_pass,
               huge ? "L2 lines; huge pages lift the TLB bound" : "TLB entries and L2 lines");
 
