@@ -285,12 +285,14 @@ TOOLS = [
               [], ["--rounds", "5"]),
          render.render_engines),
     Tool("ycsb", "YCSB on the embedded engines",
-         "`tools/run compare --ycsb`: YCSB workloads A, B, C and E, each with uniform and "
-         "Zipfian requests, on our engine and the others this build has adapters for, one "
-         "operation per transaction, run round robin with identical parameters.",
+         "`tools/run compare --ycsb --records 10000000 --buffer-pool 4G`: YCSB workloads A, B, "
+         "C and E, each with uniform and Zipfian requests, over YCSB's 10 M records, on our "
+         "engine and the others this build has adapters for, one operation per transaction, run "
+         "round robin with identical parameters and a cache that holds the records.",
          verb("compare", ["--ycsb", "--records", "10000", "--duration", "0.5", "--warmup", "0",
                           "--rounds", "1"],
-              ["--ycsb"], ["--ycsb", "--rounds", "5"]),
+              ["--ycsb", "--records", "10000000", "--buffer-pool", "4G"],
+              ["--ycsb", "--records", "10000000", "--buffer-pool", "4G", "--rounds", "5"]),
          render.render_ycsb),
     Tool("crash-test", "Crash torture",
          "`tools/run crash-test`: a small TPC-C database run with durable commits in a child "
