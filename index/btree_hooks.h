@@ -204,7 +204,7 @@ class KeyLockHook {
   // leaf may be read without its kRead or kReadNext lock until the latch is released, because
   // each one is committed and no absent key is deleted by a transaction still running: a
   // read-committed reader, and either the page is older than every uncommitted change (its
-  // LSN below the transaction's bound, txn::Txn::ReadCommittedBound: a change logged on a page
+  // LSN below the transaction's bound, txn::Txn::HoldsOnlyCommitted: a change logged on a page
   // raises its LSN above the change's record) or no other transaction can write the table
   // (sm/lock/lock_manager.h, NoOtherWriter). False makes the tree lock as usual.
   virtual bool ReadsCommittedWithoutLocks(Lsn page_lsn) {

@@ -134,7 +134,7 @@ bool TxnKeyLocks::ReadsCommittedWithoutLocks(Lsn page_lsn) {
       !LockTableMode(LockMode::kIS, LockWait::kNoWait).ok()) {
     return false;  // the intention would wait: lock row by row, which waits as it must
   }
-  const bool committed = (txn_ != nullptr && page_lsn < txn_->ReadCommittedBound()) ||
+  const bool committed = (txn_ != nullptr && txn_->HoldsOnlyCommitted(page_lsn)) ||
                          manager_->NoOtherWriter(owner_, table_);
   // A read restarted after a lock wait finds that lock pinned (see "Waiting"); reading unlocked,
   // it will not ask for it again, so it goes now, as an instant lock would have.

@@ -48,13 +48,18 @@ void Txn::Restart(TxnId id, Isolation isolation) {
   compensating_ = false;
   compensation_undo_next_ = Lsn();
   read_committed_bound_ = Lsn();
+  read_committed_bound_fresh_ = false;
   lock_owner_.Reset(id);
 }
 
-Lsn Txn::ReadCommittedBound() {
-  if (!read_committed_bound_.valid()) read_committed_bound_ = manager_->UncommittedBound();
+bool Txn::HoldsOnlyCommitted(Lsn page_lsn) {
+  if (!read_committed_bound_.valid()) read_committed_bound_ = manager_->PublishedUncommittedBound();
+  if (page_lsn < read_committed_bound_) return true;
+  if (read_committed_bound_fresh_) return false;
+  read_committed_bound_fresh_ = true;
+  read_committed_bound_ = manager_->UncommittedBound();
   SM_DASSERT(read_committed_bound_.valid());
-  return read_committed_bound_;
+  return page_lsn < read_committed_bound_;
 }
 
 Txn::~Txn() {

@@ -68,12 +68,13 @@ class Txn {
   bool compensating() const { return compensating_; }
   Lsn compensation_undo_next() const { return compensation_undo_next_; }
 
-  // An LSN below which no page holds a change of a transaction that has not finished
-  // (TxnManager::UncommittedBound), taken at this transaction's first call and kept: it stays
-  // a bound for as long as the transaction runs, since a transaction that logs later logs
-  // above it. A page whose LSN is below it holds committed rows only, which a read-committed
-  // read may return without locking them.
-  Lsn ReadCommittedBound();
+  // Whether a page whose LSN is `page_lsn` holds no change of a transaction that has not
+  // finished, so that a read-committed read may return its rows without locking them: true
+  // when the LSN is below a bound of TxnManager::UncommittedBound. A bound stays one for good
+  // (a transaction that logs later logs above it), so the first call takes the one the manager
+  // published last, which costs no lock; a page at or above it makes this transaction compute
+  // a fresh one, once, and keep it.
+  bool HoldsOnlyCommitted(Lsn page_lsn);
 
   // Where record loggers encode this transaction's payloads: it keeps its capacity across
   // Restart, so that logging a change allocates nothing once the Txn is warm.
@@ -106,7 +107,8 @@ class Txn {
   uint64_t records_logged_ = 0;
   bool compensating_ = false;
   Lsn compensation_undo_next_;
-  Lsn read_committed_bound_;  // invalid until ReadCommittedBound first asks
+  Lsn read_committed_bound_;  // invalid until HoldsOnlyCommitted first asks
+  bool read_committed_bound_fresh_ = false;  // computed by this transaction, not published
   std::string payload_buffer_;
   lock::LockOwner lock_owner_;
   // TxnManager's table of active transactions: the shard Begin put it in, and its place there.

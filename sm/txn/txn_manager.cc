@@ -393,6 +393,12 @@ Lsn TxnManager::UncommittedBound() const {
       if (ChainSnapshot(txn, &chain) && chain.first_lsn < bound) bound = chain.first_lsn;
     }
   }
+  uint64_t published = published_bound_.load(std::memory_order_relaxed);
+  while (published < bound.value() &&
+         !published_bound_.compare_exchange_weak(published, bound.value(),
+                                                 std::memory_order_release,
+                                                 std::memory_order_relaxed)) {
+  }
   return bound;
 }
 

@@ -187,8 +187,14 @@ class TxnManager final : public log::RecoveryTarget {
   // later: the log's end, lowered to the first LSN of each active transaction that has
   // logged. A transaction that logs after the call logs above the end it read, so the bound
   // holds until every caller is done with it; a page whose LSN is below it holds no
-  // uncommitted change (Txn::ReadCommittedBound). Visits every shard of the active table.
+  // uncommitted change (Txn::HoldsOnlyCommitted). Visits every shard of the active table, and
+  // publishes the bound if it is the highest yet.
   Lsn UncommittedBound() const;
+  // The highest bound UncommittedBound has published (invalid before the first): a bound
+  // computed earlier is still one, only lower, so it may be used without visiting the shards.
+  Lsn PublishedUncommittedBound() const {
+    return Lsn(published_bound_.load(std::memory_order_acquire));
+  }
   log::LogManager* log() const { return log_; }
   lock::LockManager* locks() const { return locks_; }
   buffer::BufferPool* pool() const { return pool_; }
@@ -246,6 +252,9 @@ class TxnManager final : public log::RecoveryTarget {
   const TxnManagerOptions options_;
 
   std::atomic<uint64_t> next_txn_id_{1};
+  // UncommittedBound's highest answer, raised by any caller; on a line of its own, since every
+  // Begin writes next_txn_id_.
+  alignas(64) mutable std::atomic<uint64_t> published_bound_{0};
   // The highest end LSN of a commit record whose transaction has released its locks (see
   // "Commit"); raised before the release.
   std::atomic<uint64_t> released_commit_end_{0};

@@ -1,5 +1,5 @@
 // Read-committed reads without key locks: a read of a leaf whose page LSN is below every
-// uncommitted change (txn::Txn::ReadCommittedBound) returns its rows unlocked; a leaf that a
+// uncommitted change (txn::Txn::HoldsOnlyCommitted) returns its rows unlocked; a leaf that a
 // running transaction has changed is read under locks as before, so an uncommitted write is
 // still waited for, never read.
 #include <catch2/catch.hpp>
