@@ -128,6 +128,11 @@ std::string EngineDirectory(const CommonOptions& o);
 int OpenAnyEngine(const CommonOptions& o, bool create, std::unique_ptr<Engine>* engine,
                   bool read_only = false);
 
+// --prewarm: reads our database into the buffer pool, as far as it fits (Database::Prewarm),
+// says how much and records it as out["prewarmed_pages"]; returns 0 or the exit code, having
+// printed why (another engine has no such call), closing the engine on failure.
+int Prewarm(const CommonOptions& o, Engine* engine, nlohmann::json* out);
+
 // A latency summary as JSON (count, mean_ms, p50_ms, ..., max_ms).
 nlohmann::json LatencyJson(const LatencySummary& l);
 

@@ -486,17 +486,7 @@ int RunCommand(const CommonOptions& o, const RunCliOptions& r) {
   }
   if (Status s = RecordRunStart(engine.get(), &info); !s.ok()) return Failure(o, "run", s);
   if (r.prewarm) {
-    auto* ours = dynamic_cast<SmEngine*>(engine.get());
-    if (ours == nullptr) {
-      engine->Close().PermitUnchecked();
-      return UsageError("--prewarm is our engine's (Database::Prewarm); --engine " + o.engine +
-                        " has none");
-    }
-    uint64_t pages = 0;
-    if (Status s = ours->database()->Prewarm(&pages); !s.ok()) return Failure(o, "prewarm", s);
-    Say(o, "prewarmed the buffer pool: %llu pages (%.0f MiB)\n",
-        static_cast<unsigned long long>(pages), double(pages) * 8192 / (1 << 20));
-    out["prewarmed_pages"] = pages;
+    if (int rc = Prewarm(o, engine.get(), &out); rc != 0) return rc;
   }
 
   char length[96];

@@ -123,6 +123,9 @@ void AddYcsbCommands(CLI::App* ycsb, CommonOptions* common, YcsbCliOptions* y, C
       ->add_option("--warmup", y->warmup_s, "seconds before the measurement")
       ->capture_default_str()
       ->check(NumberIn(0.0, kMaxSeconds));
+  (*run_cmd)->add_flag("--prewarm", y->prewarm,
+                       "read the database into the buffer pool before the run (as far as it "
+                       "fits; our engine only)");
 }
 
 int YcsbLoadCommand(const CommonOptions& o, const YcsbCliOptions& y) {
@@ -187,6 +190,9 @@ int YcsbRunCommand(const CommonOptions& o, const YcsbCliOptions& y) {
   out["commit"] = o.commit;
   out["duration_s"] = ro.duration_s;
   out["warmup_s"] = ro.warmup_s;
+  if (y.prewarm) {
+    if (int rc = Prewarm(o, engine.get(), &out); rc != 0) return rc;
+  }
   Say(o,
       "ycsb workload %s, %s, %llu records: %u users on %u workers for %.1f s (warm-up %.1f s), "
       "commit %s\n%s\n",

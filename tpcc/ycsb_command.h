@@ -29,6 +29,7 @@ struct YcsbCliOptions {
   uint32_t users = 0;  // 0: one per worker
   double duration_s = 10;
   double warmup_s = 1;
+  bool prewarm = false;  // run: read our database into the buffer pool first
 };
 
 // Adds the `load` and `run` verbs under `ycsb`, each with the options every verb takes.
