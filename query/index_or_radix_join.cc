@@ -15,8 +15,8 @@
 //          max(n, m) tuples a side (CheapestHashJoin: plain or radix-clustered),
 // where m is the table's row estimate (the scan's count once it has reached the end). The
 // model runs on this machine's caches and TLB (ReadMachine) with the default costs of
-// CostParams, since calibrating takes seconds; the join is the smaller term beside the scan
-// whenever the choice is close. A table without a row estimate is probed.
+// CostParams: Calibrate belongs to a benchmark's start, not to a query. A table without a row
+// estimate is probed.
 //
 // Semantics: IndexJoin's for a point semi or anti join: each outer row is returned, in outer
 // order, when some table row has its key (semi) or none has (anti); a key with a NULL or a value
@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "query/expr_eval.h"
 #include "query/hash.h"
@@ -111,7 +110,7 @@ class IndexOrRadixJoinOperator final : public Operator {
     cursor_.reset();
     scanned_ = 0;
     scan_done_ = false;
-    probe_ns_ = scan_ns_ = 0;
+    probe_ns_ = 0;
     decided_ = false;
     next_ = 0;
     choice_.clear();
@@ -153,7 +152,11 @@ class IndexOrRadixJoinOperator final : public Operator {
       const bool valid = EncodeProbeKey(keys_, spec_.key_columns, in, &key);
       SM_ASSERT(!valid || key.size() == key_bytes_);
       has_key_.push_back(valid ? 1 : 0);
-      outer_keys_.append(valid ? key : std::string(key_bytes_, '\0'));
+      if (valid) {
+        outer_keys_.append(key);
+      } else {
+        outer_keys_.append(key_bytes_, '\0');
+      }
       matched_.push_back(0);
       const size_t i = rows_.size() - 1;
       if (i < kWarmupProbes) {
@@ -222,20 +225,20 @@ class IndexOrRadixJoinOperator final : public Operator {
     }
     const double start = NowNs();
     SM_TRY(ScanKeys(kSampleScan));
-    scan_ns_ = scanned_ == 0 ? 0 : (NowNs() - start) / static_cast<double>(scanned_);
+    const double scan_ns = scanned_ == 0 ? 0 : (NowNs() - start) / static_cast<double>(scanned_);
     const uint64_t estimate = spec_.table_schema->row_estimate();
     const double m = scan_done_ ? static_cast<double>(scanned_)
                                 : std::max<double>(static_cast<double>(estimate), scanned_);
     const double index_ns = static_cast<double>(n - probed_) * probe_ns_;
     const HashJoinChoice join = CheapestHashJoin(ModelParams(), std::max(static_cast<double>(n), m));
-    const double hash_ns = (m - static_cast<double>(scanned_)) * scan_ns_ + join.predicted_ns;
+    const double hash_ns = (m - static_cast<double>(scanned_)) * scan_ns + join.predicted_ns;
     const bool by_cost = (scan_done_ || estimate > 0) && hash_ns < index_ns;
     const bool hash = force_ == JoinChoice::kCost ? by_cost : force_ == JoinChoice::kHash;
     std::snprintf(text, sizeof text,
                   "%s%s: %zu outer rows x %.2f us a probe = %.1f ms %s %.0f table rows x %.3f "
                   "us scanned + %s join (B=%d, P=%d) %.1f ms = %.1f ms",
                   hash ? "hash" : "index", force_ == JoinChoice::kCost ? "" : " (forced)", n,
-                  probe_ns_ / 1e3, index_ns / 1e6, by_cost ? ">" : "<=", m, scan_ns_ / 1e3,
+                  probe_ns_ / 1e3, index_ns / 1e6, by_cost ? ">" : "<=", m, scan_ns / 1e3,
                   join.algorithm == JoinAlgorithm::kPlainHash ? "plain" : "radix-clustered",
                   join.bits, join.passes, join.predicted_ns / 1e6, hash_ns / 1e6);
     choice_ = text;
@@ -295,7 +298,7 @@ class IndexOrRadixJoinOperator final : public Operator {
   std::unique_ptr<Cursor> cursor_;
   size_t scanned_ = 0;
   bool scan_done_ = false;
-  double probe_ns_ = 0, scan_ns_ = 0;
+  double probe_ns_ = 0;  // per timed probe of the sample
   std::string value_;
   bool decided_ = false;
   size_t next_ = 0;

@@ -239,31 +239,29 @@ bool Compare(const query::Catalog& catalog, ChSqlite* sqlite, const ChSql& q,
   INFO(label << " (ours): " << s.ToString());
   CHECK(s.ok());
   if (!s.ok()) return false;
+  // Runs the plan with `options` (described as `how`): the same rows in the same order.
+  auto same_as_ours = [&](const query::QueryOptions& options, const char* how) {
+    tpcc::ChRun run;
+    Status st = tpcc::RunChQuery(catalog, plan, options, &run);
+    INFO(label << " (ours, " << how << "): " << st.ToString());
+    CHECK(st.ok());
+    CHECK(run.rows.rows == ours.rows.rows);
+  };
   // With a buffer above every operator one may go above, and where refinement puts them for a
-  // small L1-I (small buffers, so that they refill often): the same rows in the same order.
+  // small L1-I (small buffers, so that they refill often).
   for (query::BufferMode mode : {query::BufferMode::kOn, query::BufferMode::kAuto}) {
     query::QueryOptions buffered;
     buffered.buffers.mode = mode;
     buffered.buffers.tuples = 7;
     buffered.buffers.l1i_bytes = 8192;
     buffered.buffers.threshold_rows = 1;
-    tpcc::ChRun with_buffers;
-    s = tpcc::RunChQuery(catalog, plan, buffered, &with_buffers);
-    INFO(label << " (ours, buffers " << (mode == query::BufferMode::kOn ? "on" : "auto")
-               << "): " << s.ToString());
-    CHECK(s.ok());
-    CHECK(with_buffers.rows.rows == ours.rows.rows);
+    same_as_ours(buffered, mode == query::BufferMode::kOn ? "buffers on" : "buffers auto");
   }
-  // With the stock joins forced to index probes and to the hash join: the same rows.
+  // With the stock joins forced to index probes and to the hash join.
   for (query::JoinChoice choice : {query::JoinChoice::kIndex, query::JoinChoice::kHash}) {
     query::QueryOptions forced;
     forced.index_or_radix = choice;
-    tpcc::ChRun run;
-    s = tpcc::RunChQuery(catalog, plan, forced, &run);
-    INFO(label << " (ours, joins by " << (choice == query::JoinChoice::kHash ? "hash" : "index")
-               << "): " << s.ToString());
-    CHECK(s.ok());
-    CHECK(run.rows.rows == ours.rows.rows);
+    same_as_ours(forced, choice == query::JoinChoice::kHash ? "joins by hash" : "joins by index");
   }
   // On 3 threads (parallel aggregations over parts of their scans): the same rows, up to the
   // last digits of double sums, which add in another order.
