@@ -253,11 +253,11 @@ class TxnManager final : public log::RecoveryTarget {
 
   std::atomic<uint64_t> next_txn_id_{1};
   // UncommittedBound's highest answer, raised by any caller; on a line of its own, since every
-  // Begin writes next_txn_id_.
+  // Begin writes next_txn_id_ and every commit released_commit_end_.
   alignas(64) mutable std::atomic<uint64_t> published_bound_{0};
   // The highest end LSN of a commit record whose transaction has released its locks (see
   // "Commit"); raised before the release.
-  std::atomic<uint64_t> released_commit_end_{0};
+  alignas(64) std::atomic<uint64_t> released_commit_end_{0};
   TornPages torn_;  // restart only (single-threaded)
   // The active transactions, in shards: a worker's fibers begin theirs in the shard of the
   // worker's index, so that workers share no mutex (a fiber parked on a contended one costs
