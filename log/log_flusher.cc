@@ -165,6 +165,22 @@ Status LogManager::WriteOut(uint64_t to) {
   return Status::OK();
 }
 
+// Copies the published [from, to) of the ring into staging_ and zeros the rest of to's block.
+void LogManager::StageTail(uint64_t from, uint64_t to) {
+  SM_DASSERT(from % kLogBlockBytes == 0);
+  SM_DASSERT(BlockCeil(to) - from <= staging_.size());
+  const size_t n = to - from;
+  std::memcpy(staging_.data(), ring_.data() + from % ring_bytes_, n);
+  std::memset(staging_.data() + n, 0, BlockCeil(to) - to);
+}
+
+Status LogManager::WriteBytes(io::File* file, uint64_t offset, const void* data, size_t n) {
+  SM_TRY(file->Write(offset, data, n));
+  counters_.bytes_written.fetch_add(n, std::memory_order_relaxed);
+  counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
 // Writes [from, to), which lies in one segment and one lap of the ring; from is block-aligned.
 Status LogManager::WriteChunk(uint64_t from, uint64_t to) {
   SM_DASSERT(from % kLogBlockBytes == 0);
@@ -175,22 +191,21 @@ Status LogManager::WriteChunk(uint64_t from, uint64_t to) {
   SM_DASSERT(from / ring_bytes_ == (to - 1) / ring_bytes_);
   std::shared_ptr<io::File> file;
   SM_TRY(SegmentForWrite(segment, &file));
-  uint64_t full_end = BlockFloor(to);
-  if (full_end > from) {
-    SM_TRY(file->Write(g.FileOffset(segment, from), ring_.data() + from % ring_bytes_,
-                       full_end - from));
-    counters_.bytes_written.fetch_add(full_end - from, std::memory_order_relaxed);
-    counters_.writes.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (to > full_end) {
-    // The partial last block: only [full_end, to) is published; inserters may be copying into
-    // the rest of it right now, so stage it and write zeros after the end.
-    size_t n = to - full_end;
-    std::memcpy(staging_.data(), ring_.data() + full_end % ring_bytes_, n);
-    std::memset(staging_.data() + n, 0, kLogBlockBytes - n);
-    SM_TRY(file->Write(g.FileOffset(segment, full_end), staging_.data(), kLogBlockBytes));
-    counters_.bytes_written.fetch_add(kLogBlockBytes, std::memory_order_relaxed);
-    counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t full_end = BlockFloor(to);
+  const uint64_t offset = g.FileOffset(segment, from);
+  if (to == full_end) {
+    SM_TRY(WriteBytes(file.get(), offset, ring_.data() + from % ring_bytes_, to - from));
+  } else if (BlockCeil(to) - from <= staging_.size()) {
+    // The usual write of a commit group ends in a partial block. Inserters may be copying into
+    // the rest of that block right now, so the whole write is staged, zeros after the end, and
+    // goes out in one call: a second call would cost the group another device round trip.
+    StageTail(from, to);
+    SM_TRY(WriteBytes(file.get(), offset, staging_.data(), BlockCeil(to) - from));
+  } else {
+    SM_TRY(WriteBytes(file.get(), offset, ring_.data() + from % ring_bytes_, full_end - from));
+    StageTail(full_end, to);
+    SM_TRY(WriteBytes(file.get(), g.FileOffset(segment, full_end), staging_.data(),
+                      kLogBlockBytes));
   }
   if (std::find(dirty_segments_.begin(), dirty_segments_.end(), file) == dirty_segments_.end()) {
     dirty_segments_.push_back(std::move(file));

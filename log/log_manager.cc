@@ -60,7 +60,7 @@ LogManager::LogManager(io::FileSystem* fs, const LogOptions& options,
       eager_write_bytes_(options.buffer_bytes / 4),
       ring_(options.buffer_bytes),
       slots_(new std::atomic<uint64_t>[slot_count_]),
-      staging_(kLogBlockBytes) {
+      staging_(kStagedWriteBytes) {
   for (uint64_t i = 0; i < slot_count_; ++i) slots_[i].store(0, std::memory_order_relaxed);
 }
 

@@ -33,7 +33,8 @@
 // write and fdatasync, which would otherwise need a blocking-call thread anyway). Each round:
 //   advance filled over published slots; write [BlockFloor(written), filled) from the ring in
 //   4 KiB blocks, the last partial block staged with zeros after filled (it is written again,
-//   longer, by the next round); publish written and wake inserters waiting for space; if
+//   longer, by the next round) - a write of at most kStagedWriteBytes is staged whole, so a
+//   commit group's write is one call; publish written and wake inserters waiting for space; if
 //   anyone needs durability (a Flush, an async-commit deadline, Close), Sync every segment file
 //   written since the last sync, publish durable and wake the committers it satisfies - one
 //   fdatasync for all of them (group commit). A sync that only durable requests ask for may be
@@ -336,6 +337,8 @@ class LogManager {
   bool DirtySegmentsCover(uint64_t durable, uint64_t written) const;
   Status WriteOut(uint64_t to);
   Status WriteChunk(uint64_t from, uint64_t to);
+  void StageTail(uint64_t from, uint64_t to);
+  Status WriteBytes(io::File* file, uint64_t offset, const void* data, size_t n);
   Status SyncDirty();
   Status SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::File>* file);
   void PrepareAhead();
@@ -401,7 +404,10 @@ class LogManager {
   uint64_t current_segment_start_ = 0;
   std::shared_ptr<io::File> next_segment_;
   uint64_t next_segment_start_ = 0;
-  io::AlignedBuffer staging_;  // one block: the partial tail of a write
+  // kStagedWriteBytes: a write that ends in a partial block is copied here whole, up to this
+  // size (larger ones stage only the partial block), so that it goes out in one call.
+  static constexpr size_t kStagedWriteBytes = 64u << 10;
+  io::AlignedBuffer staging_;
   GroupGather gather_;          // when a durable request's sync may wait for its group
   int64_t gather_hold_ns_ = 0;  // the current hold's end (steady_clock ns); 0: none
 

@@ -295,6 +295,30 @@ TEST_CASE("commit modes: durable waits, async is synced within its bound, none p
   REQUIRE(log->Close().ok());
 }
 
+TEST_CASE("a flush ending in a partial block is written in one call", "[unit][log]") {
+  io::FaultInjectionFileSystem fs(5);
+  LogOptions options = SmallOptions();
+  options.buffer_bytes = 64 * 1024;
+  options.segment_bytes = 1024 * 1024;
+  auto log = logtest::OpenLog(&fs, options);
+  REQUIRE(log->FlushAll().ok());
+  for (size_t bytes : {100, 6000, 13000}) {
+    INFO(bytes);
+    const LogStats before = log->stats();
+    const uint64_t from = BlockFloor(log->written_lsn().value());
+    Lsn lsn, end;
+    REQUIRE(log->Insert(logtest::CommentRecord(MakePayload(1, 0, bytes)), &lsn, &end).ok());
+    REQUIRE(log->Flush(end).ok());
+    const LogStats after = log->stats();
+    REQUIRE(end.value() % kLogBlockBytes != 0);
+    REQUIRE(after.writes == before.writes + 1);
+    REQUIRE(after.bytes_written == before.bytes_written + BlockCeil(end.value()) - from);
+  }
+  REQUIRE(log->Close().ok());
+  auto records = logtest::ReadAll(&fs, Lsn(kFirstLsn));
+  REQUIRE(records.size() == 3);
+}
+
 TEST_CASE("a record larger than the log buffer is streamed through it", "[unit][log]") {
   io::FaultInjectionFileSystem fs(5);
   auto log = logtest::OpenLog(&fs, SmallOptions());  // 16 KiB buffer, 60 KiB segments
