@@ -154,34 +154,46 @@ Status LogDirectory::OpenSegmentLocked(uint64_t start, std::shared_ptr<io::File>
   return Status::OK();
 }
 
-Status LogDirectory::CreateSegment(uint64_t start, std::shared_ptr<io::File>* file) {
+Status LogDirectory::CreateSegment(uint64_t start, std::shared_ptr<io::File>* file,
+                                   SegmentBlocks blocks) {
   SM_ASSERT(geometry_.IsSegmentStart(start));
-  std::lock_guard<threads::Mutex> guard(mu_);
-  if (options_.read_only) return Status::InvalidArgument(dir_ + ": log opened read-only");
-  SM_ASSERT(segments_.count(start) == 0);
   std::string path = PathOf(SegmentFileName(start));
-  // A file left by a failed attempt is deleted, never reused: its Sync may have failed, and a
-  // second Sync of the same file could succeed without the writes the first one lost (file.h,
-  // contract 4) - e.g. a Resize to the same size, which writes nothing. A fresh file's
-  // durability depends on no earlier sync. A segment is registered only once it is complete,
-  // so nobody reads its header before it is written.
-  bool exists = false;
-  SM_TRY(fs_->Exists(path, &exists));
-  if (exists) {
-    SM_TRY(fs_->Delete(path));
-  } else if (!spares_.empty()) {
-    SM_TRY(fs_->Rename(PathOf(spares_.back()), path));
-    spares_.pop_back();
+  bool recycled = false;
+  {
+    std::lock_guard<threads::Mutex> guard(mu_);
+    if (options_.read_only) return Status::InvalidArgument(dir_ + ": log opened read-only");
+    SM_ASSERT(segments_.count(start) == 0);
+    // A file left by a failed attempt is deleted, never reused: its Sync may have failed, and
+    // a second Sync of the same file could succeed without the writes the first one lost
+    // (file.h, contract 4) - e.g. a Resize to the same size, which writes nothing. A fresh
+    // file's durability depends on no earlier sync.
+    bool exists = false;
+    SM_TRY(fs_->Exists(path, &exists));
+    if (exists) {
+      SM_TRY(fs_->Delete(path));
+    } else if (!spares_.empty()) {
+      SM_TRY(fs_->Rename(PathOf(spares_.back()), path));
+      spares_.pop_back();
+      recycled = true;
+    }
   }
+  // Unregistered until complete, so nobody reads its header before it is written; the
+  // mutex is not held, so readers are not kept waiting while a whole segment is written.
   std::unique_ptr<io::File> f;
   SM_TRY(fs_->Open(path, FileOptions(true), &f));
   io::AlignedBuffer block(kLogBlockBytes);
   EncodeSegmentHeader(SegmentHeader{geometry_.segment_bytes(), start}, block.data());
   SM_TRY(f->Write(0, block.data(), kLogBlockBytes));
-  SM_TRY(f->Resize(geometry_.segment_bytes()));
+  if (blocks == SegmentBlocks::kWritten && !recycled) {
+    SM_TRY(f->ResizeWritten(geometry_.segment_bytes()));
+  } else {
+    SM_TRY(f->Resize(geometry_.segment_bytes()));
+  }
   SM_TRY(f->Sync());
   SM_TRY(fs_->SyncDir(dir_));
   std::shared_ptr<io::File> shared(std::move(f));
+  std::lock_guard<threads::Mutex> guard(mu_);
+  SM_ASSERT(segments_.count(start) == 0);
   segments_[start] = shared;
   *file = std::move(shared);
   return Status::OK();

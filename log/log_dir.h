@@ -23,7 +23,8 @@
 //   3. The control file is replaced atomically: a crash leaves the old or the new block.
 //
 // Thread/fiber safety: all methods are safe from any fiber and thread; one fiber-aware mutex
-// (held across the directory's own file operations, never across record I/O) serializes them.
+// (held across the directory's own file operations, except the making of a new segment's file
+// before it is registered, and never across record I/O) serializes them.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,12 @@
 #include "threads/sync.h"
 
 namespace sm::log {
+
+// How CreateSegment makes a fresh segment's blocks (a recycled spare's are written already).
+enum class SegmentBlocks {
+  kAllocated,  // preallocated only: quick to make
+  kWritten,    // written as zeros (io::File::ResizeWritten): cheaper syncs once in use
+};
 
 struct LogDirectoryOptions {
   bool read_only = false;
@@ -73,8 +80,11 @@ class LogDirectory {
   Status GetSegment(uint64_t start, std::shared_ptr<io::File>* file);
   // Makes the segment at `start` live: not registered, its file absent or left half-made by a
   // failed attempt (which it deletes and creates afresh: a file whose sync failed is never
-  // synced again in the hope that the second sync covers what the first lost).
-  Status CreateSegment(uint64_t start, std::shared_ptr<io::File>* file);
+  // synced again in the hope that the second sync covers what the first lost). The file is
+  // made outside the mutex and registered once complete; callers must not create one start
+  // twice at once (the flusher and its SegmentPreparer take turns).
+  Status CreateSegment(uint64_t start, std::shared_ptr<io::File>* file,
+                       SegmentBlocks blocks = SegmentBlocks::kAllocated);
   // Retires every segment that ends at or before `lsn`: the first ones become spares while
   // fewer than `keep_spares` exist, the rest are deleted. The files are renamed and deleted
   // outside the mutex (CreateSegment, on the flusher's path, does not wait for them); calls

@@ -242,42 +242,36 @@ Status LogManager::SegmentForWrite(uint64_t segment_start, std::shared_ptr<io::F
     *file = current_segment_;
     return Status::OK();
   }
-  if (next_segment_ != nullptr && segment_start == next_segment_start_) {
-    current_segment_ = std::move(next_segment_);
-  } else {
-    Status s = dir_->GetSegment(segment_start, &current_segment_);
+  Status s;
+  bool created = false;
+  if (preparer_ == nullptr || !preparer_->Take(segment_start, &s, &current_segment_, &created) ||
+      !s.ok()) {
+    // Not prepared ahead (the first segment, or a roll-over that came too soon), or its
+    // preparation failed: made here, and a failure now is the caller's to latch.
+    s.PermitUnchecked();
+    current_segment_.reset();
+    s = dir_->GetSegment(segment_start, &current_segment_);
     if (s.IsNotFound()) {
       s = dir_->CreateSegment(segment_start, &current_segment_);
-      if (s.ok()) counters_.segments_created.fetch_add(1, std::memory_order_relaxed);
+      created = s.ok();
     }
     SM_TRY(s);
   }
-  next_segment_.reset();
+  if (created) counters_.segments_created.fetch_add(1, std::memory_order_relaxed);
   current_segment_start_ = segment_start;
+  next_segment_requested_ = false;
   *file = current_segment_;
   return Status::OK();
 }
 
-// Creates the next segment once the current one is half written, off the commit path.
+// Asks the preparer for the next segment once the current one is half written.
 void LogManager::PrepareAhead() {
-  if (current_segment_ == nullptr || next_segment_ != nullptr) return;
+  if (preparer_ == nullptr || current_segment_ == nullptr || next_segment_requested_) return;
   const SegmentGeometry& g = dir_->geometry();
   uint64_t written = written_.load(std::memory_order_relaxed);
   if (written - current_segment_start_ < g.data_bytes() / 2) return;
-  uint64_t next = g.SegmentEnd(current_segment_start_);
-  Status s = dir_->GetSegment(next, &next_segment_);
-  if (s.IsNotFound()) {
-    s = dir_->CreateSegment(next, &next_segment_);
-    if (s.ok()) counters_.segments_created.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (!s.ok()) {
-    // Not fatal yet: nothing depends on it. The write that needs the segment tries again and
-    // latches the fatal state if it still cannot have it.
-    next_segment_.reset();
-    s.PermitUnchecked();
-    return;
-  }
-  next_segment_start_ = next;
+  preparer_->Request(g.SegmentEnd(current_segment_start_));
+  next_segment_requested_ = true;
 }
 
 bool LogManager::CheckPublishedRecord(uint64_t start, uint64_t end) const {

@@ -487,8 +487,8 @@ Status LogManager::Close() {
   stop_.store(true, std::memory_order_seq_cst);
   wake_.Post();
   if (flusher_.joinable()) flusher_.join();
+  if (preparer_ != nullptr) preparer_->Stop();
   current_segment_.reset();
-  next_segment_.reset();
   dirty_segments_.clear();
   // Open failed, or the log is read-only: leave the files as they were.
   if (!started_) return Status::OK();
@@ -509,10 +509,10 @@ void LogManager::Abandon(Status why) {
   killed_.store(true, std::memory_order_release);
   wake_.Post();
   if (flusher_.joinable()) flusher_.join();
+  if (preparer_ != nullptr) preparer_->Stop();
   started_ = false;  // no control-file update by a later Close
   SetFatal(std::move(why));
   current_segment_.reset();
-  next_segment_.reset();
   dirty_segments_.clear();
 }
 

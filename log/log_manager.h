@@ -48,8 +48,10 @@
 // once and guarantees the flusher syncs it within async_flush_interval; kNone returns at once
 // and promises nothing (the record becomes durable with the next sync anyone asks for).
 //
-// Segments: the flusher creates the next segment (a recycled spare if any) once the current one
-// is half written, so a roll-over rarely waits for file creation. Truncate(oldest_needed)
+// Segments: once the current segment is half written, the flusher asks its SegmentPreparer
+// (segment_preparer.h) for the next one (a recycled spare if any, else a new file whose blocks
+// are written as zeros, so that syncs into it commit no file-system metadata), made on the
+// preparer's thread, so a roll-over rarely waits for file creation. Truncate(oldest_needed)
 // retires whole segments below oldest_needed, keeping up to spare_bytes of them as spares for
 // reuse. A recycled segment's blocks have been written before, so a write into one changes no
 // file-system metadata and the sync after it commits none, whereas fresh preallocated blocks
@@ -127,6 +129,7 @@
 #include "log/log_dir.h"
 #include "log/log_reader.h"
 #include "log/log_record.h"
+#include "log/segment_preparer.h"
 #include "log/lsn_wait_list.h"
 #include "sm/common/ids.h"
 #include "sm/common/status.h"
@@ -402,8 +405,8 @@ class LogManager {
   std::vector<std::shared_ptr<io::File>> dirty_segments_;
   std::shared_ptr<io::File> current_segment_;
   uint64_t current_segment_start_ = 0;
-  std::shared_ptr<io::File> next_segment_;
-  uint64_t next_segment_start_ = 0;
+  std::unique_ptr<SegmentPreparer> preparer_;  // null: read-only, or not started
+  bool next_segment_requested_ = false;        // of preparer_, for the current segment's end
   // kStagedWriteBytes: a write that ends in a partial block is copied here whole, up to this
   // size (larger ones stage only the partial block), so that it goes out in one call.
   static constexpr size_t kStagedWriteBytes = 64u << 10;

@@ -210,6 +210,7 @@ Status LogManager::Start(uint64_t end) {
     SM_TRY(file->Read(g.FileOffset(segment, block), ring_.data() + block % ring_bytes_,
                       kLogBlockBytes));
   }
+  preparer_ = std::make_unique<SegmentPreparer>(dir_.get());
   flusher_ = std::thread(&LogManager::FlusherMain, this);
   started_ = true;
   return Status::OK();

@@ -28,6 +28,7 @@ class ForwardingFile : public io::File {
   Status Sync() override { return inner_->Sync(); }
   Status Size(uint64_t* bytes) override { return inner_->Size(bytes); }
   Status Resize(uint64_t bytes) override { return inner_->Resize(bytes); }
+  Status ResizeWritten(uint64_t bytes) override { return inner_->ResizeWritten(bytes); }
   const std::string& path() const override { return inner_->path(); }
 
  private:

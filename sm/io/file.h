@@ -61,6 +61,12 @@ class File {
   // Grows the file (allocating blocks with fallocate where possible, so that ENOSPC shows up
   // here rather than at a later write; the new bytes read as zero) or shrinks it.
   virtual Status Resize(uint64_t bytes) = 0;
+  // Resize, and where the file system tells blocks that were written from blocks that were
+  // only allocated, also writes zeros over every new block that starts at or above the old
+  // size: a later overwrite of them and Sync then change no file-system metadata, so the
+  // Sync costs one device round trip, not a journal commit too. The contents are those of
+  // Resize either way, so a file system without that distinction (in memory) just resizes.
+  virtual Status ResizeWritten(uint64_t bytes) { return Resize(bytes); }
   virtual const std::string& path() const = 0;
 };
 

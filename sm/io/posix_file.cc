@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "sm/common/assert.h"
+#include "sm/io/aligned_buffer.h"
 #include "threads/reactor.h"
 
 namespace sm::io {
@@ -126,6 +127,22 @@ Status PosixFile::Resize(uint64_t bytes) {
   }
   if (err != 0) {
     return ErrnoStatus(path_, std::string(what) + " to " + std::to_string(bytes) + " bytes", err);
+  }
+  return Status::OK();
+}
+
+Status PosixFile::ResizeWritten(uint64_t bytes) {
+  uint64_t current = 0;
+  SM_TRY(Size(&current));
+  SM_TRY(Resize(bytes));  // allocates first, so NoSpace shows up before any zero is written
+  constexpr uint64_t kChunk = 1u << 20;
+  const uint64_t block = threads::kDirectIoAlignment;
+  const uint64_t first = (current + block - 1) / block * block;
+  const uint64_t end = bytes / block * block;
+  if (first >= end) return Status::OK();
+  AlignedBuffer zeros(std::min(kChunk, end - first));
+  for (uint64_t at = first; at < end; at += zeros.size()) {
+    SM_TRY(Write(at, zeros.data(), std::min<uint64_t>(zeros.size(), end - at)));
   }
   return Status::OK();
 }

@@ -44,6 +44,7 @@ class PosixFile final : public File {
   Status Sync() override;
   Status Size(uint64_t* bytes) override;
   Status Resize(uint64_t bytes) override;
+  Status ResizeWritten(uint64_t bytes) override;
   const std::string& path() const override { return path_; }
 
   // True if the kernel does direct I/O for this file (O_DIRECT was accepted).

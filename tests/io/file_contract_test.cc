@@ -1,12 +1,16 @@
 // The File/FileSystem contract of sm/io/file.h, checked against both implementations (POSIX
 // and in-memory fault injection) so that code tested on one behaves the same on the other.
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +77,59 @@ TEST_CASE("Resize grows with zeros and shrinks", "[unit][io]") {
   REQUIRE(size == 65536);
   REQUIRE(file->Read(0, buf.data(), 8192).ok());
   for (size_t i = 0; i < 8192; ++i) REQUIRE(buf.data()[i] == (i < 4096 ? 0x5a : 0));
+}
+
+namespace {
+// Whether any extent of the file at `path` is allocated but unwritten (FIEMAP); nullopt where
+// the file system cannot say.
+std::optional<bool> HasUnwrittenExtents(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return std::nullopt;
+  constexpr int kExtents = 256;
+  std::vector<char> buf(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
+  auto* map = reinterpret_cast<fiemap*>(buf.data());
+  map->fm_length = FIEMAP_MAX_OFFSET;
+  map->fm_flags = FIEMAP_FLAG_SYNC;
+  map->fm_extent_count = kExtents;
+  const int rc = ::ioctl(fd, FS_IOC_FIEMAP, map);
+  ::close(fd);
+  if (rc != 0 || map->fm_mapped_extents == kExtents) return std::nullopt;
+  for (uint32_t i = 0; i < map->fm_mapped_extents; ++i) {
+    if (map->fm_extents[i].fe_flags & FIEMAP_EXTENT_UNWRITTEN) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("ResizeWritten grows with zeros, written where the file system tells", "[unit][io]") {
+  bool posix = GENERATE(true, false);
+  TestFs t(posix);
+  std::unique_ptr<io::File> file;
+  REQUIRE(t.fs->Open(t.Path("w"), CreateOptions(/*direct=*/false), &file).ok());
+  std::string head(5000, '\x5a');
+  REQUIRE(file->Write(0, head.data(), head.size()).ok());
+  constexpr uint64_t kSize = (3u << 20) + 8192;  // more than one chunk of zeros
+  REQUIRE(file->ResizeWritten(kSize).ok());
+  REQUIRE(file->Sync().ok());
+  uint64_t size = 0;
+  REQUIRE(file->Size(&size).ok());
+  REQUIRE(size == kSize);
+  std::string back(kSize, '\1');
+  REQUIRE(file->Read(0, back.data(), kSize).ok());
+  REQUIRE(back.compare(0, head.size(), head) == 0);
+  REQUIRE(std::all_of(back.begin() + head.size(), back.end(), [](char c) { return c == 0; }));
+  if (posix) {
+    // The bytes above the old size's block were written, so no extent is left unwritten
+    // (on a file system that reports extents; the partial block may stay as it was).
+    std::optional<bool> unwritten = HasUnwrittenExtents(t.Path("w"));
+    if (unwritten.has_value()) REQUIRE_FALSE(*unwritten);
+    // Contrast: Resize leaves the new blocks allocated only, where fallocate exists.
+    std::unique_ptr<io::File> plain;
+    REQUIRE(t.fs->Open(t.Path("p"), CreateOptions(/*direct=*/false), &plain).ok());
+    REQUIRE(plain->Resize(kSize).ok());
+    std::optional<bool> plain_unwritten = HasUnwrittenExtents(t.Path("p"));
+    if (unwritten.has_value() && plain_unwritten.has_value()) REQUIRE(*plain_unwritten);
+  }
 }
 
 TEST_CASE("misaligned direct I/O is rejected up front", "[unit][io]") {

@@ -470,6 +470,40 @@ TEST_CASE("the flusher opens new segments while a truncation deletes old ones", 
   REQUIRE(log->Close().ok());
 }
 
+TEST_CASE("the next segment is made ahead, once the current one is half written",
+          "[unit][log]") {
+  io::FaultInjectionFileSystem fs(6);
+  auto log = logtest::OpenLog(&fs, SmallOptions());
+  const uint64_t data_bytes = log->geometry().data_bytes();
+  const uint64_t next = log->geometry().SegmentEnd(kFirstLsn);
+  Lsn lsn, end;
+  uint32_t seq = 0;
+  auto fill_to = [&](uint64_t fraction_num, uint64_t fraction_den) {
+    while (log->end_lsn().value() - kFirstLsn < data_bytes * fraction_num / fraction_den) {
+      REQUIRE(log->Insert(logtest::CommentRecord(MakePayload(1, seq++, 450)), &lsn, &end).ok());
+    }
+    REQUIRE(log->FlushAll().ok());
+  };
+  auto next_exists = [&] {
+    auto names = ListLogDir(&fs);
+    return std::count(names.begin(), names.end(), SegmentFileName(next)) == 1;
+  };
+  fill_to(1, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE_FALSE(next_exists());  // not asked for yet
+  fill_to(5, 8);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!next_exists() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(next_exists());  // made by the preparer, before any record needs it
+  REQUIRE(log->stats().segments_created == 1);  // the first: the next counts once taken
+  fill_to(3, 2);
+  REQUIRE(log->stats().segments_created == 2);
+  REQUIRE(log->Close().ok());
+  REQUIRE(logtest::ReadAll(&fs, Lsn(kFirstLsn)).size() == seq);
+}
+
 TEST_CASE("segments roll over, truncation retires them, spares are reused", "[unit][log]") {
   io::FaultInjectionFileSystem fs(6);
   LogOptions options = SmallOptions();
