@@ -142,11 +142,13 @@ void EnsureWorkers(JoinScratch* scratch, int threads) {
   if (static_cast<int>(scratch->workers.size()) < threads) scratch->workers.resize(threads);
 }
 
-// Builds a bucket-chained table on inner[0, ni) and probes it with outer[0, no).
-void HashJoinRange(const Bun* outer, uint32_t no, const Bun* inner, uint32_t ni,
-                   JoinScratch::Worker* w, std::vector<OidPair>* out) {
-  const int log_buckets =
-      std::max(1, static_cast<int>(std::bit_width(std::max<uint32_t>(ni, 2) - 1)));
+int LogBuckets(uint32_t inner_count) {
+  return std::max(1, static_cast<int>(std::bit_width(std::max<uint32_t>(inner_count, 2) - 1)));
+}
+
+// Builds a bucket-chained table on inner[0, ni) in w's scratch.
+void BuildTable(const Bun* inner, uint32_t ni, JoinScratch::Worker* w) {
+  const int log_buckets = LogBuckets(ni);
   const uint32_t buckets = uint32_t{1} << log_buckets;
   SM_DASSERT(w->heads.size() >= buckets);
   SM_DASSERT(w->next.size() >= ni);
@@ -158,6 +160,18 @@ void HashJoinRange(const Bun* outer, uint32_t no, const Bun* inner, uint32_t ni,
     next[i] = heads[b];
     heads[b] = i + 1;
   }
+}
+
+// Probes the table BuildTable made on inner[0, ni) with outer[0, no). Every hash join runs
+// this one loop: the plain hash join once ran a copy of it inside a lambda, through captured
+// references, and took far longer than the partitioned join on a single cluster of the
+// same tuples (`tools/run bench radix-join`, hash_ms_* against hash_pred_ms_*, the latter
+// calibrated on that single cluster).
+void ProbeTable(const Bun* outer, uint32_t no, const Bun* inner, uint32_t ni,
+                const JoinScratch::Worker& w, std::vector<OidPair>* out) {
+  const int log_buckets = LogBuckets(ni);
+  const uint32_t* heads = w.heads.data();
+  const uint32_t* next = w.next.data();
   for (uint32_t o = 0; o < no; ++o) {
     const Bun probe = outer[o];
     for (uint32_t at = heads[BucketOf(probe.key, log_buckets)]; at != 0; at = next[at - 1]) {
@@ -370,8 +384,9 @@ Status JoinClustered(JoinAlgorithm algorithm, const ClusteredRelation& left,
       if (algorithm == JoinAlgorithm::kRadix) {
         NestedLoopRange(left.tuples.data() + lo, no, right.tuples.data() + ri, ni, part);
       } else {
-        HashJoinRange(left.tuples.data() + lo, no, right.tuples.data() + ri, ni,
-                      &scratch->workers[t], part);
+        BuildTable(right.tuples.data() + ri, ni, &scratch->workers[t]);
+        ProbeTable(left.tuples.data() + lo, no, right.tuples.data() + ri, ni,
+                   scratch->workers[t], part);
       }
     }
   });
@@ -392,23 +407,12 @@ Status PlainHashJoin(std::span<const Bun> left, std::span<const Bun> right,
     return Status::NoSpace("hash join: out of memory for its hash table");
   }
   ReserveParts(out, left.size(), threads);
-  // Build once, on the whole inner relation, by probing nothing.
-  HashJoinRange(nullptr, 0, right.data(), ni, w, &out->parts[0]);
-  const int log_buckets =
-      std::max(1, static_cast<int>(std::bit_width(std::max<uint32_t>(ni, 2) - 1)));
-  const uint32_t* heads = w->heads.data();
-  const uint32_t* next = w->next.data();
+  BuildTable(right.data(), ni, w);
   const uint32_t n = static_cast<uint32_t>(left.size());
   RunWorkers(threads, [&](int t) {
-    std::vector<OidPair>* part = &out->parts[t];
     const uint32_t lo = static_cast<uint32_t>(uint64_t{n} * t / threads);
     const uint32_t hi = static_cast<uint32_t>(uint64_t{n} * (t + 1) / threads);
-    for (uint32_t o = lo; o < hi; ++o) {
-      const Bun probe = left[o];
-      for (uint32_t at = heads[BucketOf(probe.key, log_buckets)]; at != 0; at = next[at - 1]) {
-        if (right[at - 1].key == probe.key) part->push_back({probe.oid, right[at - 1].oid});
-      }
-    }
+    ProbeTable(left.data() + lo, hi - lo, right.data(), ni, *w, &out->parts[t]);
   });
   return Status::OK();
 }
