@@ -14,7 +14,7 @@
 //   hash:  (m - scanned) x (ns per scanned key) + the model's price of the hash join of
 //          max(n, m) tuples a side (CheapestHashJoin: plain or radix-clustered),
 // where m is the table's row estimate (the scan's count once it has reached the end). The
-// model runs on this machine's caches and TLB (ReadMachine) with the default costs of
+// model runs on the caches and TLB ReadMachine reads at run time, with the default costs of
 // CostParams: Calibrate belongs to a benchmark's start, not to a query. A table without a row
 // estimate is probed.
 //

@@ -446,13 +446,8 @@ std::vector<double> PassCurve(uint32_t tuples, bool huge_pages, std::mt19937_64&
   for (int k = 1; k <= 14; ++k) {
     o.bits = k;
     SM_ASSERT(RadixCluster(input.span(), o, &out).ok());  // faults the pages in
-    double best = 1e30;  // the least of a few: this machine's noise only ever adds time
-    for (int round = 0; round < 4; ++round) {
-      const double start = Seconds();
-      SM_ASSERT(RadixCluster(input.span(), o, &out).ok());
-      best = std::min(best, (Seconds() - start) * 1e9 / tuples);
-    }
-    curve[k] = best;
+    // The least of a few runs: noise from other work only ever adds time.
+    curve[k] = TimeCallNs(1, [&] { SM_ASSERT(RadixCluster(input.span(), o, &out).ok()); }) / tuples;
   }
   curve[0] = curve[1];
   return curve;
@@ -476,12 +471,10 @@ std::vector<std::pair<double, double>> ProbeCurve(uint32_t tuples, std::mt19937_
     SM_ASSERT(RadixCluster(left, o, &cl).ok());
     SM_ASSERT(RadixCluster(right, o, &cr).ok());
     SM_ASSERT(JoinClustered(JoinAlgorithm::kPartitionedHash, cl, cr, o, &index, &scratch).ok());
-    double ns = 1e30;
-    for (int round = 0; round < 2; ++round) {
-      const double start = Seconds();
-      SM_ASSERT(JoinClustered(JoinAlgorithm::kPartitionedHash, cl, cr, o, &index, &scratch).ok());
-      ns = std::min(ns, (Seconds() - start) * 1e9 / tuples);
-    }
+    const double ns = TimeCallNs(1, [&] {
+                        SM_ASSERT(JoinClustered(JoinAlgorithm::kPartitionedHash, cl, cr, o,
+                                                &index, &scratch).ok());
+                      }) / tuples;
     curve.emplace_back(ClusterBytes(tuples / std::ldexp(1.0, bits)), ns);
   }
   return curve;
