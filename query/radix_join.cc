@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstring>
@@ -146,20 +147,60 @@ int LogBuckets(uint32_t inner_count) {
   return std::max(1, static_cast<int>(std::bit_width(std::max<uint32_t>(inner_count, 2) - 1)));
 }
 
+// The bucket-chained table on an inner input of ni tuples, in a worker's scratch.
+struct Table {
+  int log_buckets;
+  uint32_t buckets;
+  uint32_t* heads;
+  uint32_t* next;
+};
+
+Table TableFor(uint32_t ni, JoinScratch::Worker* w) {
+  const int log_buckets = LogBuckets(ni);
+  const Table t{log_buckets, uint32_t{1} << log_buckets, w->heads.data(), w->next.data()};
+  SM_DASSERT(w->heads.size() >= t.buckets);
+  SM_DASSERT(w->next.size() >= ni);
+  return t;
+}
+
 // Builds a bucket-chained table on inner[0, ni) in w's scratch.
 void BuildTable(const Bun* inner, uint32_t ni, JoinScratch::Worker* w) {
-  const int log_buckets = LogBuckets(ni);
-  const uint32_t buckets = uint32_t{1} << log_buckets;
-  SM_DASSERT(w->heads.size() >= buckets);
-  SM_DASSERT(w->next.size() >= ni);
-  uint32_t* heads = w->heads.data();
-  uint32_t* next = w->next.data();
-  std::memset(heads, 0, buckets * sizeof(uint32_t));
+  const Table t = TableFor(ni, w);
+  std::memset(t.heads, 0, t.buckets * sizeof(uint32_t));
   for (uint32_t i = 0; i < ni; ++i) {
-    const uint32_t b = BucketOf(inner[i].key, log_buckets);
-    next[i] = heads[b];
-    heads[b] = i + 1;
+    const uint32_t b = BucketOf(inner[i].key, t.log_buckets);
+    t.next[i] = t.heads[b];
+    t.heads[b] = i + 1;
   }
+}
+
+// BuildTable with `threads` workers, each inserting a contiguous share of inner: a chain's head
+// is swapped in by compare-and-swap, so concurrent inserts into one bucket each link the head
+// they displaced. Only the order within a chain differs from BuildTable's. One worker takes
+// the plain loop, which needs no atomic instruction.
+void BuildTableShared(const Bun* inner, uint32_t ni, int threads, JoinScratch::Worker* w) {
+  if (threads == 1) {
+    BuildTable(inner, ni, w);
+    return;
+  }
+  const Table table = TableFor(ni, w);
+  auto share = [threads](uint32_t n, int t) {
+    return static_cast<uint32_t>(uint64_t{n} * t / threads);
+  };
+  RunWorkers(threads, [&](int t) {
+    const uint32_t lo = share(table.buckets, t);
+    std::memset(table.heads + lo, 0, (share(table.buckets, t + 1) - lo) * sizeof(uint32_t));
+  });
+  // The workers' end orders every insert before every probe (RunWorkers joins them).
+  RunWorkers(threads, [&](int t) {
+    for (uint32_t i = share(ni, t); i < share(ni, t + 1); ++i) {
+      std::atomic_ref<uint32_t> head(table.heads[BucketOf(inner[i].key, table.log_buckets)]);
+      uint32_t first = head.load(std::memory_order_relaxed);
+      do {
+        table.next[i] = first;
+      } while (!head.compare_exchange_weak(first, i + 1, std::memory_order_relaxed));
+    }
+  });
 }
 
 // Probes the table BuildTable made on inner[0, ni) with outer[0, no). Every hash join runs
@@ -278,7 +319,16 @@ std::vector<OidPair> JoinIndex::Flatten() const {
 
 void JoinIndex::Reset(int count) {
   SM_ASSERT(count >= 1);
-  parts.resize(count);
+  const size_t want = static_cast<size_t>(count);
+  while (parts.size() > want) {
+    spare_.push_back(std::move(parts.back()));
+    parts.pop_back();
+  }
+  while (parts.size() < want && !spare_.empty()) {
+    parts.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+  }
+  parts.resize(want);
   for (auto& part : parts) part.clear();
 }
 
@@ -395,8 +445,8 @@ Status JoinClustered(JoinAlgorithm algorithm, const ClusteredRelation& left,
 
 namespace {
 
-// The baseline: one table on the whole right relation (built by one worker: a shared build
-// would need atomics the baseline does not have), probed by `threads` workers.
+// The baseline: one table on the whole right relation, built and then probed by `threads`
+// workers.
 Status PlainHashJoin(std::span<const Bun> left, std::span<const Bun> right,
                      const JoinOptions& options, JoinIndex* out, JoinScratch* scratch) {
   const int threads = options.threads;
@@ -407,7 +457,7 @@ Status PlainHashJoin(std::span<const Bun> left, std::span<const Bun> right,
     return Status::NoSpace("hash join: out of memory for its hash table");
   }
   ReserveParts(out, left.size(), threads);
-  BuildTable(right.data(), ni, w);
+  BuildTableShared(right.data(), ni, threads, w);
   const uint32_t n = static_cast<uint32_t>(left.size());
   RunWorkers(threads, [&](int t) {
     const uint32_t lo = static_cast<uint32_t>(uint64_t{n} * t / threads);

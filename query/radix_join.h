@@ -21,7 +21,9 @@
 //   3. A join emits each matching (left, right) pair exactly once, and nothing else.
 //   4. With `threads` workers, pass 1 splits the input in contiguous halves whose histograms
 //      give every worker disjoint write ranges; later passes and the joins split the clusters,
-//      so no two workers write the same cluster or the same output part.
+//      so no two workers write the same cluster or the same output part. The plain hash
+//      join's workers build its one table together (a bucket's head swapped in by
+//      compare-and-swap), then probe disjoint shares of the left relation.
 //
 // Threads: the operators run on std::thread workers of their own (JoinOptions::threads),
 // started and joined inside one call. They are in-memory operators over arrays that never
@@ -95,8 +97,13 @@ struct JoinIndex {
 
   size_t size() const;
   std::vector<OidPair> Flatten() const;
-  // Empties the parts, keeping their capacity, and makes `count` of them.
+  // Empties the parts and makes `count` of them. Every part keeps its capacity, also one set
+  // aside while a call makes fewer parts, so that an index reused by calls on different worker
+  // counts writes to memory it has already faulted in.
   void Reset(int count);
+
+ private:
+  std::vector<std::vector<OidPair>> spare_;  // parts beyond the last Reset's count, emptied
 };
 
 // An array in anonymous pages of its own, left uninitialized (a clustered copy is written in

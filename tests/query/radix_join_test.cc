@@ -122,7 +122,7 @@ void CheckJoins(const std::vector<Bun>& left, const std::vector<Bun>& right, int
     JoinOptions options;
     options.bits = bits;
     options.passes = std::uniform_int_distribution<int>(1, std::min(std::max(bits, 1), 3))(rng);
-    options.threads = std::uniform_int_distribution<int>(1, 2)(rng);
+    options.threads = std::uniform_int_distribution<int>(1, 4)(rng);
     INFO(JoinAlgorithmName(algorithm)
          << " bits " << bits << " passes " << options.passes << " threads " << options.threads
          << " left " << left.size() << " right " << right.size());
@@ -169,6 +169,25 @@ TEST_CASE("radix joins with empty clusters, one value and empty inputs", "[rando
   CheckJoins({}, MakeRelation(50, Keys::kUniqueUniform, 0, rng), 4, rng);
   CheckJoins(MakeRelation(50, Keys::kUniqueUniform, 0, rng), {}, 4, rng);
   CheckJoins({}, {}, 0, rng);
+}
+
+TEST_CASE("a join index reset to fewer parts keeps the others' memory", "[unit][query]") {
+  JoinIndex index;
+  index.Reset(3);
+  index.parts[1].assign(1000, OidPair{1, 2});
+  index.parts[2].assign(500, OidPair{3, 4});
+  index.Reset(1);
+  REQUIRE(index.parts.size() == 1);
+  index.parts[0].push_back({5, 6});
+  index.Reset(3);
+  REQUIRE(index.parts.size() == 3);
+  size_t capacity = 0;
+  for (const auto& part : index.parts) {
+    REQUIRE(part.empty());
+    capacity += part.capacity();
+  }
+  REQUIRE(capacity >= 1500);
+  REQUIRE(index.size() == 0);
 }
 
 TEST_CASE("radix joins refuse options outside their ranges", "[unit][query]") {
