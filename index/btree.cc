@@ -382,7 +382,11 @@ Status BTree::DescendPessimistic(std::string_view key, size_t leaf_record_bytes,
 Status BTree::Lookup(std::string_view key, std::string* value, const OpContext& ctx,
                      bool for_update) const {
   SM_TRY(CheckKey(key));
-  const uint64_t prefetched = ctx.locks != nullptr ? ctx.locks->PrefetchKey(key) : 0;
+  // A read that will likely go unlocked prefetches nothing; if it locks after all, the lock
+  // hashes the key then (a prefetched hash of 0 means none).
+  const bool prefetch =
+      ctx.locks != nullptr && (for_update || !ctx.locks->ReadsMayGoUnlocked());
+  const uint64_t prefetched = prefetch ? ctx.locks->PrefetchKey(key) : 0;
   LeafHint* const hint = ctx.hint;
   for (;;) {
     LockWait wait;

@@ -200,6 +200,9 @@ class KeyLockHook {
   // its cache misses overlap the descent. A hint only: it locks nothing and cannot fail. The
   // result goes back in KeyLockRequest::prefetched of a later request on the same key.
   virtual uint64_t PrefetchKey(std::string_view key) { return 0; }
+  // True if a plain read may go without its lock (ReadsCommittedWithoutLocks can say so): the
+  // tree then prefetches nothing for it, as the lock is seldom taken.
+  virtual bool ReadsMayGoUnlocked() const { return false; }
   // With a leaf latched whose page LSN is `page_lsn`; must not wait. True if every row of that
   // leaf may be read without its kRead or kReadNext lock until the latch is released, because
   // each one is committed and no absent key is deleted by a transaction still running: a

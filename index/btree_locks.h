@@ -100,6 +100,9 @@ class TxnKeyLocks final : public KeyLockHook {
   // page older than the transaction's bound (needs the transaction) or no other transaction
   // able to write the table.
   bool ReadsCommittedWithoutLocks(Lsn page_lsn) override;
+  bool ReadsMayGoUnlocked() const override {
+    return isolation_ == txn::Isolation::kReadCommitted;
+  }
 
   // Takes the table's intention lock for readers (IS) or writers (IX), and the database's,
   // unless this hook already holds it. Key requests do it themselves when needed; calling it
