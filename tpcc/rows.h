@@ -29,6 +29,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "sm/common/assert.h"
+
 namespace sm::tpcc {
 
 static_assert(std::endian::native == std::endian::little,
@@ -204,6 +206,20 @@ template <typename Row>
   if (bytes.size() < RowTail<Row>::kFixedBytes || bytes.size() > sizeof(Row)) return false;
   std::memcpy(row, bytes.data(), bytes.size());
   std::memset(reinterpret_cast<char*>(row) + bytes.size(), 0, sizeof(Row) - bytes.size());
+  return true;
+}
+
+// One field of the fixed part of a stored Row, read without copying the rest of the row: for a
+// reader that keeps only that field. False if `bytes` cannot be a Row (as DecodeRow).
+template <typename Row, typename Field>
+[[nodiscard]] inline bool DecodeField(std::string_view bytes, Field Row::*member, Field* field) {
+  static_assert(std::is_trivially_copyable_v<Row>);
+  if (bytes.size() < RowTail<Row>::kFixedBytes || bytes.size() > sizeof(Row)) return false;
+  Row layout;  // only its members' addresses are taken: the offset folds to a constant
+  const size_t offset = static_cast<size_t>(reinterpret_cast<const char*>(&(layout.*member)) -
+                                            reinterpret_cast<const char*>(&layout));
+  SM_DASSERT(offset + sizeof(Field) <= RowTail<Row>::kFixedBytes);
+  std::memcpy(field, bytes.data() + offset, sizeof(Field));
   return true;
 }
 

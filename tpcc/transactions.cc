@@ -514,7 +514,7 @@ Status OrderStatusBody(EngineTxn* txn, const OrderStatusInput& in, OrderStatusOu
                    }));
   out->o_id = o_id;
   if (o_id == 0) return Status::OK();
-  OrderRow order;
+  OrderRow order{};
   SM_TRY(GetRow(txn, TableId::kOrder, OrderKey(in.w, in.d, o_id), &order));
   out->o_entry_d_us = order.entry_d_us;
   out->o_carrier_id = order.carrier_id;
@@ -594,12 +594,12 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
   Status bad = Status::OK();
   Status scan = txn->Scan(TableId::kOrderLine, OrderKey(in.w, in.d, first), OrderKey(in.w, in.d, next),
                    false, [&](std::string_view, std::string_view value) {
-                     OrderLineRow ol;
-                     if (!DecodeRow(value, &ol)) {
+                     uint32_t i_id = 0;
+                     if (!DecodeField(value, &OrderLineRow::i_id, &i_id)) {
                        bad = Status::Corruption("tpcc.order_line: a row of the wrong size");
                        return false;
                      }
-                     items.push_back(ol.i_id);
+                     items.push_back(i_id);
                      return true;
                    });
   SM_TRY(FirstError(std::move(bad), std::move(scan)));
@@ -615,14 +615,14 @@ Status StockLevelBody(EngineTxn* txn, const StockLevelInput& in, StockLevelOutpu
   Status decode = Status::OK();
   SM_TRY(txn->GetMany(TableId::kStock, key_views, /*for_update=*/false,
                       [&](size_t, std::string_view value) {
-                        StockRow stock;
-                        if (!DecodeRow(value, &stock)) {
+                        int32_t quantity = 0;
+                        if (!DecodeField(value, &StockRow::quantity, &quantity)) {
                           decode = Status::Corruption(std::string(TableName(TableId::kStock)) +
                                                       ": a row of the wrong size");
                           return false;
                         }
                         ++read;
-                        if (stock.quantity < in.threshold) ++low;
+                        if (quantity < in.threshold) ++low;
                         return true;
                       }));
   SM_TRY(decode);

@@ -102,6 +102,28 @@ TEST_CASE("rows round trip and drop the unused tail of their last string", "[uni
   CHECK(View(c.first) == "ABCDEFGHIJKLMNOP");
 }
 
+TEST_CASE("a row's field reads as in the decoded row, and only from a valid row", "[unit][tpcc]") {
+  StockRow s{};
+  s.quantity = -17;
+  s.ytd = 123456;
+  Set(s.data, "ORIGINAL stock");
+  const std::string bytes = EncodeRow(s);
+  int32_t quantity = 0;
+  REQUIRE(DecodeField(bytes, &StockRow::quantity, &quantity));
+  CHECK(quantity == -17);
+  uint32_t ytd = 0;
+  REQUIRE(DecodeField(bytes, &StockRow::ytd, &ytd));
+  CHECK(ytd == 123456);
+  OrderLineRow ol{};
+  ol.i_id = 98765;
+  ol.supply_w_id = 3;
+  uint32_t i_id = 0;
+  REQUIRE(DecodeField(EncodeRow(ol), &OrderLineRow::i_id, &i_id));
+  CHECK(i_id == 98765);
+  CHECK_FALSE(DecodeField(bytes.substr(0, 10), &StockRow::quantity, &quantity));
+  CHECK_FALSE(DecodeField(bytes + std::string(sizeof s, 'y'), &StockRow::quantity, &quantity));
+}
+
 TEST_CASE("histogram percentiles are within 1/16 of the exact ones", "[random][tpcc]") {
   const uint64_t seed = ::sm::test::TestSeed("tpcc histogram");
   std::mt19937_64 rng(seed);
