@@ -575,7 +575,8 @@ def render_radix_join(record, _records):
         return "The JSON has no sizes."
     out = table(("tuples a side", "plain hash join, ms", "partitioned hash join, ms",
                  "radix join, ms", "plain over best", "2 workers: hash / phash / radix"), rows)
-    out += (f"\n\nB: radix bits, P: passes. Model error (the calibrated models, largest over "
+    out += (f"\n\nB: radix bits, P: passes. Plain over best and the 2-worker speedups come "
+            f"from the two joins run again alternating, not from the columns' runs. Model error (the calibrated models, largest over "
             f"the plain, best phash and best radix join of every size): "
             f"**{num(j.get('model_error_pct'), 1)} %**; the paper's models as published: "
             f"{num(j.get('paper_model_error_pct'), 1)} %. Huge pages {j.get('huge_pages', NA)} "
