@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "query/machine.h"
+#include "query/mt_ops.h"
 #include "sm/common/assert.h"
 
 namespace sm::query {
@@ -95,10 +96,10 @@ void ClusterOne(const Bun* src, Bun* dst, uint32_t lo, uint32_t hi, int shift, u
 void ClusterFirstPassParallel(const Bun* src, Bun* dst, uint32_t n, int shift, uint32_t mask,
                               int threads, uint32_t* starts) {
   std::vector<std::vector<uint32_t>> hists(threads, std::vector<uint32_t>(mask + 1, 0));
-  auto share = [&](int t) { return static_cast<uint32_t>(uint64_t{n} * t / threads); };
   RunWorkers(threads, [&](int t) {
     uint32_t* h = hists[t].data();
-    for (uint32_t i = share(t); i < share(t + 1); ++i) ++h[(RadixHash(src[i].key) >> shift) & mask];
+    const mt::Split share = mt::SplitOf(n, t, threads);
+    for (size_t i = share.begin; i < share.end; ++i) ++h[(RadixHash(src[i].key) >> shift) & mask];
   });
   uint32_t pos = 0;
   for (uint32_t j = 0; j <= mask; ++j) {
@@ -112,7 +113,8 @@ void ClusterFirstPassParallel(const Bun* src, Bun* dst, uint32_t n, int shift, u
   SM_ASSERT(pos == n);
   RunWorkers(threads, [&](int t) {
     uint32_t* h = hists[t].data();
-    for (uint32_t i = share(t); i < share(t + 1); ++i) {
+    const mt::Split share = mt::SplitOf(n, t, threads);
+    for (size_t i = share.begin; i < share.end; ++i) {
       const Bun b = src[i];
       dst[h[(RadixHash(b.key) >> shift) & mask]++] = b;
     }
@@ -184,16 +186,14 @@ void BuildTableShared(const Bun* inner, uint32_t ni, int threads, JoinScratch::W
     return;
   }
   const Table table = TableFor(ni, w);
-  auto share = [threads](uint32_t n, int t) {
-    return static_cast<uint32_t>(uint64_t{n} * t / threads);
-  };
   RunWorkers(threads, [&](int t) {
-    const uint32_t lo = share(table.buckets, t);
-    std::memset(table.heads + lo, 0, (share(table.buckets, t + 1) - lo) * sizeof(uint32_t));
+    const mt::Split buckets = mt::SplitOf(table.buckets, t, threads);
+    std::memset(table.heads + buckets.begin, 0, (buckets.end - buckets.begin) * sizeof(uint32_t));
   });
   // The workers' end orders every insert before every probe (RunWorkers joins them).
   RunWorkers(threads, [&](int t) {
-    for (uint32_t i = share(ni, t); i < share(ni, t + 1); ++i) {
+    const mt::Split share = mt::SplitOf(ni, t, threads);
+    for (uint32_t i = static_cast<uint32_t>(share.begin); i < share.end; ++i) {
       std::atomic_ref<uint32_t> head(table.heads[BucketOf(inner[i].key, table.log_buckets)]);
       uint32_t first = head.load(std::memory_order_relaxed);
       do {
@@ -458,11 +458,10 @@ Status PlainHashJoin(std::span<const Bun> left, std::span<const Bun> right,
   }
   ReserveParts(out, left.size(), threads);
   BuildTableShared(right.data(), ni, threads, w);
-  const uint32_t n = static_cast<uint32_t>(left.size());
   RunWorkers(threads, [&](int t) {
-    const uint32_t lo = static_cast<uint32_t>(uint64_t{n} * t / threads);
-    const uint32_t hi = static_cast<uint32_t>(uint64_t{n} * (t + 1) / threads);
-    ProbeTable(left.data() + lo, hi - lo, right.data(), ni, *w, &out->parts[t]);
+    const mt::Split share = mt::SplitOf(left.size(), t, threads);
+    ProbeTable(left.data() + share.begin, static_cast<uint32_t>(share.end - share.begin),
+               right.data(), ni, *w, &out->parts[t]);
   });
   return Status::OK();
 }
